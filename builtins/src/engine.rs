@@ -1,0 +1,310 @@
+//! Parsing, freezing and calling Starlark scripts under limits and capabilities.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::Evaluator;
+use starlark::syntax::{AstModule, Dialect};
+use starlark::values::Value;
+
+use crate::capabilities::{Capabilities, Surface};
+use crate::error::{Error, ErrorKind, Location};
+use crate::host::Host;
+use crate::limits::Limits;
+use crate::modules;
+use crate::workspace::Workspace;
+
+/// The builtin globals a family of scripts sees. Build one per process (or per surface) and share
+/// it: building registers every module.
+pub struct Engine {
+    globals: Globals,
+}
+
+impl Engine {
+    /// Builds the standard globals: the Starlark core plus `fs`, `http`, `json`, `re`, `hash`,
+    /// `time`, `env`, `exec`, `log` and `print` (which also logs).
+    pub fn new() -> Self {
+        Self::with_extension(|_| {})
+    }
+
+    /// Builds the standard globals plus whatever `extend` registers (a surface's own functions,
+    /// such as the hook decisions `allow()`, `block()` and `modify()`).
+    pub fn with_extension(extend: impl FnOnce(&mut GlobalsBuilder)) -> Self {
+        let mut builder = GlobalsBuilder::extended_by(&[
+            LibraryExtension::StructType,
+            LibraryExtension::Print,
+            LibraryExtension::Map,
+            LibraryExtension::Filter,
+            LibraryExtension::Typing,
+        ]);
+        modules::register(&mut builder);
+        extend(&mut builder);
+        Engine {
+            globals: builder.build(),
+        }
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+/// Everything a script's builtins may touch: the surface, the workspace root, the capabilities
+/// and the limits. Shared by all scripts of one surface; cheap to keep, costly to rebuild (it owns
+/// the HTTP connection pool).
+#[derive(Debug)]
+pub struct Sandbox {
+    pub(crate) surface: Surface,
+    pub(crate) workspace: Workspace,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) limits: Limits,
+    pub(crate) http: OnceLock<Result<reqwest::Client, String>>,
+    pub(crate) regexes: Mutex<HashMap<String, regex::Regex>>,
+}
+
+impl Sandbox {
+    /// Creates a sandbox for scripts of `surface` confined to `workspace`.
+    pub fn new(
+        surface: Surface,
+        workspace: Workspace,
+        capabilities: Capabilities,
+        limits: Limits,
+    ) -> Self {
+        Sandbox {
+            surface,
+            workspace,
+            capabilities,
+            limits,
+            http: OnceLock::new(),
+            regexes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Returns the surface this sandbox serves.
+    pub fn surface(&self) -> Surface {
+        self.surface
+    }
+
+    /// Returns the workspace root.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Returns the granted capabilities.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// Returns the limits every evaluation runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+/// What a successful call returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutput {
+    /// The function's return value, converted to JSON.
+    pub value: serde_json::Value,
+    /// Lines the script passed to `log()` or `print()`, in order.
+    pub logs: Vec<String>,
+}
+
+/// A parsed and evaluated script whose top-level definitions are frozen, ready to be called many
+/// times (from any thread) without parsing again.
+pub struct Script {
+    name: String,
+    module: FrozenModule,
+}
+
+impl std::fmt::Debug for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Script")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn dialect() -> Dialect {
+    Dialect {
+        enable_top_level_stmt: true,
+        enable_f_strings: true,
+        ..Dialect::Extended
+    }
+}
+
+impl Script {
+    /// Parses `source` (named `name` in messages), binds `predeclared` values as globals (for
+    /// example a verifier's `args`), runs its top level under the sandbox's limits and freezes it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Syntax`] when it does not parse; [`ErrorKind::Runtime`], [`ErrorKind::Limit`]
+    /// or [`ErrorKind::Sandbox`] when its top level fails; [`ErrorKind::Conversion`] when a
+    /// predeclared value cannot become a Starlark value.
+    pub fn compile(
+        engine: &Engine,
+        sandbox: &Sandbox,
+        name: &str,
+        source: &str,
+        predeclared: &[(&str, &serde_json::Value)],
+    ) -> Result<Script, Error> {
+        let ast = AstModule::parse(name, source.to_owned(), &dialect())
+            .map_err(|e| Error::new(ErrorKind::Syntax, name, first_line(&e)).at(location(&e)))?;
+        for (key, value) in predeclared {
+            check_json(value).map_err(|m| {
+                Error::new(ErrorKind::Conversion, name, format!("global `{key}`: {m}"))
+            })?;
+        }
+        let host = Host::new(sandbox);
+        let module = Module::with_temp_heap(|module| -> Result<FrozenModule, Error> {
+            for (key, value) in predeclared {
+                module.set(key, module.heap().alloc(*value));
+            }
+            {
+                let mut eval = Evaluator::new(&module);
+                host.configure(&mut eval, name)?;
+                if let Err(e) = eval.eval_module(ast, &engine.globals) {
+                    return Err(host.classify(e, &eval, name));
+                }
+            }
+            module.freeze().map_err(|e| {
+                Error::new(
+                    ErrorKind::Runtime,
+                    name,
+                    format!("cannot freeze module: {e:?}"),
+                )
+            })
+        })?;
+        Ok(Script {
+            name: name.to_owned(),
+            module,
+        })
+    }
+
+    /// Returns the name the script was compiled with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Returns true when the script defines a top-level value called `function`.
+    pub fn defines(&self, function: &str) -> bool {
+        self.module.get(function).is_ok()
+    }
+
+    /// Calls the top-level function `function` with `args` converted from JSON, under the
+    /// sandbox's limits, and converts what it returns back to JSON.
+    ///
+    /// This blocks the calling thread for as long as the script runs (up to its time budget):
+    /// call it from a blocking thread (`tokio::task::spawn_blocking`), never from an async task.
+    ///
+    /// # Errors
+    /// [`ErrorKind::MissingFunction`] when there is no such function; [`ErrorKind::Runtime`],
+    /// [`ErrorKind::Limit`] or [`ErrorKind::Sandbox`] when the call fails;
+    /// [`ErrorKind::Conversion`] when an argument or the returned value has no JSON form.
+    pub fn call(
+        &self,
+        sandbox: &Sandbox,
+        function: &str,
+        args: &[&serde_json::Value],
+    ) -> Result<CallOutput, Error> {
+        let name = self.name.as_str();
+        let func = self.module.get(function).map_err(|_| {
+            Error::new(
+                ErrorKind::MissingFunction,
+                name,
+                format!("the script does not define `{function}` (define `def {function}(...):`)"),
+            )
+        })?;
+        for (i, value) in args.iter().enumerate() {
+            check_json(value).map_err(|m| {
+                Error::new(
+                    ErrorKind::Conversion,
+                    name,
+                    format!("argument {}: {m}", i + 1),
+                )
+            })?;
+        }
+        let host = Host::new(sandbox);
+        let value = Module::with_temp_heap(|module| -> Result<serde_json::Value, Error> {
+            let heap = module.heap();
+            let func = heap.access_owned_frozen_value(&func);
+            let args: Vec<Value> = args.iter().map(|a| heap.alloc(*a)).collect();
+            let mut eval = Evaluator::new(&module);
+            host.configure(&mut eval, name)?;
+            match eval.eval_function(func, &args, &[]) {
+                Ok(value) => value.to_json_value().map_err(|e| {
+                    Error::new(
+                        ErrorKind::Conversion,
+                        name,
+                        format!(
+                            "`{function}` returned a {} that has no JSON form: {e}",
+                            value.get_type()
+                        ),
+                    )
+                }),
+                Err(e) => Err(host.classify(e, &eval, name)),
+            }
+        })?;
+        Ok(CallOutput {
+            value,
+            logs: host.logs.into_inner(),
+        })
+    }
+}
+
+/// The 1-based position of a Starlark error, when it has one.
+pub(crate) fn location(e: &starlark::Error) -> Option<Location> {
+    e.span().map(|span| {
+        let begin = span.resolve_span().begin;
+        Location {
+            line: begin.line + 1,
+            column: begin.column + 1,
+        }
+    })
+}
+
+/// The error message without Starlark's source excerpt and traceback.
+pub(crate) fn first_line(e: &starlark::Error) -> String {
+    e.without_diagnostic().to_string().trim().to_owned()
+}
+
+/// Refuses JSON values Starlark cannot represent exactly (numbers outside every numeric type).
+pub(crate) fn check_json(value: &serde_json::Value) -> Result<(), String> {
+    match value {
+        serde_json::Value::Number(n) => {
+            let text = n.to_string();
+            let integer = text
+                .trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit());
+            if integer || n.as_f64().is_some_and(f64::is_finite) {
+                Ok(())
+            } else {
+                Err(format!("number {text} cannot be represented"))
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().try_for_each(check_json),
+        serde_json::Value::Object(map) => map.values().try_for_each(check_json),
+        _ => Ok(()),
+    }
+}
+
+/// Compiles a script; in `cfg(test)` only, a shortcut for the tests of the modules.
+#[cfg(test)]
+pub(crate) fn test_sandbox(dir: &std::path::Path, capabilities: Capabilities) -> Sandbox {
+    Sandbox::new(
+        Surface::Verifier,
+        Workspace::new(dir).expect("workspace"),
+        capabilities,
+        Limits::default(),
+    )
+}

@@ -1,0 +1,136 @@
+//! The one error type of the engine: what went wrong, in which script, and where.
+
+use std::fmt;
+
+/// What kind of failure a script evaluation ended in.
+///
+/// The string form ([`ErrorKind::as_str`]) is stable: it goes on spans as `error.type` and is what
+/// tests assert on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The script does not parse.
+    Syntax,
+    /// The script raised an error while running (a failed builtin, a type error, `fail(...)`).
+    Runtime,
+    /// The script hit one of the configured [`Limit`]s.
+    Limit(Limit),
+    /// The script tried to reach outside its sandbox (a path, host, program, variable or
+    /// capability it is not allowed).
+    Sandbox,
+    /// A value could not be converted between JSON and Starlark.
+    Conversion,
+    /// The script does not define the function the host calls (`run`, `handle`, `respond`).
+    MissingFunction,
+}
+
+impl ErrorKind {
+    /// Returns the stable string form of this kind, e.g. `"limit"` or `"sandbox"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::Runtime => "runtime",
+            ErrorKind::Limit(_) => "limit",
+            ErrorKind::Sandbox => "sandbox",
+            ErrorKind::Conversion => "conversion",
+            ErrorKind::MissingFunction => "missing_function",
+        }
+    }
+}
+
+/// A resource budget a script can exhaust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// The step (tick) budget: function calls plus loop iterations.
+    Steps,
+    /// The wall-clock budget.
+    Time,
+    /// The call-stack depth.
+    CallStack,
+    /// The Starlark heap size.
+    Heap,
+}
+
+impl Limit {
+    /// Returns the limit's name as used in messages and configuration, e.g. `"max_steps"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::Steps => "max_steps",
+            Limit::Time => "timeout",
+            Limit::CallStack => "max_call_depth",
+            Limit::Heap => "max_heap_bytes",
+        }
+    }
+}
+
+/// A 1-based line and column in a script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// Line, counting from 1.
+    pub line: usize,
+    /// Column, counting from 1.
+    pub column: usize,
+}
+
+/// A failed parse, evaluation or call of a script.
+///
+/// Its `Display` names the script and, where known, the line and column:
+/// `verify.star:3:12: fs.read: "../x" escapes the workspace root /w (paths must stay inside it)`.
+#[derive(Debug, Clone)]
+pub struct Error {
+    kind: ErrorKind,
+    script: String,
+    location: Option<Location>,
+    message: String,
+}
+
+impl Error {
+    /// Creates an error of `kind` in `script`.
+    pub fn new(kind: ErrorKind, script: impl Into<String>, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            script: script.into(),
+            location: None,
+            message: message.into(),
+        }
+    }
+
+    /// Attaches a source location.
+    #[must_use]
+    pub fn at(mut self, location: Option<Location>) -> Self {
+        self.location = location;
+        self
+    }
+
+    /// Returns what kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Returns the name of the script that failed (usually its file name).
+    pub fn script(&self) -> &str {
+        &self.script
+    }
+
+    /// Returns the line and column where the failure happened, when known.
+    pub fn location(&self) -> Option<Location> {
+        self.location
+    }
+
+    /// Returns the message without the script name and location prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.location {
+            Some(Location { line, column }) => {
+                write!(f, "{}:{line}:{column}: {}", self.script, self.message)
+            }
+            None => write!(f, "{}: {}", self.script, self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,147 @@
+//! Per-evaluation host state that builtins reach through `Evaluator::extra`.
+//!
+//! This module is the one place the crate allows `unsafe_code`: starlark's
+//! `#[derive(ProvidesStaticType)]` expands to an `unsafe impl` of its type-id marker trait. No
+//! unsafe code is written by hand.
+
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
+
+use starlark::PrintHandler;
+use starlark::any::ProvidesStaticType;
+use starlark::eval::Evaluator;
+
+use crate::engine::{Sandbox, first_line, location};
+use crate::error::{Error, ErrorKind, Limit};
+
+/// Per-evaluation state builtins reach through `Evaluator::extra`.
+#[derive(ProvidesStaticType)]
+pub(crate) struct Host<'s> {
+    pub(crate) sandbox: &'s Sandbox,
+    pub(crate) deadline: Instant,
+    timed_out: Cell<bool>,
+    violation: RefCell<Option<String>>,
+    pub(crate) logs: RefCell<Vec<String>>,
+}
+
+impl<'s> Host<'s> {
+    pub(crate) fn new(sandbox: &'s Sandbox) -> Self {
+        Host {
+            sandbox,
+            deadline: Instant::now() + sandbox.limits.timeout,
+            timed_out: Cell::new(false),
+            violation: RefCell::new(None),
+            logs: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Returns the host of the evaluation running `eval`.
+    pub(crate) fn of<'a, 'e>(eval: &Evaluator<'_, 'a, 'e>) -> anyhow::Result<&'a Host<'e>> {
+        eval.extra
+            .and_then(|extra| extra.downcast_ref::<Host<'e>>())
+            .ok_or_else(|| anyhow::anyhow!("internal error: builtin called outside a sandbox"))
+    }
+
+    pub(crate) fn configure<'a>(
+        &'a self,
+        eval: &mut Evaluator<'_, 'a, 's>,
+        name: &str,
+    ) -> Result<(), Error> {
+        let limits = &self.sandbox.limits;
+        let setup = |r: anyhow::Result<()>| {
+            r.map_err(|e| Error::new(ErrorKind::Runtime, name, format!("invalid limit: {e}")))
+        };
+        setup(eval.set_max_tick_count(limits.max_steps.max(1)))?;
+        setup(eval.set_max_callstack_size(limits.max_call_depth.max(1)))?;
+        setup(eval.set_max_heap_size(limits.max_heap_bytes.max(1)))?;
+        eval.set_check_cancelled(Box::new(move || {
+            let late = Instant::now() >= self.deadline;
+            if late {
+                self.timed_out.set(true);
+            }
+            late
+        }));
+        eval.set_print_handler(self);
+        eval.extra = Some(self);
+        Ok(())
+    }
+
+    /// Records a sandbox refusal so the failed evaluation is reported as a violation, and returns
+    /// the error the builtin raises.
+    pub(crate) fn refuse(&self, message: String) -> anyhow::Error {
+        self.violation
+            .borrow_mut()
+            .get_or_insert_with(|| message.clone());
+        anyhow::anyhow!(message)
+    }
+
+    /// Records one line of script output and emits it as a tracing event on the current span.
+    pub(crate) fn log(&self, line: String) {
+        tracing::info!(target: "harness::script", surface = self.sandbox.surface.as_str(), "{line}");
+        self.logs.borrow_mut().push(line);
+    }
+
+    /// Runs a future to completion from the blocking thread the script runs on: on the ambient
+    /// Tokio runtime when there is one, else on a small runtime of its own.
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> anyhow::Result<F::Output> {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => Ok(handle.block_on(future)),
+            Err(_) => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| anyhow::anyhow!("cannot start an I/O runtime: {e}"))?;
+                Ok(runtime.block_on(future))
+            }
+        }
+    }
+
+    /// Returns how long a builtin may still wait before the evaluation's time budget is spent.
+    pub(crate) fn remaining(&self) -> std::time::Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    pub(crate) fn classify(&self, e: starlark::Error, eval: &Evaluator, name: &str) -> Error {
+        let at = location(&e);
+        if let Some(message) = self.violation.borrow().clone() {
+            return Error::new(ErrorKind::Sandbox, name, message).at(at);
+        }
+        let limits = &self.sandbox.limits;
+        let limit = if matches!(e.kind(), starlark::ErrorKind::StackOverflow(_)) {
+            Some((
+                Limit::CallStack,
+                format!("call stack deeper than {} frames", limits.max_call_depth),
+            ))
+        } else if self.timed_out.get() {
+            Some((Limit::Time, format!("ran longer than {:?}", limits.timeout)))
+        } else if eval.heap().peak_allocated_bytes() > limits.max_heap_bytes {
+            Some((
+                Limit::Heap,
+                format!("heap grew past {} bytes", limits.max_heap_bytes),
+            ))
+        } else if eval.get_total_tick_count() >= limits.max_steps {
+            Some((
+                Limit::Steps,
+                format!("took more than {} steps", limits.max_steps),
+            ))
+        } else {
+            None
+        };
+        match limit {
+            Some((limit, what)) => Error::new(
+                ErrorKind::Limit(limit),
+                name,
+                format!("limit {} hit: the script {what}", limit.as_str()),
+            )
+            .at(at),
+            None => Error::new(ErrorKind::Runtime, name, first_line(&e)).at(at),
+        }
+    }
+}
+
+impl PrintHandler for Host<'_> {
+    fn println(&self, text: &str) -> starlark::Result<()> {
+        self.log(text.to_owned());
+        Ok(())
+    }
+}

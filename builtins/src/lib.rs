@@ -1,0 +1,41 @@
+//! The sandboxed Starlark engine of `harness`: scripts parsed once and called many times under
+//! step, time, stack and heap limits, with builtin modules (`fs`, `http`, `json`, `re`, `hash`,
+//! `time`, `env`, `exec`, `log`) gated by per-surface capabilities.
+//!
+//! ```no_run
+//! use harness_builtins::{Capabilities, Engine, Limits, Sandbox, Script, Surface, Workspace};
+//!
+//! let engine = Engine::new();
+//! let sandbox = Sandbox::new(
+//!     Surface::Verifier,
+//!     Workspace::new(".")?,
+//!     Capabilities::read_only(),
+//!     Limits::default(),
+//! );
+//! let script = Script::compile(&engine, &sandbox, "check.star",
+//!     "def run(result):\n    return fs.exists(result['path'])\n", &[])?;
+//! let out = script.call(&sandbox, "run", &[&serde_json::json!({"path": "Cargo.toml"})])?;
+//! assert_eq!(out.value, serde_json::json!(true));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod capabilities;
+mod engine;
+mod error;
+#[allow(unsafe_code)] // see the module's docs
+mod host;
+mod limits;
+mod modules;
+mod workspace;
+
+pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};
+pub use engine::{CallOutput, Engine, Sandbox, Script};
+pub use error::{Error, ErrorKind, Limit, Location};
+pub use limits::Limits;
+pub use modules::http_client_builder;
+pub use workspace::{PathError, Workspace};
+
+/// Re-exported so hosts extending the globals (`Engine::with_extension`) use the same starlark.
+pub use starlark;

@@ -1,0 +1,33 @@
+//! `hash.sha256(s)`.
+
+use sha2::{Digest, Sha256};
+use starlark::environment::GlobalsBuilder;
+use starlark::starlark_module;
+
+/// Returns the lowercase hex form of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+/// Returns the hex SHA-256 of `data`.
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
+#[starlark_module]
+pub(crate) fn members(builder: &mut GlobalsBuilder) {
+    /// Returns the SHA-256 of a string's UTF-8 bytes, as 64 lowercase hex digits.
+    ///
+    /// ```python
+    /// hash.sha256("hi") == "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"
+    /// ```
+    fn sha256(#[starlark(require = pos)] s: &str) -> anyhow::Result<String> {
+        Ok(sha256_hex(s.as_bytes()))
+    }
+}

@@ -1,0 +1,34 @@
+//! The builtin modules scripts see, one file per namespace.
+
+use starlark::environment::GlobalsBuilder;
+use starlark::values::{Heap, Value};
+
+mod env;
+mod exec;
+mod fs;
+mod hash;
+mod http;
+mod json;
+mod log;
+mod re;
+mod time;
+
+pub use http::client_builder as http_client_builder;
+
+/// Registers every builtin namespace and global function.
+pub(crate) fn register(builder: &mut GlobalsBuilder) {
+    builder.namespace("fs", fs::members);
+    builder.namespace("http", http::members);
+    builder.namespace("json", json::members);
+    builder.namespace("re", re::members);
+    builder.namespace("hash", hash::members);
+    builder.namespace("time", time::members);
+    builder.namespace("env", env::members);
+    builder.namespace("exec", exec::members);
+    log::globals(builder);
+}
+
+/// Allocates a JSON value built by a builtin on the script's heap.
+pub(crate) fn alloc<'v>(heap: Heap<'v>, value: serde_json::Value) -> Value<'v> {
+    heap.alloc(value)
+}

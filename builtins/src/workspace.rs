@@ -1,0 +1,196 @@
+//! The workspace root every path a script or tool names must stay inside.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// A directory that confines file access: paths resolve inside it, `..` escapes and symlinks
+/// leading out of it are refused.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+/// Why a path was refused.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PathError {
+    /// The path leaves the workspace root, lexically or through a symlink.
+    #[error("{path:?} escapes the workspace root {root} (paths must stay inside it)")]
+    Escapes {
+        /// The path as given.
+        path: String,
+        /// The workspace root.
+        root: PathBuf,
+    },
+    /// The path could not be inspected.
+    #[error("{path:?}: {message}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// What the operating system said.
+        message: String,
+    },
+}
+
+impl Workspace {
+    /// Opens `root` as a workspace; it must be an existing directory.
+    ///
+    /// # Errors
+    /// The directory does not exist or cannot be resolved.
+    pub fn new(root: impl AsRef<Path>) -> io::Result<Self> {
+        let root = root.as_ref();
+        let canonical = root.canonicalize().map_err(|e| {
+            io::Error::new(e.kind(), format!("workspace root {}: {e}", root.display()))
+        })?;
+        if !canonical.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("workspace root {} is not a directory", root.display()),
+            ));
+        }
+        Ok(Workspace { root: canonical })
+    }
+
+    /// Returns the canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves `path` (relative to the root, or absolute inside it) to an absolute path inside
+    /// the root, following symlinks of the part that exists. The path need not exist.
+    ///
+    /// # Errors
+    /// [`PathError::Escapes`] when the path, lexically or through a symlink, leaves the root.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, PathError> {
+        let escapes = || PathError::Escapes {
+            path: path.to_owned(),
+            root: self.root.clone(),
+        };
+        let given = Path::new(path);
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            self.root.join(given)
+        };
+        let lexical = normalise(&joined).ok_or_else(escapes)?;
+        if !lexical.starts_with(&self.root) {
+            return Err(escapes());
+        }
+        // Resolve symlinks in the longest prefix that exists; the rest cannot be a link yet.
+        let mut existing = lexical.as_path();
+        let mut rest = Vec::new();
+        let resolved = loop {
+            match existing.canonicalize() {
+                Ok(canonical) => break canonical,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) if e.kind() == io::ErrorKind::NotADirectory => {}
+                Err(e) => {
+                    return Err(PathError::Io {
+                        path: path.to_owned(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = parent;
+                }
+                _ => return Err(escapes()),
+            }
+        };
+        let mut full = resolved;
+        for name in rest.iter().rev() {
+            full.push(name);
+        }
+        if full.starts_with(&self.root) {
+            Ok(full)
+        } else {
+            Err(escapes())
+        }
+    }
+
+    /// Returns `path` relative to the root, with `/` separators, for showing to scripts.
+    pub fn relative(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        let text = rel.to_string_lossy().replace('\\', "/");
+        if text.is_empty() {
+            ".".to_owned()
+        } else {
+            text
+        }
+    }
+}
+
+/// Removes `.` and `..` components without touching the file system; `None` when `..` climbs
+/// above the file-system root.
+fn normalise(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_inside_and_refuses_escapes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+        std::fs::write(dir.path().join("sub/a.txt"), "a").expect("write");
+        let ws = Workspace::new(dir.path()).expect("workspace");
+        let root = ws.root().to_path_buf();
+
+        assert_eq!(
+            ws.resolve("sub/a.txt").expect("inside"),
+            root.join("sub/a.txt")
+        );
+        assert_eq!(
+            ws.resolve("sub/../sub/a.txt").expect("inside"),
+            root.join("sub/a.txt")
+        );
+        assert_eq!(
+            ws.resolve("missing/x").expect("missing is fine"),
+            root.join("missing/x")
+        );
+        let absolute = root.join("sub/a.txt");
+        assert!(ws.resolve(absolute.to_str().expect("utf-8")).is_ok());
+        assert_eq!(ws.resolve(".").expect("root"), root);
+
+        for bad in ["..", "../x", "sub/../../x", "/etc/passwd"] {
+            let err = ws.resolve(bad).expect_err(bad);
+            assert!(matches!(err, PathError::Escapes { .. }), "{bad}: {err}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_symlinks_that_leave() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("secret"), "s").expect("write");
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).expect("symlink");
+        std::os::unix::fs::symlink("sub", dir.path().join("inner")).expect("symlink");
+        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+        let ws = Workspace::new(dir.path()).expect("workspace");
+        assert!(matches!(
+            ws.resolve("link/secret"),
+            Err(PathError::Escapes { .. })
+        ));
+        assert!(matches!(
+            ws.resolve("link/new"),
+            Err(PathError::Escapes { .. })
+        ));
+        assert!(ws.resolve("inner/x").is_ok());
+    }
+}
