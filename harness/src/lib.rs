@@ -1,1 +1,47 @@
-//! placeholder
+//! The `harness` delegation runtime: hands a task to a delegate (a model, an agent CLI or a
+//! script), checks the claimed work against ground truth with Starlark verifiers and hooks, and
+//! re-prompts the same delegate with the reasons until the work is real or the budget is spent.
+//!
+//! ```no_run
+//! use harness::{Verifier, DelegationResult};
+//! use harness_builtins::{Capabilities, Engine, Limits, Sandbox, Surface, Workspace};
+//! use std::sync::Arc;
+//!
+//! let sandbox = Arc::new(Sandbox::new(Surface::Verifier, Workspace::new(".")?,
+//!     Capabilities::read_only(), Limits::default()));
+//! let verifier = Verifier::compile(&Engine::new(), sandbox, "verify.star",
+//!     "def run(result):\n    return fs.exists('hello.txt')\n", &serde_json::json!({}))?;
+//! let result = DelegationResult::from_json("result.json",
+//!     r#"{"id": "d-1", "response": "Done, I created hello.txt"}"#)?;
+//! let (outcome, _logs) = verifier.verify_blocking(&result)?;
+//! println!("verified: {}", outcome.verified);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod conversation;
+pub mod delegate;
+mod error;
+mod pipeline;
+mod prompt;
+mod ralph;
+mod report;
+mod result;
+mod spec;
+pub mod telemetry;
+mod tools;
+mod verifier;
+
+pub use conversation::{Message, ToolSpec, Usage};
+pub use error::{Error, ErrorKind, Result};
+pub use pipeline::{Pipeline, Verdict};
+pub use prompt::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, retry_prompt, retry_template_sha256};
+pub use ralph::{Event, Observer, RunOptions, Runtime};
+pub use report::{AttemptRecord, Outcome, Report};
+pub use result::{DelegationResult, ToolCall, ToolResult};
+pub use spec::{
+    DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, VerifySource,
+};
+pub use tools::{Tool, ToolOutput, Toolbox};
+pub use verifier::{EMPTY_REASON, FALSE_REASON, Verifier, VerifyOutcome};

@@ -37,27 +37,44 @@ async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> (String,
     (String::from_utf8_lossy(&kept).into_owned(), dropped)
 }
 
-/// The outcome of one program run, as scripts see it.
-pub(crate) struct Run {
+/// The outcome of one program run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramRun {
+    /// The exit code; None when the program was killed (timeout or signal).
     pub exit_code: Option<i32>,
+    /// Standard output, lossily UTF-8, capped.
     pub stdout: String,
+    /// Standard error, lossily UTF-8, capped.
     pub stderr: String,
+    /// True when the program ran past its timeout and was killed.
     pub timed_out: bool,
+    /// How long it ran.
     pub duration: Duration,
 }
 
-/// Runs `argv` in `cwd` with a minimal environment, capped output and a timeout.
-pub(crate) async fn run_program(
+/// Runs `argv` (no shell) in `cwd` with a minimal environment (`PATH`, `HOME`, `LANG`, `LC_ALL`,
+/// `TMPDIR`, `TERM`, `USER` plus `extra_env`), stdout and stderr capped at `cap` bytes each, and
+/// killed after `timeout`. `argv` must not be empty.
+///
+/// # Errors
+/// The program cannot be started.
+pub async fn run_program(
     argv: &[String],
     cwd: &std::path::Path,
     extra_env: &[(String, String)],
     timeout: Duration,
     cap: usize,
-) -> std::io::Result<Run> {
+) -> std::io::Result<ProgramRun> {
+    let Some((program, rest)) = argv.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty argv",
+        ));
+    };
     let started = Instant::now();
-    let mut command = tokio::process::Command::new(&argv[0]);
+    let mut command = tokio::process::Command::new(program);
     command
-        .args(&argv[1..])
+        .args(rest)
         .current_dir(cwd)
         .env_clear()
         .stdin(Stdio::null())
@@ -87,7 +104,7 @@ pub(crate) async fn run_program(
             if err_cut {
                 stderr.push_str("\n[output truncated]");
             }
-            Ok(Run {
+            Ok(ProgramRun {
                 exit_code: status?.code(),
                 stdout,
                 stderr,
@@ -96,7 +113,7 @@ pub(crate) async fn run_program(
             })
         }
         // Dropping the future drops the child, which kill_on_drop kills.
-        Err(_) => Ok(Run {
+        Err(_) => Ok(ProgramRun {
             exit_code: None,
             stdout: String::new(),
             stderr: String::new(),

@@ -166,7 +166,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         for entry in walkdir::WalkDir::new(&start).follow_links(false) {
             let Ok(entry) = entry else { continue };
             let relative = workspace.relative(entry.path());
-            if matcher.is_match(&relative) {
+            if relative != "." && matcher.is_match(&relative) {
                 found.push(relative);
             }
         }

@@ -4,7 +4,7 @@ use starlark::environment::GlobalsBuilder;
 use starlark::values::{Heap, Value};
 
 mod env;
-mod exec;
+pub(crate) mod exec;
 mod fs;
 mod hash;
 mod http;
@@ -13,6 +13,7 @@ mod log;
 mod re;
 mod time;
 
+pub use exec::{ProgramRun, run_program};
 pub use http::client_builder as http_client_builder;
 
 /// Registers every builtin namespace and global function.

@@ -1,0 +1,80 @@
+//! Delegates: whatever plays the sub-agent. One small trait, one file per kind.
+//!
+//! The runtime owns the conversation and hands it to the delegate on every turn, so a delegate
+//! that is asked again after a failed verification sees its own earlier claim, the tool results
+//! and the retry prompt: it is the same conversation, continued.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value};
+
+use crate::conversation::{Message, ToolSpec, Usage};
+use crate::error::Result;
+
+mod command;
+mod openai;
+mod scripted;
+
+pub use command::{CommandDelegate, CommandSpec};
+pub use openai::{OpenAiDelegate, OpenAiSpec};
+pub use scripted::ScriptedDelegate;
+
+/// A boxed future, as returned by [`Delegate::turn`].
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the delegate is asked on one turn.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnRequest<'a> {
+    /// The whole conversation so far, the newest message last.
+    pub messages: &'a [Message],
+    /// The attempt index, from 0.
+    pub attempt: u32,
+    /// The turn index within the attempt, from 0.
+    pub turn: u32,
+    /// The tools the delegate may call.
+    pub tools: &'a [ToolSpec],
+}
+
+/// A tool call as the delegate asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestedCall {
+    /// The delegate's id for the call; the runtime assigns `call_N` when absent.
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: String,
+    /// The decoded arguments.
+    pub arguments: Map<String, Value>,
+}
+
+/// The delegate's answer on one turn: text, tool calls, or both. An answer without tool calls
+/// ends the attempt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Turn {
+    /// Assistant text.
+    pub content: Option<String>,
+    /// Tool calls to run before the next turn.
+    pub tool_calls: Vec<RequestedCall>,
+    /// Tokens this turn cost.
+    pub usage: Usage,
+    /// Why the model stopped (`stop`, `tool_calls`), when it says.
+    pub finish_reason: Option<String>,
+}
+
+/// Something that plays the sub-agent.
+pub trait Delegate: Send {
+    /// Returns the delegate's kind: `scripted`, `openai` or `command`.
+    fn kind(&self) -> &'static str;
+
+    /// Returns the model name, when there is one (for spans and reports).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
+    /// Produces the next assistant message for the conversation in `request`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Delegate`](crate::ErrorKind::Delegate) when the provider, model, script or
+    /// command fails (after the delegate's own transport retries).
+    fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>>;
+}

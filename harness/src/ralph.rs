@@ -1,0 +1,478 @@
+//! The Ralph loop (DESIGN §4.5): run the delegate, verify what it claims, and on failure send the
+//! SAME delegate the fixed retry prompt with the reasons, until it passes or the budget is spent.
+
+use std::sync::Arc;
+
+use harness_builtins::{
+    Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, Workspace,
+};
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use crate::conversation::{Message, ToolSpec, Usage};
+use crate::delegate::{CommandDelegate, Delegate, OpenAiDelegate, ScriptedDelegate, TurnRequest};
+use crate::error::{Error, ErrorKind, Result};
+use crate::pipeline::{Pipeline, Verdict};
+use crate::prompt::{RETRY_TEMPLATE_VERSION, retry_prompt};
+use crate::report::{AttemptRecord, Outcome, Report};
+use crate::result::{DelegationResult, ToolCall, ToolResult};
+use crate::spec::{DelegateConfig, Delegation};
+use crate::telemetry::{self, attr};
+use crate::tools::{ToolOutput, Toolbox};
+use crate::verifier::Verifier;
+
+/// What happened during a delegation, for progress displays. Delivered in order, synchronously.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// An attempt began.
+    AttemptStarted {
+        /// Attempt index, from 0.
+        attempt: u32,
+    },
+    /// A tool call finished.
+    ToolCalled {
+        /// Attempt index.
+        attempt: u32,
+        /// The call.
+        call: &'a ToolCall,
+        /// Whether it failed or was refused.
+        is_error: bool,
+    },
+    /// The delegate gave its final answer for the attempt.
+    Responded {
+        /// Attempt index.
+        attempt: u32,
+        /// The answer.
+        response: &'a str,
+    },
+    /// The attempt was judged.
+    Judged {
+        /// Attempt index.
+        attempt: u32,
+        /// The verdict.
+        verdict: &'a Verdict,
+    },
+    /// The retry prompt is being sent.
+    Retrying {
+        /// The attempt that will follow, from 0.
+        next_attempt: u32,
+        /// The prompt text.
+        prompt: &'a str,
+    },
+}
+
+/// Receives [`Event`]s; any `Fn(&Event)` is an observer.
+pub trait Observer: Sync {
+    /// Called once per event.
+    fn on_event(&self, event: &Event<'_>);
+}
+
+impl<F: Fn(&Event<'_>) + Sync> Observer for F {
+    fn on_event(&self, event: &Event<'_>) {
+        self(event);
+    }
+}
+
+/// Capabilities for verifiers beyond reading the workspace and the file's `network.allow`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Extra hosts verifiers may reach.
+    pub allow_hosts: Vec<String>,
+    /// Programs verifiers may run with `exec.run`.
+    pub allow_exec: Vec<String>,
+    /// Environment variables verifiers may read with `env.get`.
+    pub allow_env: Vec<String>,
+}
+
+/// Runs delegations. Holds what is shared between them: the Starlark globals and the HTTP
+/// connection pool.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    engine: Arc<Engine>,
+    http: reqwest::Client,
+}
+
+struct Prepared {
+    delegate: Box<dyn Delegate>,
+    toolbox: Toolbox,
+    tool_specs: Vec<ToolSpec>,
+    pipeline: Pipeline,
+}
+
+/// Returns a fresh delegation id, `d-` and 16 hex digits.
+fn new_id() -> String {
+    format!("d-{:016x}", fastrand::u64(..))
+}
+
+fn compile_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> impl std::future::Future<Output = Result<T>> {
+    async move {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| Error::new(ErrorKind::Config, format!("script compilation failed: {e}")))?
+    }
+}
+
+impl Runtime {
+    /// Creates a runtime.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] when the HTTP client cannot be built.
+    pub fn new() -> Result<Self> {
+        let http = harness_builtins::http_client_builder()
+            .build()
+            .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Runtime {
+            engine: Arc::new(Engine::new()),
+            http,
+        })
+    }
+
+    /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the
+    /// report.
+    pub async fn run(
+        &self,
+        delegation: &Delegation,
+        options: &RunOptions,
+        observer: &dyn Observer,
+    ) -> Report {
+        let id = new_id();
+        let kind = delegation.delegate.kind();
+        let span = tracing::info_span!(
+            telemetry::SPAN_DELEGATION,
+            { attr::DELEGATION_ID } = %id,
+            { attr::DELEGATION_KIND } = kind,
+            { attr::RETRY_TEMPLATE_VERSION } = RETRY_TEMPLATE_VERSION,
+            { attr::VERIFY_ATTEMPTS } = Empty,
+            { attr::VERIFY_PASSED } = Empty,
+            { attr::VERIFY_OUTCOME } = Empty,
+            { attr::OUTCOME } = Empty,
+            { attr::ERROR_TYPE } = Empty,
+            otel.status_code = Empty,
+        );
+        let mut report = Report {
+            id,
+            outcome: Outcome::Skipped,
+            delegate_kind: kind.to_owned(),
+            model: None,
+            attempts: Vec::new(),
+            error: None,
+        };
+        let ended = self
+            .execute(delegation, options, observer, &mut report)
+            .instrument(span.clone())
+            .await;
+        report.outcome = match ended {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let outcome = if e.kind() == ErrorKind::VerificationFailed {
+                    Outcome::Failed
+                } else {
+                    Outcome::Error(e.kind())
+                };
+                report.error = Some(e);
+                outcome
+            }
+        };
+        span.record(attr::VERIFY_ATTEMPTS, report.attempts.len() as u64);
+        span.record(attr::VERIFY_PASSED, report.verified());
+        span.record(attr::VERIFY_OUTCOME, report.outcome.verify_outcome());
+        span.record(attr::OUTCOME, report.outcome.as_str());
+        if let Some(error) = &report.error {
+            span.record(attr::ERROR_TYPE, error.kind().as_str());
+            span.record("otel.status_code", "ERROR");
+        }
+        report
+    }
+
+    async fn execute(
+        &self,
+        delegation: &Delegation,
+        options: &RunOptions,
+        observer: &dyn Observer,
+        report: &mut Report,
+    ) -> Result<Outcome> {
+        let mut prepared = self.prepare(delegation, options).await?;
+        report.model = prepared.delegate.model().map(str::to_owned);
+        let work = self.attempts(delegation, &mut prepared, observer, report);
+        match delegation.timeout {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "{}: the delegation ran longer than limits.timeout_s = {}s and was stopped",
+                        delegation.source.display(),
+                        limit.as_secs_f64()
+                    ),
+                ))
+            }),
+        }
+    }
+
+    async fn prepare(&self, delegation: &Delegation, options: &RunOptions) -> Result<Prepared> {
+        let workspace = Workspace::new(&delegation.workdir)
+            .map_err(|e| Error::config(format!("{}: workdir: {e}", delegation.source.display())))?;
+        let hosts = HostAllowList::new(delegation.allow_hosts.iter().chain(&options.allow_hosts))
+            .map_err(|e| {
+            Error::config(format!(
+                "{}: network.allow: {e}",
+                delegation.source.display()
+            ))
+        })?;
+        let verifier = match &delegation.verify {
+            None => None,
+            Some(verify) => {
+                let sandbox = Arc::new(Sandbox::new(
+                    Surface::Verifier,
+                    workspace.clone(),
+                    Capabilities {
+                        hosts,
+                        programs: options.allow_exec.clone(),
+                        env: options.allow_env.clone(),
+                        ..Capabilities::read_only()
+                    },
+                    Limits::default(),
+                ));
+                let engine = Arc::clone(&self.engine);
+                let (name, source, args) = (
+                    verify.name.clone(),
+                    verify.source.clone(),
+                    delegation.args.clone(),
+                );
+                Some(
+                    compile_blocking(move || {
+                        Verifier::compile(&engine, sandbox, &name, &source, &args)
+                    })
+                    .await?,
+                )
+            }
+        };
+        let delegate: Box<dyn Delegate> = match &delegation.delegate {
+            DelegateConfig::Scripted { path, source } => {
+                let sandbox = Arc::new(Sandbox::new(
+                    Surface::Delegate,
+                    workspace.clone(),
+                    Capabilities::default(),
+                    Limits::default(),
+                ));
+                let engine = Arc::clone(&self.engine);
+                let (name, source) = (path.display().to_string(), source.clone());
+                let compiled = Arc::clone(&sandbox);
+                let script = compile_blocking(move || {
+                    Script::compile(&engine, &compiled, &name, &source, &[]).map_err(|e| {
+                        Error::config(format!("delegate script {e} [{}]", e.kind().as_str()))
+                    })
+                })
+                .await?;
+                Box::new(ScriptedDelegate::new(Arc::new(script), sandbox)?)
+            }
+            DelegateConfig::OpenAi(spec) => {
+                Box::new(OpenAiDelegate::new(spec.clone(), self.http.clone()))
+            }
+            DelegateConfig::Command(spec) => {
+                let mut spec = spec.clone();
+                spec.workdir = workspace.root().to_path_buf();
+                Box::new(CommandDelegate::new(spec))
+            }
+        };
+        let toolbox = Toolbox::new(workspace, &delegation.tools)?;
+        Ok(Prepared {
+            delegate,
+            tool_specs: toolbox.specs(),
+            toolbox,
+            pipeline: Pipeline::new(verifier),
+        })
+    }
+
+    async fn attempts(
+        &self,
+        delegation: &Delegation,
+        prepared: &mut Prepared,
+        observer: &dyn Observer,
+        report: &mut Report,
+    ) -> Result<Outcome> {
+        let mut messages = vec![Message::User(delegation.task.clone())];
+        let mut calls_made = 0u32;
+        let total = delegation.max_verify_retries.saturating_add(1);
+        for attempt in 0..total {
+            observer.on_event(&Event::AttemptStarted { attempt });
+            let span = tracing::info_span!(
+                telemetry::SPAN_ATTEMPT,
+                attempt,
+                verify.passed = Empty,
+                verify.reasons = Empty,
+            );
+            report.attempts.push(AttemptRecord {
+                attempt,
+                result: None,
+                passed: None,
+                reasons: Vec::new(),
+                usage: Usage::default(),
+            });
+            let record = report.attempts.last_mut().expect("pushed above");
+            let mut result = self
+                .attempt(
+                    delegation,
+                    prepared,
+                    &mut messages,
+                    &mut calls_made,
+                    attempt,
+                    &report.id,
+                    observer,
+                    &mut record.usage,
+                )
+                .instrument(span.clone())
+                .await?;
+            observer.on_event(&Event::Responded {
+                attempt,
+                response: &result.response,
+            });
+            let verdict = prepared
+                .pipeline
+                .check(&mut result)
+                .instrument(span.clone())
+                .await;
+            record.result = Some(result);
+            let Some(verdict) = verdict? else {
+                return Ok(Outcome::Skipped);
+            };
+            span.record("verify.passed", verdict.passed);
+            record.passed = Some(verdict.passed);
+            record.reasons.clone_from(&verdict.reasons);
+            observer.on_event(&Event::Judged {
+                attempt,
+                verdict: &verdict,
+            });
+            if verdict.passed {
+                return Ok(Outcome::Passed);
+            }
+            span.record("verify.reasons", verdict.reasons.join("\n").as_str());
+            if attempt + 1 < total {
+                let prompt = retry_prompt(attempt, &verdict.reasons);
+                span.in_scope(|| {
+                    tracing::info!(template.version = RETRY_TEMPLATE_VERSION, "retry prompt sent");
+                    tracing::debug!(template.version = RETRY_TEMPLATE_VERSION, prompt = %prompt, "retry prompt text");
+                });
+                observer.on_event(&Event::Retrying {
+                    next_attempt: attempt + 1,
+                    prompt: &prompt,
+                });
+                messages.push(Message::User(prompt));
+            }
+        }
+        let mut message = format!("verification failed on all {total} attempts");
+        for record in &report.attempts {
+            message.push_str(&format!("\nattempt {}:", record.attempt + 1));
+            for reason in &record.reasons {
+                message.push_str(&format!("\n  {reason}"));
+            }
+        }
+        Err(Error::new(ErrorKind::VerificationFailed, message))
+    }
+
+    /// Runs the delegate's turns of one attempt until it answers without tool calls.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        delegation: &Delegation,
+        prepared: &mut Prepared,
+        messages: &mut Vec<Message>,
+        calls_made: &mut u32,
+        attempt: u32,
+        id: &str,
+        observer: &dyn Observer,
+        usage: &mut Usage,
+    ) -> Result<DelegationResult> {
+        let mut tool_calls = Vec::new();
+        let mut tool_results = Vec::new();
+        for turn in 0..delegation.max_turns {
+            let answer = prepared
+                .delegate
+                .turn(TurnRequest {
+                    messages,
+                    attempt,
+                    turn,
+                    tools: &prepared.tool_specs,
+                })
+                .await?;
+            usage.add(answer.usage);
+            if answer.tool_calls.is_empty() {
+                let response = answer.content.unwrap_or_default();
+                messages.push(Message::Assistant {
+                    content: Some(response.clone()),
+                    tool_calls: Vec::new(),
+                });
+                return Ok(DelegationResult {
+                    id: id.to_owned(),
+                    parent_id: None,
+                    attempt,
+                    response,
+                    tool_calls,
+                    tool_results,
+                });
+            }
+            let calls: Vec<ToolCall> = answer
+                .tool_calls
+                .into_iter()
+                .map(|c| {
+                    *calls_made += 1;
+                    ToolCall {
+                        id: c.id.unwrap_or_else(|| format!("call_{calls_made}")),
+                        name: c.name,
+                        arguments: c.arguments,
+                    }
+                })
+                .collect();
+            messages.push(Message::Assistant {
+                content: answer.content,
+                tool_calls: calls.clone(),
+            });
+            for call in calls {
+                let output = self.call_tool(&prepared.toolbox, &call).await;
+                observer.on_event(&Event::ToolCalled {
+                    attempt,
+                    call: &call,
+                    is_error: output.is_error,
+                });
+                messages.push(Message::Tool {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: output.content.clone(),
+                });
+                tool_results.push(ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: output.content,
+                    is_error: output.is_error,
+                });
+                tool_calls.push(call);
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "the delegate used all {} turns of attempt {} without a final answer (limits.max_turns)",
+                delegation.max_turns,
+                attempt + 1
+            ),
+        ))
+    }
+
+    async fn call_tool(&self, toolbox: &Toolbox, call: &ToolCall) -> ToolOutput {
+        let span = tracing::info_span!(
+            telemetry::SPAN_TOOL,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            tool.is_error = Empty,
+        );
+        let output = toolbox
+            .call(&call.name, &call.arguments)
+            .instrument(span.clone())
+            .await;
+        span.record("tool.is_error", output.is_error);
+        output
+    }
+}

@@ -1,0 +1,73 @@
+//! The Result contract (DESIGN §4.1): what one attempt produced, as verifiers and hooks see it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// One tool call the delegate made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// The call's id, unique within the attempt (`call_1`, or the model's own id).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The decoded arguments object.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What one tool call returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The text the delegate saw.
+    pub content: String,
+    /// True when the tool failed or was refused.
+    pub is_error: bool,
+}
+
+/// What one delegation attempt produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationResult {
+    /// The delegation's id (`d-…`).
+    pub id: String,
+    /// The delegation that issued this one, if any.
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    /// The attempt index, from 0.
+    #[serde(default)]
+    pub attempt: u32,
+    /// The final assistant text of this attempt.
+    pub response: String,
+    /// This attempt's tool calls, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// This attempt's tool results, in order.
+    #[serde(default)]
+    pub tool_results: Vec<ToolResult>,
+}
+
+impl DelegationResult {
+    /// Parses a Result from JSON text; `source` names where it came from in messages.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the field, line and column when
+    /// the text is not a Result.
+    pub fn from_json(source: &str, text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| {
+            Error::config(format!(
+                "{source}: not a delegation result: {e} (expected an object with `id` and `response`, and optionally `parent_id`, `attempt`, `tool_calls`, `tool_results`)"
+            ))
+        })
+    }
+
+    /// Returns the Result as the JSON value scripts receive.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a Result always serialises")
+    }
+}

@@ -1,0 +1,407 @@
+//! The delegation file (DESIGN §6): strict YAML, validated into a [`Delegation`] before anything
+//! runs. Unknown keys, wrong types, missing or conflicting keys and missing script files are
+//! configuration errors naming the file, the key and what is expected.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::delegate::{CommandSpec, OpenAiSpec};
+use crate::error::{Error, Result};
+use crate::tools::Tool;
+
+/// Default `max_verify_retries`.
+pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
+/// Default `limits.max_turns` (per attempt).
+pub const DEFAULT_MAX_TURNS: u32 = 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    task: String,
+    delegate: RawDelegate,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    args: Option<Map<String, Value>>,
+    #[serde(default)]
+    verify: Option<String>,
+    #[serde(default)]
+    verify_file: Option<PathBuf>,
+    #[serde(default)]
+    max_verify_retries: Option<u32>,
+    #[serde(default)]
+    hooks: Option<Vec<PathBuf>>,
+    #[serde(default)]
+    workdir: Option<PathBuf>,
+    #[serde(default)]
+    network: Option<RawNetwork>,
+    #[serde(default)]
+    limits: Option<RawLimits>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum RawDelegate {
+    Scripted {
+        script: PathBuf,
+    },
+    Openai {
+        model: String,
+        #[serde(default)]
+        base_url: Option<String>,
+        #[serde(default)]
+        api_key_env: Option<String>,
+        #[serde(default)]
+        temperature: Option<f64>,
+        #[serde(default)]
+        max_tokens: Option<u32>,
+        #[serde(default)]
+        timeout_s: Option<f64>,
+        #[serde(default)]
+        max_retries: Option<u32>,
+    },
+    Command {
+        command: Vec<String>,
+        #[serde(default)]
+        timeout_s: Option<f64>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    #[serde(default)]
+    allow: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    #[serde(default)]
+    max_turns: Option<u32>,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+}
+
+/// The delegate a delegation file asks for, with its settings resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DelegateConfig {
+    /// A Starlark script playing the model.
+    Scripted {
+        /// The script's path (for messages).
+        path: PathBuf,
+        /// The script's source.
+        source: String,
+    },
+    /// An OpenAI-compatible server.
+    OpenAi(OpenAiSpec),
+    /// An agent CLI; `workdir` is filled in when the delegation runs.
+    Command(CommandSpec),
+}
+
+impl DelegateConfig {
+    /// Returns the kind name: `scripted`, `openai` or `command`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DelegateConfig::Scripted { .. } => "scripted",
+            DelegateConfig::OpenAi(_) => "openai",
+            DelegateConfig::Command(_) => "command",
+        }
+    }
+}
+
+/// An inline verifier's name (for messages) and source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySource {
+    /// The file name, or `<file>#verify` for an inline script.
+    pub name: String,
+    /// The Starlark source.
+    pub source: String,
+}
+
+/// A validated delegation, ready to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delegation {
+    /// Where it was read from (for messages).
+    pub source: PathBuf,
+    /// What the delegate is asked to do.
+    pub task: String,
+    /// Who does it.
+    pub delegate: DelegateConfig,
+    /// Tools offered to the delegate.
+    pub tools: Vec<String>,
+    /// The verifier's `args`.
+    pub args: Value,
+    /// The inline verifier, if any.
+    pub verify: Option<VerifySource>,
+    /// Retries after a failed verification; total attempts are this plus one.
+    pub max_verify_retries: u32,
+    /// Hook files and directories, when the file lists them.
+    pub hooks: Option<Vec<PathBuf>>,
+    /// The workspace root.
+    pub workdir: PathBuf,
+    /// Hosts verifiers and hooks may reach.
+    pub allow_hosts: Vec<String>,
+    /// Turns allowed per attempt.
+    pub max_turns: u32,
+    /// Wall-clock budget of the whole delegation.
+    pub timeout: Option<Duration>,
+}
+
+fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
+    let s = value.unwrap_or(default);
+    if s.is_finite() && s > 0.0 && s <= 86_400.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(Error::config(format!(
+            "{file}: `{key}` must be a number of seconds between 0 and 86400, got {s}"
+        )))
+    }
+}
+
+impl Delegation {
+    /// Reads and validates a delegation file; relative paths inside it are relative to its
+    /// directory.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the file, the key and the fix.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let base = if base.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            base
+        };
+        Self::from_yaml(path, &text, base)
+    }
+
+    /// Validates delegation YAML named `source`, resolving relative paths against `base`.
+    ///
+    /// # Errors
+    /// As [`Delegation::from_file`].
+    pub fn from_yaml(source: &Path, text: &str, base: &Path) -> Result<Self> {
+        let file = source.display().to_string();
+        let raw: RawFile = serde_norway::from_str(text).map_err(|e| {
+            Error::config(format!(
+                "{file}: {e} (see the delegation file reference: task, delegate, tools, args, verify | verify_file, max_verify_retries, hooks, workdir, network, limits)"
+            ))
+        })?;
+        if raw.task.trim().is_empty() {
+            return Err(Error::config(format!(
+                "{file}: `task` is empty; say what the delegate should do"
+            )));
+        }
+        let read = |key: &str, rel: &Path| -> Result<(PathBuf, String)> {
+            let full = base.join(rel);
+            let text = std::fs::read_to_string(&full).map_err(|e| {
+                Error::config(format!(
+                    "{file}: `{key}`: cannot read {}: {e}",
+                    full.display()
+                ))
+            })?;
+            Ok((full, text))
+        };
+        let delegate = match raw.delegate {
+            RawDelegate::Scripted { script } => {
+                let (path, source) = read("delegate.script", &script)?;
+                DelegateConfig::Scripted { path, source }
+            }
+            RawDelegate::Openai {
+                model,
+                base_url,
+                api_key_env,
+                temperature,
+                max_tokens,
+                timeout_s,
+                max_retries,
+            } => {
+                if model.trim().is_empty() {
+                    return Err(Error::config(format!("{file}: `delegate.model` is empty")));
+                }
+                if let Some(t) = temperature {
+                    if !(0.0..=2.0).contains(&t) {
+                        return Err(Error::config(format!(
+                            "{file}: `delegate.temperature` must be between 0 and 2, got {t}"
+                        )));
+                    }
+                }
+                let mut spec = OpenAiSpec::new(model);
+                if let Some(url) = base_url {
+                    spec.base_url = url;
+                }
+                if let Some(var) = api_key_env {
+                    spec.api_key_env = var;
+                }
+                spec.temperature = temperature;
+                spec.max_tokens = max_tokens;
+                spec.request_timeout = seconds(&file, "delegate.timeout_s", timeout_s, 120.0)?;
+                if let Some(retries) = max_retries {
+                    spec.max_retries = retries;
+                }
+                DelegateConfig::OpenAi(spec)
+            }
+            RawDelegate::Command { command, timeout_s } => {
+                if command.first().is_none_or(|p| p.trim().is_empty()) {
+                    return Err(Error::config(format!(
+                        "{file}: `delegate.command` must be a non-empty list [program, args...]"
+                    )));
+                }
+                DelegateConfig::Command(CommandSpec {
+                    command,
+                    workdir: PathBuf::new(),
+                    timeout: seconds(&file, "delegate.timeout_s", timeout_s, 600.0)?,
+                })
+            }
+        };
+        for tool in &raw.tools {
+            if Tool::from_name(tool).is_none() {
+                let known: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+                return Err(Error::config(format!(
+                    "{file}: `tools`: unknown tool {tool:?} (known tools: {})",
+                    known.join(", ")
+                )));
+            }
+        }
+        let verify = match (raw.verify, raw.verify_file) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config(format!(
+                    "{file}: give `verify` (inline script) or `verify_file` (a path), not both"
+                )));
+            }
+            (Some(source), None) => Some(VerifySource {
+                name: format!("{file}#verify"),
+                source,
+            }),
+            (None, Some(rel)) => {
+                let (path, source) = read("verify_file", &rel)?;
+                Some(VerifySource {
+                    name: path.display().to_string(),
+                    source,
+                })
+            }
+            (None, None) => None,
+        };
+        let limits = raw.limits.unwrap_or(RawLimits {
+            max_turns: None,
+            timeout_s: None,
+        });
+        let max_turns = limits.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+        if max_turns == 0 {
+            return Err(Error::config(format!(
+                "{file}: `limits.max_turns` must be at least 1"
+            )));
+        }
+        let timeout = match limits.timeout_s {
+            Some(s) => Some(seconds(&file, "limits.timeout_s", Some(s), 0.0)?),
+            None => None,
+        };
+        Ok(Delegation {
+            source: source.to_path_buf(),
+            task: raw.task,
+            delegate,
+            tools: raw.tools,
+            args: Value::Object(raw.args.unwrap_or_default()),
+            verify,
+            max_verify_retries: raw.max_verify_retries.unwrap_or(DEFAULT_MAX_VERIFY_RETRIES),
+            hooks: raw.hooks.map(|h| h.iter().map(|p| base.join(p)).collect()),
+            workdir: base.join(raw.workdir.unwrap_or_else(|| PathBuf::from("."))),
+            allow_hosts: raw.network.map(|n| n.allow).unwrap_or_default(),
+            max_turns,
+            timeout,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Delegation> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("agent.star"),
+            "def respond(r):\n    return 'ok'\n",
+        )
+        .expect("write");
+        Delegation::from_yaml(Path::new("d.yaml"), text, dir.path())
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let d =
+            parse("task: do it\ndelegate: {kind: scripted, script: agent.star}\n").expect("valid");
+        assert_eq!(d.max_verify_retries, 2);
+        assert_eq!(d.max_turns, 20);
+        assert!(d.verify.is_none());
+        assert_eq!(d.args, serde_json::json!({}));
+    }
+
+    #[test]
+    fn malformed_files_are_config_errors_naming_the_key() {
+        let cases = [
+            ("delegate: {kind: scripted, script: agent.star}\n", "task"),
+            ("task: x\n", "delegate"),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nbogus: 1\n",
+                "bogus",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star, extra: 1}\n",
+                "extra",
+            ),
+            ("task: x\ndelegate: {kind: wizard}\n", "wizard"),
+            (
+                "task: x\ndelegate: {kind: scripted, script: missing.star}\n",
+                "missing.star",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nverify: 'x'\nverify_file: v.star\n",
+                "not both",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nverify_file: nope.star\n",
+                "nope.star",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nmax_verify_retries: many\n",
+                "max_verify_retries",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\ntools: [teleport]\n",
+                "teleport",
+            ),
+            (
+                "task: [1]\ndelegate: {kind: scripted, script: agent.star}\n",
+                "task",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nlimits: {max_turns: 0}\n",
+                "max_turns",
+            ),
+            (
+                "task: x\ndelegate: {kind: command, command: []}\n",
+                "delegate.command",
+            ),
+            ("task: x\ndelegate: {kind: openai}\n", "model"),
+            (
+                "task: '  '\ndelegate: {kind: scripted, script: agent.star}\n",
+                "task",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text).expect_err(text);
+            assert_eq!(err.kind(), crate::ErrorKind::Config, "{text}");
+            assert!(err.message().contains(needle), "{text}: {}", err.message());
+            assert!(
+                err.message().contains("d.yaml"),
+                "{text}: {}",
+                err.message()
+            );
+        }
+    }
+}

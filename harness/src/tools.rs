@@ -1,0 +1,281 @@
+//! The built-in tools a model-driven delegate may call, confined to the workspace root exactly
+//! like the `fs` builtins. A refused or failed call is an error result the delegate reads, never a
+//! crash of the delegation.
+
+use std::path::Path;
+use std::time::Duration;
+
+use harness_builtins::{PathError, Workspace};
+use serde_json::{Map, Value, json};
+
+use crate::conversation::ToolSpec;
+use crate::error::{Error, Result};
+
+/// Largest file `read_file` returns.
+const MAX_READ_BYTES: u64 = 1024 * 1024;
+/// Largest stdout/stderr `run_command` keeps, each.
+const MAX_COMMAND_OUTPUT: usize = 64 * 1024;
+/// Default and largest `run_command` timeout, in seconds.
+const COMMAND_TIMEOUT_S: (u64, u64) = (60, 600);
+
+/// One of the built-in tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// `read_file {path}`.
+    ReadFile,
+    /// `write_file {path, content}`.
+    WriteFile,
+    /// `list_files {path}`.
+    ListFiles,
+    /// `run_command {argv, timeout_s}`.
+    RunCommand,
+}
+
+impl Tool {
+    /// Every tool, in a stable order.
+    pub const ALL: [Tool; 4] = [
+        Tool::ReadFile,
+        Tool::WriteFile,
+        Tool::ListFiles,
+        Tool::RunCommand,
+    ];
+
+    /// Returns the tool's name as delegates call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::ReadFile => "read_file",
+            Tool::WriteFile => "write_file",
+            Tool::ListFiles => "list_files",
+            Tool::RunCommand => "run_command",
+        }
+    }
+
+    /// Finds a tool by name.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Returns the description and argument schema offered to the model.
+    pub fn spec(self) -> ToolSpec {
+        let (description, parameters) = match self {
+            Tool::ReadFile => (
+                "Read a UTF-8 text file in the workspace.",
+                json!({"type": "object", "properties": {"path": {"type": "string", "description": "Path relative to the workspace root"}}, "required": ["path"]}),
+            ),
+            Tool::WriteFile => (
+                "Create or overwrite a text file in the workspace (parent directories are created).",
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+            ),
+            Tool::ListFiles => (
+                "List a directory of the workspace; directories end with '/'.",
+                json!({"type": "object", "properties": {"path": {"type": "string", "description": "Directory, default '.'"}}}),
+            ),
+            Tool::RunCommand => (
+                "Run a program (no shell) in the workspace root and return its exit code and output.",
+                json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}, "timeout_s": {"type": "integer"}}, "required": ["argv"]}),
+            ),
+        };
+        ToolSpec {
+            name: self.name().to_owned(),
+            description: description.to_owned(),
+            parameters,
+        }
+    }
+}
+
+/// What one tool call returned to the delegate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the delegate reads.
+    pub content: String,
+    /// True when the call failed or was refused.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// An error result the delegate reads.
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// The tools one delegation offers, bound to its workspace.
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    workspace: Workspace,
+    tools: Vec<Tool>,
+}
+
+impl Toolbox {
+    /// Creates a toolbox offering `names` inside `workspace`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) for an unknown tool name.
+    pub fn new(workspace: Workspace, names: &[String]) -> Result<Self> {
+        let mut tools = Vec::new();
+        for name in names {
+            let tool = Tool::from_name(name).ok_or_else(|| {
+                let known: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+                Error::config(format!(
+                    "unknown tool {name:?} (known tools: {})",
+                    known.join(", ")
+                ))
+            })?;
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
+        }
+        Ok(Toolbox { workspace, tools })
+    }
+
+    /// Returns the specs of the offered tools.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// Runs one call. Unknown or not-offered tools, bad arguments and refusals come back as error
+    /// results, so the delegate can correct itself.
+    pub async fn call(&self, name: &str, arguments: &Map<String, Value>) -> ToolOutput {
+        let Some(tool) = Tool::from_name(name).filter(|t| self.tools.contains(t)) else {
+            let offered: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+            return ToolOutput::error(format!(
+                "unknown tool {name:?}; available tools: {}",
+                if offered.is_empty() {
+                    "none".to_owned()
+                } else {
+                    offered.join(", ")
+                }
+            ));
+        };
+        let result = match tool {
+            Tool::ReadFile => self.read_file(arguments),
+            Tool::WriteFile => self.write_file(arguments),
+            Tool::ListFiles => self.list_files(arguments),
+            Tool::RunCommand => self.run_command(arguments).await,
+        };
+        result.unwrap_or_else(|message| ToolOutput::error(format!("{name}: {message}")))
+    }
+
+    fn resolve(&self, path: &str) -> Result<std::path::PathBuf, String> {
+        self.workspace.resolve(path).map_err(|e| match e {
+            PathError::Escapes { .. } => format!("refused: {e}"),
+            PathError::Io { .. } => e.to_string(),
+        })
+    }
+
+    fn read_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
+        let path = string_arg(args, "path")?;
+        let full = self.resolve(path)?;
+        let size = std::fs::metadata(&full)
+            .map_err(|e| format!("{path:?}: {e}"))?
+            .len();
+        if size > MAX_READ_BYTES {
+            return Err(format!(
+                "{path:?} is {size} bytes; the limit is {MAX_READ_BYTES}"
+            ));
+        }
+        let text = std::fs::read_to_string(&full).map_err(|e| format!("{path:?}: {e}"))?;
+        Ok(ToolOutput::ok(text))
+    }
+
+    fn write_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
+        let path = string_arg(args, "path")?;
+        let content = string_arg(args, "content")?;
+        let full = self.resolve(path)?;
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{path:?}: {e}"))?;
+            // Creating directories may have followed a link made since the check; check again.
+            self.resolve(path)?;
+        }
+        std::fs::write(&full, content).map_err(|e| format!("{path:?}: {e}"))?;
+        Ok(ToolOutput::ok(format!(
+            "wrote {} bytes to {path}",
+            content.len()
+        )))
+    }
+
+    fn list_files(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
+        let path = match args.get("path") {
+            None | Some(Value::Null) => ".",
+            Some(Value::String(p)) => p.as_str(),
+            Some(_) => return Err("`path` must be a string".to_owned()),
+        };
+        let full = self.resolve(path)?;
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&full).map_err(|e| format!("{path:?}: {e}"))? {
+            let entry = entry.map_err(|e| format!("{path:?}: {e}"))?;
+            let mut name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                name.push('/');
+            }
+            names.push(name);
+        }
+        names.sort();
+        Ok(ToolOutput::ok(names.join("\n")))
+    }
+
+    async fn run_command(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
+        let argv: Vec<String> = match args.get("argv") {
+            Some(Value::Array(items)) if !items.is_empty() => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or("`argv` must be a list of strings")?,
+            _ => return Err("`argv` must be a non-empty list of strings".to_owned()),
+        };
+        let timeout = match args.get("timeout_s") {
+            None | Some(Value::Null) => COMMAND_TIMEOUT_S.0,
+            Some(v) => v
+                .as_u64()
+                .filter(|t| *t > 0)
+                .ok_or("`timeout_s` must be a positive integer")?
+                .min(COMMAND_TIMEOUT_S.1),
+        };
+        let run = harness_builtins::run_program(
+            &argv,
+            self.workspace.root(),
+            &[],
+            Duration::from_secs(timeout),
+            MAX_COMMAND_OUTPUT,
+        )
+        .await
+        .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))?;
+        let status = match (run.timed_out, run.exit_code) {
+            (true, _) => format!("timed out after {timeout}s and was killed"),
+            (false, Some(code)) => format!("exit code {code}"),
+            (false, None) => "killed by a signal".to_owned(),
+        };
+        let text = format!(
+            "{status}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            run.stdout, run.stderr
+        );
+        Ok(if run.exit_code == Some(0) {
+            ToolOutput::ok(text)
+        } else {
+            ToolOutput::error(text)
+        })
+    }
+
+    /// Returns the workspace root.
+    pub fn root(&self) -> &Path {
+        self.workspace.root()
+    }
+}
+
+fn string_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+    match args.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(format!("`{key}` must be a string")),
+        None => Err(format!("missing argument `{key}`")),
+    }
+}

@@ -1,0 +1,245 @@
+//! The inline verifier contract (DESIGN §4.3): `run(result)` judged strictly, failing closed.
+
+use std::sync::Arc;
+
+use harness_builtins::{Engine, Sandbox, Script};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::result::DelegationResult;
+
+/// The verdict on one attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyOutcome {
+    /// True when the claimed work checks out.
+    pub verified: bool,
+    /// Why not (what the delegate reads on retry); may be empty when verified.
+    pub reason: String,
+}
+
+/// The reason given when a verifier returns a bare `False`.
+pub const FALSE_REASON: &str = "verifier returned False";
+/// The reason given when a verifier says `verified: false` without a reason.
+pub const EMPTY_REASON: &str = "verifier reported failure without a reason";
+
+impl VerifyOutcome {
+    /// A passing verdict.
+    pub fn pass() -> Self {
+        VerifyOutcome {
+            verified: true,
+            reason: String::new(),
+        }
+    }
+
+    /// A failing verdict; an empty reason is replaced by a generic one.
+    pub fn fail(reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        VerifyOutcome {
+            verified: false,
+            reason: if reason.trim().is_empty() {
+                EMPTY_REASON.to_owned()
+            } else {
+                reason
+            },
+        }
+    }
+}
+
+/// An inline verifier: a script defining `run(result)`, parsed once, called once per attempt.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    script: Arc<Script>,
+    sandbox: Arc<Sandbox>,
+}
+
+fn broken(e: harness_builtins::Error) -> Error {
+    Error::new(
+        ErrorKind::Verifier,
+        format!("verifier {e} [{}]", e.kind().as_str()),
+    )
+}
+
+impl Verifier {
+    /// Compiles a verifier named `name` (its file name, for messages) with the global `args`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Verifier`] when the script does not parse, fails at top level or does not
+    /// define `run`.
+    pub fn compile(
+        engine: &Engine,
+        sandbox: Arc<Sandbox>,
+        name: &str,
+        source: &str,
+        args: &Value,
+    ) -> Result<Self> {
+        let script =
+            Script::compile(engine, &sandbox, name, source, &[("args", args)]).map_err(broken)?;
+        if !script.defines("run") {
+            return Err(Error::new(
+                ErrorKind::Verifier,
+                format!(
+                    "verifier {name}: does not define `run` (add `def run(result):` returning a bool or {{\"verified\": ..., \"reason\": ...}})"
+                ),
+            ));
+        }
+        Ok(Verifier {
+            script: Arc::new(script),
+            sandbox,
+        })
+    }
+
+    /// Returns the script's name.
+    pub fn name(&self) -> &str {
+        self.script.name()
+    }
+
+    /// Judges one attempt on the calling thread (which it blocks while the script runs).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Verifier`] when the script crashes, hits a limit, violates its sandbox or
+    /// returns anything outside the contract.
+    pub fn verify_blocking(
+        &self,
+        result: &DelegationResult,
+    ) -> Result<(VerifyOutcome, Vec<String>)> {
+        let output = self
+            .script
+            .call(&self.sandbox, "run", &[&result.to_value()])
+            .map_err(broken)?;
+        let outcome = interpret(self.name(), output.value)?;
+        Ok((outcome, output.logs))
+    }
+
+    /// Judges one attempt on a blocking thread, keeping the caller's span.
+    ///
+    /// # Errors
+    /// As [`Verifier::verify_blocking`].
+    pub async fn verify(&self, result: &DelegationResult) -> Result<(VerifyOutcome, Vec<String>)> {
+        let this = self.clone();
+        let result = result.clone();
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || span.in_scope(|| this.verify_blocking(&result)))
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Verifier,
+                    format!("verifier {}: {e}", self.name()),
+                )
+            })?
+    }
+}
+
+/// Applies the accepted return forms of `run`: a bool, a dict, or a JSON-encoded dict.
+fn interpret(name: &str, value: Value) -> Result<VerifyOutcome> {
+    let bad = |what: String| {
+        Error::new(
+            ErrorKind::Verifier,
+            format!(
+                "verifier {name}: `run` returned {what}; return True/False, a dict {{\"verified\": bool, \"reason\": str}}, or json.encode of that dict"
+            ),
+        )
+    };
+    let object = match value {
+        Value::Bool(true) => return Ok(VerifyOutcome::pass()),
+        Value::Bool(false) => return Ok(VerifyOutcome::fail(FALSE_REASON)),
+        Value::Object(map) => map,
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => return Err(bad(format!("a JSON string holding {}", describe(&other)))),
+            Err(e) => return Err(bad(format!("a string that is not valid JSON ({e})"))),
+        },
+        other => return Err(bad(describe(&other))),
+    };
+    if let Some(key) = object
+        .keys()
+        .find(|k| !matches!(k.as_str(), "verified" | "reason"))
+    {
+        return Err(bad(format!("a dict with unknown key {key:?}")));
+    }
+    let verified = match object.get("verified") {
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(bad(format!("`verified` = {}", describe(other)))),
+        None => return Err(bad("a dict without `verified`".to_owned())),
+    };
+    let reason = match object.get("reason") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => return Err(bad(format!("`reason` = {}", describe(other)))),
+    };
+    Ok(if verified {
+        VerifyOutcome {
+            verified: true,
+            reason,
+        }
+    } else {
+        VerifyOutcome::fail(reason)
+    })
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_owned(),
+        Value::Bool(b) => format!("the bool {}", if *b { "True" } else { "False" }),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "a list".to_owned(),
+        Value::Object(_) => "a dict".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn accepted_and_rejected_returns() {
+        let cases: Vec<(Value, Option<(bool, &str)>)> = vec![
+            (json!(true), Some((true, ""))),
+            (json!(false), Some((false, FALSE_REASON))),
+            (json!({"verified": true}), Some((true, ""))),
+            (
+                json!({"verified": false, "reason": "no file"}),
+                Some((false, "no file")),
+            ),
+            (
+                json!({"verified": false, "reason": ""}),
+                Some((false, EMPTY_REASON)),
+            ),
+            (json!({"verified": false}), Some((false, EMPTY_REASON))),
+            (
+                json!(r#"{"verified": true, "reason": "ok"}"#),
+                Some((true, "ok")),
+            ),
+            (json!(r#"{"verified": false}"#), Some((false, EMPTY_REASON))),
+            (json!(null), None),
+            (json!(1), None),
+            (json!("yes"), None),
+            (json!("[true]"), None),
+            (json!([true]), None),
+            (json!({"reason": "x"}), None),
+            (json!({"verified": "true"}), None),
+            (json!({"verified": 1}), None),
+            (json!({"verified": true, "reason": 3}), None),
+            (json!({"verified": true, "reasons": "typo"}), None),
+        ];
+        for (value, expected) in cases {
+            let got = interpret("v.star", value.clone());
+            match expected {
+                Some((verified, reason)) => {
+                    let got = got.unwrap_or_else(|e| panic!("{value}: {e}"));
+                    assert_eq!(
+                        (got.verified, got.reason.as_str()),
+                        (verified, reason),
+                        "{value}"
+                    );
+                }
+                None => {
+                    let err = got.expect_err(&value.to_string());
+                    assert_eq!(err.kind(), ErrorKind::Verifier, "{value}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Command-line arguments, as typed. `settings` turns them into validated configuration.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Delegate work to AI sub-agents and verify what they claim against ground truth.
+///
+/// harness runs a delegate (a scripted agent, an OpenAI-compatible model or an agent CLI), checks
+/// the claimed work with Starlark verifiers and policy hooks, and re-prompts the same delegate with
+/// the reasons when the check fails.
+///
+/// Exit codes: 0 passed or skipped, 1 not verified, 2 usage or configuration error, 3 broken
+/// verifier or hook, 4 delegate/tool/timeout error, 5 blocked by a policy hook.
+#[derive(Debug, Parser)]
+#[command(name = "harness", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Judge a recorded delegation result with a verifier script.
+    ///
+    /// The script defines `def run(result):` and returns True/False, a dict
+    /// {"verified": bool, "reason": str}, or json.encode of that dict. It sees the builtins (fs,
+    /// http, json, re, hash, time, env, exec, log) and `args`.
+    Verify(VerifyArgs),
+    /// Run a delegation file: delegate the task, verify the claimed work, retry with the
+    /// reasons until it is real or the retry budget is spent.
+    ///
+    /// Progress (attempts, tool calls, verdicts, retries) goes to stderr; the outcome decides the
+    /// exit code.
+    Run(RunArgs),
+}
+
+/// Flags shared by every command that runs scripts.
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// Workspace root that file access is confined to [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Allow scripts to reach this host over HTTP (repeatable; `*.example.com` wildcards allowed;
+    /// loopback and private addresses only when named exactly).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Allow scripts to run this program with exec.run (repeatable; matched exactly).
+    #[arg(long = "allow-exec", value_name = "PROGRAM")]
+    pub allow_exec: Vec<String>,
+    /// Allow scripts to read this environment variable with env.get (repeatable).
+    #[arg(long = "allow-env", value_name = "NAME")]
+    pub allow_env: Vec<String>,
+}
+
+/// `harness verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The verifier script (Starlark, defining `run(result)`).
+    #[arg(value_name = "SCRIPT")]
+    pub script: PathBuf,
+    /// The delegation result to judge (JSON, DESIGN §4.1), or `-` for standard input.
+    #[arg(long, value_name = "FILE|-")]
+    pub result: String,
+    /// Set `args[KEY]`; VALUE is parsed as JSON when it parses, else taken as a string
+    /// (repeatable; applied after --args-file).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub arg: Vec<String>,
+    /// Read `args` from a JSON object file.
+    #[arg(long = "args-file", value_name = "FILE.json")]
+    pub args_file: Option<PathBuf>,
+    /// Script sandbox.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Print exactly one JSON object {"verified", "reason", "error"} instead of a line of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `harness run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The delegation file (YAML).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Retries after a failed verification (overrides the file's `max_verify_retries`).
+    #[arg(long = "max-verify-retries", value_name = "N")]
+    pub max_verify_retries: Option<u32>,
+    /// Script sandbox (`--workdir` overrides the file's `workdir`; hosts add to
+    /// `network.allow`).
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Print exactly one JSON object describing the outcome; no progress on stderr.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,29 @@
+//! Exit codes (DESIGN §4.6).
+
+use harness::ErrorKind;
+
+/// Passed, or skipped because nothing was configured to verify.
+pub const OK: u8 = 0;
+/// Verification failed (or, for `harness verify`, the result was not verified).
+pub const NOT_VERIFIED: u8 = 1;
+/// Usage or configuration error.
+pub const USAGE: u8 = 2;
+/// A broken policy: a verifier or hook crashed, hit a limit or broke its contract.
+pub const BROKEN_POLICY: u8 = 3;
+/// The delegate, a tool, or the clock failed.
+pub const DELEGATE: u8 = 4;
+/// A policy hook blocked the delegation.
+pub const BLOCKED: u8 = 5;
+
+/// Returns the exit code for a delegation that ended in an error of `kind`.
+pub fn for_error(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Config => USAGE,
+        ErrorKind::Verifier | ErrorKind::Hook => BROKEN_POLICY,
+        ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout | ErrorKind::Cancelled => {
+            DELEGATE
+        }
+        ErrorKind::Blocked => BLOCKED,
+        ErrorKind::VerificationFailed => NOT_VERIFIED,
+    }
+}

@@ -1,0 +1,109 @@
+//! Validated configuration built from raw arguments: every file read and every flag checked
+//! before anything runs, each problem a configuration error naming the file or flag.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use harness::Error;
+use harness_builtins::{Capabilities, HostAllowList, Limits, Sandbox, Surface, Workspace};
+use serde_json::{Map, Value};
+
+use crate::args::SandboxArgs;
+
+/// Reads a text file, naming it in the error.
+pub fn read_file(what: &str, path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::config(format!("{what} {}: {e}", path.display())))
+}
+
+/// Reads `-` (standard input) or a file.
+pub fn read_input(what: &str, path: &str) -> Result<(String, String), Error> {
+    if path == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| Error::config(format!("{what} from standard input: {e}")))?;
+        Ok(("<stdin>".to_owned(), text))
+    } else {
+        Ok((path.to_owned(), read_file(what, Path::new(path))?))
+    }
+}
+
+/// Opens the workspace root (`--workdir`, default the current directory).
+pub fn workspace(workdir: Option<&Path>) -> Result<Workspace, Error> {
+    let dir = workdir.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    Workspace::new(&dir).map_err(|e| Error::config(format!("--workdir: {e}")))
+}
+
+/// Builds the capabilities of a checking surface (verifier or hook) from the sandbox flags.
+pub fn capabilities(args: &SandboxArgs) -> Result<Capabilities, Error> {
+    let hosts = HostAllowList::new(&args.allow_host)
+        .map_err(|e| Error::config(format!("--allow-host: {e}")))?;
+    Ok(Capabilities {
+        hosts,
+        programs: args.allow_exec.clone(),
+        env: args.allow_env.clone(),
+        ..Capabilities::read_only()
+    })
+}
+
+/// Builds the sandbox scripts of `surface` run in.
+pub fn sandbox(surface: Surface, args: &SandboxArgs) -> Result<Arc<Sandbox>, Error> {
+    Ok(Arc::new(Sandbox::new(
+        surface,
+        workspace(args.workdir.as_deref())?,
+        capabilities(args)?,
+        Limits::default(),
+    )))
+}
+
+/// Builds the `args` object from `--args-file` and then `--arg KEY=VALUE` pairs.
+pub fn script_args(file: Option<&Path>, pairs: &[String]) -> Result<Value, Error> {
+    let mut args = Map::new();
+    if let Some(path) = file {
+        let text = read_file("--args-file", path)?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => args = map,
+            Ok(_) => {
+                return Err(Error::config(format!(
+                    "--args-file {}: expected a JSON object",
+                    path.display()
+                )));
+            }
+            Err(e) => {
+                return Err(Error::config(format!(
+                    "--args-file {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(Error::config(format!("--arg {pair:?}: expected KEY=VALUE")));
+        };
+        if key.is_empty() {
+            return Err(Error::config(format!("--arg {pair:?}: the key is empty")));
+        }
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+        args.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arg_values_parse_as_json_else_string() {
+        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
+        let args = script_args(None, &pairs).expect("valid");
+        assert_eq!(
+            args,
+            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
+        );
+        assert!(script_args(None, &["novalue".to_owned()]).is_err());
+        assert!(script_args(None, &["=x".to_owned()]).is_err());
+    }
+}
