@@ -29,6 +29,9 @@ pub enum Command {
     /// {"verified": bool, "reason": str}, or json.encode of that dict. It sees the builtins (fs,
     /// http, json, re, hash, time, env, exec, log) and `args`.
     Verify(VerifyArgs),
+    /// List or check policy hooks.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Run a delegation file: delegate the task, verify the claimed work, retry with the
     /// reasons until it is real or the retry budget is spent.
     ///
@@ -58,9 +61,13 @@ pub struct SandboxArgs {
 /// `harness verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The verifier script (Starlark, defining `run(result)`).
-    #[arg(value_name = "SCRIPT")]
-    pub script: PathBuf,
+    /// The verifier script (Starlark, defining `run(result)`); optional when --hooks is given.
+    #[arg(value_name = "SCRIPT", required_unless_present = "hooks")]
+    pub script: Option<PathBuf>,
+    /// Also run the `delegation.post_verify` hooks in these files or directories (repeatable),
+    /// after the script.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub hooks: Vec<PathBuf>,
     /// The delegation result to judge (JSON, DESIGN §4.1), or `-` for standard input.
     #[arg(long, value_name = "FILE|-")]
     pub result: String,
@@ -74,7 +81,8 @@ pub struct VerifyArgs {
     /// Script sandbox.
     #[command(flatten)]
     pub sandbox: SandboxArgs,
-    /// Print exactly one JSON object {"verified", "reason", "error"} instead of a line of text.
+    /// Print exactly one JSON object {"verified", "reason", "reasons", "result", "error"} instead
+    /// of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -85,6 +93,9 @@ pub struct RunArgs {
     /// The delegation file (YAML).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// Hook files or directories to add to the file's `hooks:` (or to `.harness/hooks`).
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub hooks: Vec<PathBuf>,
     /// Retries after a failed verification (overrides the file's `max_verify_retries`).
     #[arg(long = "max-verify-retries", value_name = "N")]
     pub max_verify_retries: Option<u32>,
@@ -95,4 +106,27 @@ pub struct RunArgs {
     /// Print exactly one JSON object describing the outcome; no progress on stderr.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `harness hooks ...`.
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// List hooks in dispatch order per event: name, event, priority, matchers, file.
+    List(HooksArgs),
+    /// Load and compile every hook and print every problem; exit 0 when clean, 2 otherwise.
+    Check(HooksArgs),
+}
+
+/// Where `harness hooks` looks.
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// Hook files or directories [default: .harness/hooks].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Script sandbox for compiling (hooks' top-level code runs at load).
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
 }

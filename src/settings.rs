@@ -107,3 +107,24 @@ mod tests {
         assert!(script_args(None, &["=x".to_owned()]).is_err());
     }
 }
+
+/// Loads hooks from `paths` for a command, every problem listed in one configuration error.
+pub async fn hook_set(
+    sandbox: std::sync::Arc<harness_builtins::Sandbox>,
+    paths: Vec<PathBuf>,
+) -> Result<harness_hooks::HookSet, Error> {
+    tokio::task::spawn_blocking(move || {
+        harness_hooks::HookSet::load(&harness_hooks::engine(), sandbox, &paths).map_err(
+            |problems| {
+                let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+                Error::config(format!(
+                    "{} problem(s) in hooks:\n{}",
+                    problems.len(),
+                    list.join("\n")
+                ))
+            },
+        )
+    })
+    .await
+    .map_err(|e| Error::config(format!("loading hooks failed: {e}")))?
+}

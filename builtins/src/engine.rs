@@ -6,7 +6,9 @@ use std::sync::{Mutex, OnceLock};
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
 use starlark::eval::Evaluator;
 use starlark::syntax::{AstModule, Dialect};
-use starlark::values::Value;
+use starlark::values::dict::AllocDict;
+use starlark::values::list::AllocList;
+use starlark::values::{Heap, Value};
 
 use crate::capabilities::{Capabilities, Surface};
 use crate::error::{Error, ErrorKind, Location};
@@ -167,7 +169,7 @@ impl Script {
         let host = Host::new(sandbox);
         let module = Module::with_temp_heap(|module| -> Result<FrozenModule, Error> {
             for (key, value) in predeclared {
-                module.set(key, module.heap().alloc(*value));
+                module.set(key, alloc_json(module.heap(), value));
             }
             {
                 let mut eval = Evaluator::new(&module);
@@ -183,7 +185,8 @@ impl Script {
                     format!("cannot freeze module: {e:?}"),
                 )
             })
-        })?;
+        })
+        .map_err(|e| e.with_logs(host.logs.take()))?;
         Ok(Script {
             name: name.to_owned(),
             module,
@@ -237,7 +240,7 @@ impl Script {
         let value = Module::with_temp_heap(|module| -> Result<serde_json::Value, Error> {
             let heap = module.heap();
             let func = heap.access_owned_frozen_value(&func);
-            let args: Vec<Value> = args.iter().map(|a| heap.alloc(*a)).collect();
+            let args: Vec<Value> = args.iter().map(|a| alloc_json(heap, a)).collect();
             let mut eval = Evaluator::new(&module);
             host.configure(&mut eval, name)?;
             match eval.eval_function(func, &args, &[]) {
@@ -253,11 +256,12 @@ impl Script {
                 }),
                 Err(e) => Err(host.classify(e, &eval, name)),
             }
-        })?;
-        Ok(CallOutput {
-            value,
-            logs: host.logs.into_inner(),
-        })
+        });
+        let logs = host.logs.into_inner();
+        match value {
+            Ok(value) => Ok(CallOutput { value, logs }),
+            Err(e) => Err(e.with_logs(logs)),
+        }
     }
 }
 
@@ -275,6 +279,90 @@ pub(crate) fn location(e: &starlark::Error) -> Option<Location> {
 /// The error message without Starlark's source excerpt and traceback.
 pub(crate) fn first_line(e: &starlark::Error) -> String {
     e.without_diagnostic().to_string().trim().to_owned()
+}
+
+/// Allocates a JSON value on `heap` as the Starlark value of the same shape, exactly: integers
+/// of any size become ints (never floats), other numbers floats, arrays lists and objects dicts
+/// (in their order).
+///
+/// Numbers with no finite value (which [`check_json`] refuses before anything is allocated)
+/// become infinite floats.
+pub(crate) fn alloc_json<'v>(heap: Heap<'v>, value: &serde_json::Value) -> Value<'v> {
+    match value {
+        serde_json::Value::Null => Value::new_none(),
+        serde_json::Value::Bool(b) => Value::new_bool(*b),
+        serde_json::Value::Number(n) => alloc_number(heap, n),
+        serde_json::Value::String(s) => heap.alloc(s.as_str()),
+        serde_json::Value::Array(items) => {
+            heap.alloc(AllocList(items.iter().map(|item| alloc_json(heap, item))))
+        }
+        serde_json::Value::Object(map) => heap.alloc(AllocDict(
+            map.iter().map(|(k, v)| (k.as_str(), alloc_json(heap, v))),
+        )),
+    }
+}
+
+fn alloc_number<'v>(heap: Heap<'v>, n: &serde_json::Number) -> Value<'v> {
+    if let Some(i) = n.as_i64() {
+        return heap.alloc(i);
+    }
+    if let Some(u) = n.as_u64() {
+        return heap.alloc(u);
+    }
+    // starlark's own conversion tries `as_f64()` before big integers, and with serde_json's
+    // `arbitrary_precision` (which starlark enables) that succeeds for any integer text.
+    let text = n.to_string();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, text.as_str()),
+    };
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Some(int) = alloc_big_int(heap, negative, digits) {
+            return int;
+        }
+    }
+    heap.alloc(text.parse::<f64>().unwrap_or(f64::NAN))
+}
+
+/// Builds the Starlark int of a run of decimal digits: limbs of 18 digits (each fits an `i64`)
+/// combined pairwise, `hi * base + lo` with the base squared at each level, so long numbers cost
+/// big-integer multiplications of balanced sizes rather than one multiplication per limb.
+/// `None` only if Starlark int arithmetic fails, which it does not for ints.
+fn alloc_big_int<'v>(heap: Heap<'v>, negative: bool, digits: &str) -> Option<Value<'v>> {
+    const LIMB_DIGITS: usize = 18;
+    const LIMB_BASE: i64 = 1_000_000_000_000_000_000;
+    // Least significant limb first.
+    let mut limbs: Vec<Value<'v>> = digits
+        .as_bytes()
+        .rchunks(LIMB_DIGITS)
+        .map(|chunk| {
+            let limb = chunk
+                .iter()
+                .fold(0i64, |acc, b| acc * 10 + i64::from(b - b'0'));
+            heap.alloc(limb)
+        })
+        .collect();
+    let mut base = heap.alloc(LIMB_BASE);
+    while limbs.len() > 1 {
+        let mut next = Vec::with_capacity(limbs.len().div_ceil(2));
+        for pair in limbs.chunks(2) {
+            next.push(match *pair {
+                [lo, hi] => hi.mul(base, heap).ok()?.add(lo, heap).ok()?,
+                [lo] => lo,
+                _ => return None,
+            });
+        }
+        limbs = next;
+        if limbs.len() > 1 {
+            base = base.mul(base, heap).ok()?;
+        }
+    }
+    let magnitude = limbs.pop()?;
+    if negative {
+        magnitude.minus(heap).ok()
+    } else {
+        Some(magnitude)
+    }
 }
 
 /// Refuses JSON values Starlark cannot represent exactly (numbers outside every numeric type).
@@ -296,15 +384,4 @@ pub(crate) fn check_json(value: &serde_json::Value) -> Result<(), String> {
         serde_json::Value::Object(map) => map.values().try_for_each(check_json),
         _ => Ok(()),
     }
-}
-
-/// Compiles a script; in `cfg(test)` only, a shortcut for the tests of the modules.
-#[cfg(test)]
-pub(crate) fn test_sandbox(dir: &std::path::Path, capabilities: Capabilities) -> Sandbox {
-    Sandbox::new(
-        Surface::Verifier,
-        Workspace::new(dir).expect("workspace"),
-        capabilities,
-        Limits::default(),
-    )
 }

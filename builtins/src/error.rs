@@ -75,12 +75,15 @@ pub struct Location {
 ///
 /// Its `Display` names the script and, where known, the line and column:
 /// `verify.star:3:12: fs.read: "../x" escapes the workspace root /w (paths must stay inside it)`.
+/// The lines the script logged before it failed are kept apart ([`Error::logs`]), not in the
+/// message.
 #[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,
     script: String,
     location: Option<Location>,
     message: String,
+    logs: Vec<String>,
 }
 
 impl Error {
@@ -91,6 +94,7 @@ impl Error {
             script: script.into(),
             location: None,
             message: message.into(),
+            logs: Vec::new(),
         }
     }
 
@@ -98,6 +102,13 @@ impl Error {
     #[must_use]
     pub fn at(mut self, location: Option<Location>) -> Self {
         self.location = location;
+        self
+    }
+
+    /// Attaches the lines the script passed to `log()` or `print()` before it failed.
+    #[must_use]
+    pub fn with_logs(mut self, logs: Vec<String>) -> Self {
+        self.logs = logs;
         self
     }
 
@@ -119,6 +130,12 @@ impl Error {
     /// Returns the message without the script name and location prefix.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// Returns the lines the script passed to `log()` or `print()` before it failed, in order
+    /// (empty when it logged nothing or failed before running).
+    pub fn logs(&self) -> &[String] {
+        &self.logs
     }
 }
 

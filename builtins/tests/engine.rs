@@ -150,14 +150,9 @@ def check(i, f, s, l, d, n):
 }
 
 /// Integers beyond 64 bits must stay integers on the way in, as they do on the way out
-/// (`starlark_values_convert_to_json`).
-///
-/// Ignored: starlark 0.14's `AllocValue for &serde_json::Number` tries `as_f64()` before
-/// `BigInt`, and with serde_json's `arbitrary_precision` (enabled by starlark) `as_f64()`
-/// succeeds for any integer text, so 2**70 arrives as the float 1.1805916207174113e21. See the
-/// report on `harness-builtins`' JSON conversion (engine.rs, json.rs, modules::alloc).
+/// (`starlark_values_convert_to_json`): as arguments, as predeclared globals, nested in lists and
+/// dicts, and from `json.decode`.
 #[test]
-#[ignore = "bug: JSON integers beyond 64 bits become Starlark floats"]
 fn integers_beyond_64_bits_convert_exactly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let engine = Engine::new();
@@ -173,10 +168,17 @@ def decode():
     return [type(json.decode("1180591620717411303425")), str(json.decode("1180591620717411303425"))]
 "#;
     let script = Script::compile(&engine, &sandbox, "big.star", source, &[]).expect("compile");
+    let long = format!("9{}", "0123456789".repeat(40)); // 401 digits: many limbs
+    let negative_long = format!("-{long}");
     for text in [
-        "1180591620717411303424",  // 2**70
-        "-1180591620717411303425", // -(2**70 + 1)
+        "1180591620717411303424",                // 2**70
+        "-1180591620717411303425",               // -(2**70 + 1)
+        "18446744073709551616",                  // u64::MAX + 1
+        "-9223372036854775809",                  // i64::MIN - 1
+        "1000000000000000000000000000000000000", // 10**36: limbs of zeros
         "123456789012345678901234567890123456789",
+        &long,
+        &negative_long,
     ] {
         let value = number(text);
         let out = script
@@ -188,6 +190,37 @@ def decode():
     }
     let out = script.call(&sandbox, "decode", &[]).expect("decode");
     assert_eq!(out.value, json!(["int", "1180591620717411303425"]));
+}
+
+#[test]
+fn big_integers_stay_exact_in_globals_containers_and_decoded_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::new();
+    let sandbox = sandbox_in(dir.path(), Capabilities::default(), Limits::default());
+    let big = number("1180591620717411303424");
+    let source = r#"
+def run(doc):
+    decoded = json.decode('{"n": [1180591620717411303424, 1.5, -3]}')
+    return {
+        "global": [type(BIG), BIG + 1],
+        "nested": [type(doc["list"][0]), doc["list"][0] * 2, doc["dict"]["k"] - 1],
+        "decoded": [type(decoded["n"][0]), decoded["n"][0] + 1, type(decoded["n"][1]), decoded["n"][2]],
+        "float": type(doc["float"]),
+    }
+"#;
+    let script =
+        Script::compile(&engine, &sandbox, "big.star", source, &[("BIG", &big)]).expect("compile");
+    let doc = json!({"list": [big.clone()], "dict": {"k": big.clone()}, "float": 1e21});
+    let out = script.call(&sandbox, "run", &[&doc]).expect("run");
+    assert_eq!(
+        out.value,
+        json!({
+            "global": ["int", number("1180591620717411303425")],
+            "nested": ["int", number("2361183241434822606848"), number("1180591620717411303423")],
+            "decoded": ["int", number("1180591620717411303425"), "float", -3],
+            "float": "float",
+        })
+    );
 }
 
 #[test]
@@ -421,6 +454,26 @@ def run():
     );
 }
 
+/// Starlark holds the evaluation heap plus the module's frozen heap (where the script's constants
+/// live) against the heap limit; the classification counts the same, so a script whose
+/// constants alone pass the limit is a heap limit, not a runtime error.
+#[test]
+fn constants_count_towards_the_heap_limit() {
+    let limits = Limits {
+        max_heap_bytes: 1024 * 1024,
+        ..Limits::default()
+    };
+    let source = format!(
+        "BIG = \"{}\"\nn = 0\nfor i in range(100000):\n    n += 1\n",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::new();
+    let sandbox = sandbox_in(dir.path(), Capabilities::default(), limits);
+    let e = Script::compile(&engine, &sandbox, "big.star", &source, &[]).expect_err("heap");
+    assert_eq!(e.kind(), ErrorKind::Limit(Limit::Heap), "{e}");
+}
+
 #[test]
 fn unbounded_recursion_hits_the_call_stack_limit() {
     let source = "
@@ -537,6 +590,69 @@ fn logs_are_returned_with_the_value() {
     // A second call starts with no lines.
     let out = script.call(&sandbox, "run", &[&json!(8)]).expect("call");
     assert_eq!(out.logs, vec!["x is 8".to_owned(), "printed 8".to_owned()]);
+}
+
+#[test]
+fn logs_survive_a_failed_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::new();
+    let limits = Limits {
+        max_steps: 10_000,
+        ..Limits::default()
+    };
+    let sandbox = sandbox_in(dir.path(), Capabilities::default(), limits);
+    let source = "
+def fails():
+    log(\"before the failure\")
+    print(\"printed\", 1)
+    fail(\"boom\")
+
+def loops():
+    log(\"looping\")
+    for i in range(1000000):
+        pass
+
+def returns_a_function():
+    log(\"returning\")
+    return returns_a_function
+";
+    let script = Script::compile(&engine, &sandbox, "s.star", source, &[]).expect("compile");
+
+    let e = script.call(&sandbox, "fails", &[]).expect_err("fail()");
+    assert_eq!(e.kind(), ErrorKind::Runtime, "{e}");
+    assert_eq!(e.logs(), ["before the failure", "printed 1"]);
+    // The lines are not part of the message.
+    assert!(!e.to_string().contains("before the failure"), "{e}");
+
+    let e = script.call(&sandbox, "loops", &[]).expect_err("step limit");
+    assert_eq!(e.kind(), ErrorKind::Limit(Limit::Steps), "{e}");
+    assert_eq!(e.logs(), ["looping"]);
+
+    let e = script
+        .call(&sandbox, "returns_a_function", &[])
+        .expect_err("no JSON form");
+    assert_eq!(e.kind(), ErrorKind::Conversion, "{e}");
+    assert_eq!(e.logs(), ["returning"]);
+
+    // Failures before the script runs have no lines.
+    let e = script.call(&sandbox, "missing", &[]).expect_err("missing");
+    assert_eq!(e.kind(), ErrorKind::MissingFunction, "{e}");
+    assert!(e.logs().is_empty());
+}
+
+#[test]
+fn logs_survive_a_failed_top_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::new();
+    let sandbox = sandbox_in(dir.path(), Capabilities::default(), Limits::default());
+    let source = "log(\"loading\")\nprint(\"printed\")\nfail(\"broken at load\")\n";
+    let e = Script::compile(&engine, &sandbox, "top.star", source, &[]).expect_err("fail()");
+    assert_eq!(e.kind(), ErrorKind::Runtime, "{e}");
+    assert_eq!(e.logs(), ["loading", "printed"]);
+
+    let e = Script::compile(&engine, &sandbox, "top.star", "x = (\n", &[]).expect_err("syntax");
+    assert_eq!(e.kind(), ErrorKind::Syntax, "{e}");
+    assert!(e.logs().is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------

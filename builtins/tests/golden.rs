@@ -6,7 +6,7 @@
 //! is rendered next to the section's source into `tests/golden/<case>.golden`:
 //!
 //! - the returned value as pretty JSON, or `error[<kind>]: <script>:<line>:<col>: <message>`;
-//! - the lines the script passed to `log()`/`print()`, if any.
+//! - the lines the script passed to `log()`/`print()` before it returned or failed, if any.
 //!
 //! Besides the builtins, sections see one global, `workspace_root` (the absolute root, to test
 //! absolute paths). The root is shown as `<root>`, so the files do not depend on the machine.
@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use harness_builtins::{Capabilities, Engine, Limits, Sandbox, Script, Surface, Workspace};
+use harness_builtins::{Capabilities, Engine, Error, Limits, Sandbox, Script, Surface, Workspace};
 
 /// The line that separates independent sections of one `.star` file.
 const SEPARATOR: &str = "# ---";
@@ -90,26 +90,36 @@ fn run_section(
         &source,
         &[("workspace_root", &root_value)],
     ) {
-        Err(e) => format!("error[{}]: {e}\n", e.kind().as_str()),
+        Err(e) => render_error(&e),
         Ok(script) if !script.defines("run") => "(no run function)\n".to_owned(),
         Ok(script) => match script.call(sandbox, "run", &[]) {
-            Err(e) => format!("error[{}]: {e}\n", e.kind().as_str()),
+            Err(e) => render_error(&e),
             Ok(out) => {
                 let mut text =
                     serde_json::to_string_pretty(&out.value).expect("JSON values serialise");
                 text.push('\n');
-                if !out.logs.is_empty() {
-                    text.push_str("\nLogs:\n\n");
-                    for line in &out.logs {
-                        text.push_str(line);
-                        text.push('\n');
-                    }
-                }
+                render_logs(&mut text, &out.logs);
                 text
             }
         },
     };
     rendered.replace(&root, "<root>")
+}
+
+fn render_error(e: &Error) -> String {
+    let mut text = format!("error[{}]: {e}\n", e.kind().as_str());
+    render_logs(&mut text, e.logs());
+    text
+}
+
+fn render_logs(text: &mut String, logs: &[String]) {
+    if !logs.is_empty() {
+        text.push_str("\nLogs:\n\n");
+        for line in logs {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
 }
 
 fn render_case(engine: &Engine, sandbox: &Sandbox, star: &Path) -> String {

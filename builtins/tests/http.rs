@@ -451,3 +451,42 @@ async fn bad_urls_and_timeouts_are_runtime_errors() {
         assert_eq!(e.kind(), ErrorKind::Runtime, "{e}");
     }
 }
+
+#[tokio::test]
+async fn scripts_can_run_under_a_current_thread_runtime() {
+    let addr = start_server().await;
+    let r = run(
+        allow(&["127.0.0.1"]),
+        Limits::default(),
+        GET,
+        json!(format!("{}/hello", base(addr))),
+    )
+    .await
+    .expect("get");
+    assert_eq!(r["body"], json!("hello"), "{r}");
+}
+
+#[test]
+fn scripts_can_run_without_an_ambient_runtime() {
+    // The server runs on its own runtime's workers; the script runs on this plain thread, where
+    // each builtin call brings a runtime of its own. The sandbox (and its HTTP client) outlives
+    // those runtimes, so the second call must not reuse a connection of a dropped runtime.
+    let server = tokio::runtime::Runtime::new().expect("server runtime");
+    let addr = server.block_on(start_server());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sandbox = Sandbox::new(
+        Surface::Verifier,
+        Workspace::new(dir.path()).expect("workspace"),
+        allow(&["127.0.0.1"]),
+        Limits::default(),
+    );
+    let engine = Engine::new();
+    let source = "def run(base):\n    return [http.get(base + \"/hello\")[\"body\"], http.get(base + \"/hello\")[\"body\"]]\n";
+    let script = Script::compile(&engine, &sandbox, "http.star", source, &[]).expect("compile");
+    for _ in 0..3 {
+        let out = script
+            .call(&sandbox, "run", &[&json!(base(addr))])
+            .expect("call");
+        assert_eq!(out.value, json!(["hello", "hello"]));
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use harness_builtins::{
     Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, Workspace,
 };
+use harness_hooks::{Event as HookEvent, HookSet};
 use tracing::Instrument;
 use tracing::field::Empty;
 
@@ -13,6 +14,7 @@ use crate::conversation::{Message, ToolSpec, Usage};
 use crate::delegate::{CommandDelegate, Delegate, OpenAiDelegate, ScriptedDelegate, TurnRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pipeline::{Pipeline, Verdict};
+use crate::policy::Policy;
 use crate::prompt::{RETRY_TEMPLATE_VERSION, retry_prompt};
 use crate::report::{AttemptRecord, Outcome, Report};
 use crate::result::{DelegationResult, ToolCall, ToolResult};
@@ -82,6 +84,8 @@ pub struct RunOptions {
     pub allow_exec: Vec<String>,
     /// Environment variables verifiers may read with `env.get`.
     pub allow_env: Vec<String>,
+    /// Hook files and directories added to the delegation's own (`--hooks`).
+    pub hooks: Vec<std::path::PathBuf>,
 }
 
 /// Runs delegations. Holds what is shared between them: the Starlark globals and the HTTP
@@ -89,14 +93,53 @@ pub struct RunOptions {
 #[derive(Debug, Clone)]
 pub struct Runtime {
     engine: Arc<Engine>,
+    hook_engine: Arc<Engine>,
     http: reqwest::Client,
 }
 
 struct Prepared {
+    delegation: Delegation,
     delegate: Box<dyn Delegate>,
     toolbox: Toolbox,
     tool_specs: Vec<ToolSpec>,
     pipeline: Pipeline,
+    policy: Option<Policy>,
+    /// The delegate's kind and model, matched by hooks' `delegates:` globs.
+    names: Vec<String>,
+}
+
+/// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
+/// it has none and that directory exists; then `--hooks`.
+fn hook_paths(
+    delegation: &Delegation,
+    workspace: &Workspace,
+    extra: &[std::path::PathBuf],
+) -> Vec<std::path::PathBuf> {
+    let mut paths = match &delegation.hooks {
+        Some(listed) => listed.clone(),
+        None => {
+            let default = workspace.root().join(".harness").join("hooks");
+            if default.is_dir() {
+                vec![default]
+            } else {
+                Vec::new()
+            }
+        }
+    };
+    paths.extend(extra.iter().cloned());
+    paths
+}
+
+/// The request as `delegation.pre` hooks see it.
+fn request_payload(id: &str, delegation: &Delegation, model: Option<&str>) -> serde_json::Value {
+    serde_json::json!({
+        "id": id,
+        "task": delegation.task,
+        "delegate": {"kind": delegation.delegate.kind(), "model": model},
+        "tools": delegation.tools,
+        "args": delegation.args,
+        "max_verify_retries": delegation.max_verify_retries,
+    })
 }
 
 /// Returns a fresh delegation id, `d-` and 16 hex digits.
@@ -104,14 +147,13 @@ fn new_id() -> String {
     format!("d-{:016x}", fastrand::u64(..))
 }
 
-fn compile_blocking<T: Send + 'static>(
+/// Compiles scripts on a blocking thread: top-level code may run up to its time budget.
+async fn compile_blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T>> {
-    async move {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| Error::new(ErrorKind::Config, format!("script compilation failed: {e}")))?
-    }
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::new(ErrorKind::Config, format!("script compilation failed: {e}")))?
 }
 
 impl Runtime {
@@ -125,6 +167,7 @@ impl Runtime {
             .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Runtime {
             engine: Arc::new(Engine::new()),
+            hook_engine: Arc::new(harness_hooks::engine()),
             http,
         })
     }
@@ -158,6 +201,7 @@ impl Runtime {
             model: None,
             attempts: Vec::new(),
             error: None,
+            delivered: None,
         };
         let ended = self
             .execute(delegation, options, observer, &mut report)
@@ -193,9 +237,9 @@ impl Runtime {
         observer: &dyn Observer,
         report: &mut Report,
     ) -> Result<Outcome> {
-        let mut prepared = self.prepare(delegation, options).await?;
+        let mut prepared = self.prepare(delegation, options, &report.id).await?;
         report.model = prepared.delegate.model().map(str::to_owned);
-        let work = self.attempts(delegation, &mut prepared, observer, report);
+        let work = self.attempts(&mut prepared, observer, report);
         match delegation.timeout {
             None => work.await,
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
@@ -211,28 +255,83 @@ impl Runtime {
         }
     }
 
-    async fn prepare(&self, delegation: &Delegation, options: &RunOptions) -> Result<Prepared> {
+    async fn prepare(
+        &self,
+        delegation: &Delegation,
+        options: &RunOptions,
+        id: &str,
+    ) -> Result<Prepared> {
+        let file = delegation.source.display().to_string();
         let workspace = Workspace::new(&delegation.workdir)
-            .map_err(|e| Error::config(format!("{}: workdir: {e}", delegation.source.display())))?;
+            .map_err(|e| Error::config(format!("{file}: workdir: {e}")))?;
         let hosts = HostAllowList::new(delegation.allow_hosts.iter().chain(&options.allow_hosts))
-            .map_err(|e| {
-            Error::config(format!(
-                "{}: network.allow: {e}",
-                delegation.source.display()
-            ))
-        })?;
+            .map_err(|e| Error::config(format!("{file}: network.allow: {e}")))?;
+        let checking = Capabilities {
+            hosts,
+            programs: options.allow_exec.clone(),
+            env: options.allow_env.clone(),
+            ..Capabilities::read_only()
+        };
+        let model = match &delegation.delegate {
+            DelegateConfig::OpenAi(spec) => Some(spec.model.clone()),
+            _ => None,
+        };
+        let mut names = vec![delegation.delegate.kind().to_owned()];
+        names.extend(model.clone());
+
+        // Hooks load first: delegation.pre may change what the rest is built from.
+        let paths = hook_paths(delegation, &workspace, &options.hooks);
+        let policy = if paths.is_empty() {
+            None
+        } else {
+            let sandbox = Arc::new(Sandbox::new(
+                Surface::Hook,
+                workspace.clone(),
+                checking.clone(),
+                Limits::default(),
+            ));
+            let engine = Arc::clone(&self.hook_engine);
+            let hooks = compile_blocking(move || {
+                HookSet::load(&engine, sandbox, &paths).map_err(|problems| {
+                    let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+                    Error::config(format!(
+                        "{} problem(s) in hooks:\n{}",
+                        problems.len(),
+                        list.join("\n")
+                    ))
+                })
+            })
+            .await?;
+            Some(Policy::new(hooks))
+        };
+        let mut delegation = delegation.clone();
+        if let Some(policy) = &policy {
+            let dispatch = policy
+                .dispatch(
+                    HookEvent::DelegationPre,
+                    request_payload(id, &delegation, model.as_deref()),
+                    &names,
+                )
+                .await?;
+            if let Some(block) = dispatch.blocked {
+                return Err(Error::new(
+                    ErrorKind::Blocked,
+                    format!(
+                        "blocked by hook {} (delegation.pre): {}",
+                        block.hook, block.reason
+                    ),
+                ));
+            }
+            apply_request_patch(&mut delegation, dispatch.payload, id, model.as_deref())?;
+        }
+
         let verifier = match &delegation.verify {
             None => None,
             Some(verify) => {
                 let sandbox = Arc::new(Sandbox::new(
                     Surface::Verifier,
                     workspace.clone(),
-                    Capabilities {
-                        hosts,
-                        programs: options.allow_exec.clone(),
-                        env: options.allow_env.clone(),
-                        ..Capabilities::read_only()
-                    },
+                    checking,
                     Limits::default(),
                 ));
                 let engine = Arc::clone(&self.engine);
@@ -279,20 +378,24 @@ impl Runtime {
         };
         let toolbox = Toolbox::new(workspace, &delegation.tools)?;
         Ok(Prepared {
-            delegate,
             tool_specs: toolbox.specs(),
             toolbox,
-            pipeline: Pipeline::new(verifier),
+            pipeline: Pipeline::new(verifier, policy.clone(), names.clone()),
+            policy,
+            names,
+            delegate,
+            delegation,
         })
     }
 
     async fn attempts(
         &self,
-        delegation: &Delegation,
         prepared: &mut Prepared,
         observer: &dyn Observer,
         report: &mut Report,
     ) -> Result<Outcome> {
+        let delegation = prepared.delegation.clone();
+        let delegation = &delegation;
         let mut messages = vec![Message::User(delegation.task.clone())];
         let mut calls_made = 0u32;
         let total = delegation.max_verify_retries.saturating_add(1);
@@ -336,6 +439,7 @@ impl Runtime {
                 .await;
             record.result = Some(result);
             let Some(verdict) = verdict? else {
+                self.deliver(prepared, report).await?;
                 return Ok(Outcome::Skipped);
             };
             span.record("verify.passed", verdict.passed);
@@ -346,6 +450,7 @@ impl Runtime {
                 verdict: &verdict,
             });
             if verdict.passed {
+                self.deliver(prepared, report).await?;
                 return Ok(Outcome::Passed);
             }
             span.record("verify.reasons", verdict.reasons.join("\n").as_str());
@@ -430,7 +535,7 @@ impl Runtime {
                 tool_calls: calls.clone(),
             });
             for call in calls {
-                let output = self.call_tool(&prepared.toolbox, &call).await;
+                let (call, output) = self.call_tool(prepared, call).await?;
                 observer.on_event(&Event::ToolCalled {
                     attempt,
                     call: &call,
@@ -460,7 +565,50 @@ impl Runtime {
         ))
     }
 
-    async fn call_tool(&self, toolbox: &Toolbox, call: &ToolCall) -> ToolOutput {
+    /// Runs `delegation.post` hooks on the verified result; a modify changes what the caller
+    /// gets, never what the verifiers saw.
+    async fn deliver(&self, prepared: &Prepared, report: &mut Report) -> Result<()> {
+        let Some(policy) = &prepared.policy else {
+            return Ok(());
+        };
+        let Some(result) = report.result() else {
+            return Ok(());
+        };
+        let dispatch = policy
+            .dispatch(
+                HookEvent::DelegationPost,
+                result.to_value(),
+                &prepared.names,
+            )
+            .await?;
+        if let Some(block) = dispatch.blocked {
+            return Err(Error::new(
+                ErrorKind::Blocked,
+                format!(
+                    "blocked by hook {} (delegation.post): {}",
+                    block.hook, block.reason
+                ),
+            ));
+        }
+        if dispatch.runs.iter().any(|r| r.action == "modify") {
+            let delivered = serde_json::from_value(dispatch.payload).map_err(|e| {
+                Error::new(
+                    ErrorKind::Hook,
+                    format!("a delegation.post modify produced an invalid Result: {e}"),
+                )
+            })?;
+            report.delivered = Some(delivered);
+        }
+        Ok(())
+    }
+
+    /// Runs one tool call through `tool.pre`, the tool, and `tool.post`. Returns the call as it
+    /// was actually made (after any modify) and what the delegate reads.
+    async fn call_tool(
+        &self,
+        prepared: &Prepared,
+        call: ToolCall,
+    ) -> Result<(ToolCall, ToolOutput)> {
         let span = tracing::info_span!(
             telemetry::SPAN_TOOL,
             gen_ai.operation.name = "execute_tool",
@@ -468,11 +616,92 @@ impl Runtime {
             gen_ai.tool.call.id = %call.id,
             tool.is_error = Empty,
         );
-        let output = toolbox
-            .call(&call.name, &call.arguments)
-            .instrument(span.clone())
-            .await;
+        let work = async {
+            let Some(policy) = &prepared.policy else {
+                return Ok((
+                    call.clone(),
+                    prepared.toolbox.call(&call.name, &call.arguments).await,
+                ));
+            };
+            let names = vec![call.name.clone()];
+            let payload =
+                serde_json::json!({"id": call.id, "name": call.name, "arguments": call.arguments});
+            let pre = policy.dispatch(HookEvent::ToolPre, payload, &names).await?;
+            if let Some(block) = pre.blocked {
+                return Ok((
+                    call.clone(),
+                    ToolOutput::error(format!("blocked by hook {}: {}", block.hook, block.reason)),
+                ));
+            }
+            let call: ToolCall = serde_json::from_value(pre.payload).map_err(|e| {
+                Error::new(
+                    ErrorKind::Hook,
+                    format!("a tool.pre modify produced an invalid call: {e}"),
+                )
+            })?;
+            let output = prepared.toolbox.call(&call.name, &call.arguments).await;
+            let payload = serde_json::json!({
+                "call_id": call.id, "name": call.name, "content": output.content, "is_error": output.is_error,
+            });
+            let post = policy
+                .dispatch(HookEvent::ToolPost, payload, &names)
+                .await?;
+            if let Some(block) = post.blocked {
+                return Ok((
+                    call,
+                    ToolOutput::error(format!(
+                        "result blocked by hook {}: {}",
+                        block.hook, block.reason
+                    )),
+                ));
+            }
+            let result: crate::result::ToolResult =
+                serde_json::from_value(post.payload).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Hook,
+                        format!("a tool.post modify produced an invalid result: {e}"),
+                    )
+                })?;
+            let output = if result.is_error {
+                ToolOutput::error(result.content)
+            } else {
+                ToolOutput::ok(result.content)
+            };
+            Ok((call, output))
+        };
+        let (call, output) = work.instrument(span.clone()).await?;
         span.record("tool.is_error", output.is_error);
-        output
+        Ok((call, output))
     }
+}
+
+/// Applies a `delegation.pre` modify: hooks may change the task, tools, args and retry budget.
+fn apply_request_patch(
+    delegation: &mut Delegation,
+    payload: serde_json::Value,
+    id: &str,
+    model: Option<&str>,
+) -> Result<()> {
+    let before = request_payload(id, delegation, model);
+    if payload == before {
+        return Ok(());
+    }
+    let bad = |what: String| Error::new(ErrorKind::Hook, format!("a delegation.pre modify {what}"));
+    if payload["id"] != before["id"] || payload["delegate"] != before["delegate"] {
+        return Err(bad(
+            "may change task, tools, args and max_verify_retries, not id or delegate".to_owned(),
+        ));
+    }
+    delegation.task = payload["task"].as_str().unwrap_or_default().to_owned();
+    delegation.tools = serde_json::from_value(payload["tools"].clone()).map_err(|e| {
+        bad(format!(
+            "set tools to something that is not a list of names: {e}"
+        ))
+    })?;
+    delegation.args = payload["args"].clone();
+    delegation.max_verify_retries = payload["max_verify_retries"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| bad("set max_verify_retries out of range".to_owned()))?;
+    Ok(())
 }

@@ -71,6 +71,8 @@ pub struct Report {
     pub attempts: Vec<AttemptRecord>,
     /// The error, for `failed` and `error` outcomes.
     pub error: Option<Error>,
+    /// The Result after `delegation.post` hooks rewrote it, when they did.
+    pub delivered: Option<DelegationResult>,
 }
 
 impl Report {
@@ -79,9 +81,12 @@ impl Report {
         self.outcome == Outcome::Passed
     }
 
-    /// Returns the last attempt's result.
+    /// Returns what the caller gets: the last attempt's result, as `delegation.post` hooks
+    /// delivered it.
     pub fn result(&self) -> Option<&DelegationResult> {
-        self.attempts.iter().rev().find_map(|a| a.result.as_ref())
+        self.delivered
+            .as_ref()
+            .or_else(|| self.attempts.iter().rev().find_map(|a| a.result.as_ref()))
     }
 
     /// Returns the tokens the whole delegation cost.

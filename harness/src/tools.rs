@@ -93,7 +93,8 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
-    fn ok(content: impl Into<String>) -> Self {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
         ToolOutput {
             content: content.into(),
             is_error: false,

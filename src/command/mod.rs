@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` runs the chosen one and returns its exit code.
 
+mod hooks;
 mod run;
 mod verify;
 
@@ -10,5 +11,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Verify(args) => verify::run(args).await,
         Command::Run(args) => run::run(args).await,
+        Command::Hooks(command) => hooks::run(command).await,
     }
 }

@@ -56,6 +56,7 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, RunOptions, Runtime), Error> {
         allow_hosts: args.sandbox.allow_host.clone(),
         allow_exec: args.sandbox.allow_exec.clone(),
         allow_env: args.sandbox.allow_env.clone(),
+        hooks: args.hooks.clone(),
     };
     Ok((delegation, options, Runtime::new()?))
 }

@@ -1,8 +1,6 @@
-//! `harness verify`: judge a recorded Result with a verifier script.
+//! `harness verify`: judge a recorded Result with a verifier script and/or post-verify hooks.
 
-use std::path::Path;
-
-use harness::{DelegationResult, Error, ErrorKind, Verifier, VerifyOutcome};
+use harness::{DelegationResult, Error, ErrorKind, Pipeline, Policy, Verdict, Verifier};
 use harness_builtins::{Engine, Surface};
 use serde_json::json;
 
@@ -10,52 +8,104 @@ use crate::args::VerifyArgs;
 use crate::exit;
 use crate::settings;
 
+/// What `harness verify` concluded.
+struct Judgement {
+    verdict: Verdict,
+    result: DelegationResult,
+    /// True when only an inline verifier ran: its reason is shown as it is, unprefixed.
+    inline_only: bool,
+}
+
+impl Judgement {
+    fn reason(&self) -> String {
+        match (&self.verdict.inline, self.inline_only) {
+            (Some(inline), true) => inline.reason.clone(),
+            _ => self.verdict.reasons.join("\n"),
+        }
+    }
+}
+
 /// Runs the command and returns its exit code.
 pub async fn run(args: VerifyArgs) -> u8 {
     let json_output = args.json;
-    let outcome = judge(args).await;
-    match &outcome {
-        Ok(outcome) if json_output => {
-            println!(
-                "{}",
-                json!({"verified": outcome.verified, "reason": outcome.reason, "error": null})
-            );
+    let judged = judge(args).await;
+    match &judged {
+        Ok(j) if json_output => println!(
+            "{}",
+            json!({
+                "verified": j.verdict.passed,
+                "reason": j.reason(),
+                "reasons": j.verdict.reasons,
+                "result": j.result.to_value(),
+                "error": null,
+            })
+        ),
+        Ok(j) if j.verdict.passed => println!("verified"),
+        Ok(j) if j.inline_only => println!("not verified: {}", j.reason()),
+        Ok(j) => {
+            println!("not verified:");
+            for reason in &j.verdict.reasons {
+                println!("  {reason}");
+            }
         }
-        Ok(outcome) if outcome.verified => println!("verified"),
-        Ok(outcome) => println!("not verified: {}", outcome.reason),
         Err(e) if json_output => println!(
             "{}",
-            json!({"verified": false, "reason": "", "error": {"kind": e.kind().as_str(), "message": e.message()}})
+            json!({"verified": false, "reason": "", "reasons": [], "result": null,
+                   "error": {"kind": e.kind().as_str(), "message": e.message()}})
         ),
         Err(e) => eprintln!("error[{}]: {}", e.kind().as_str(), e.message()),
     }
-    match outcome {
-        Ok(outcome) if outcome.verified => exit::OK,
+    match judged {
+        Ok(j) if j.verdict.passed => exit::OK,
         Ok(_) => exit::NOT_VERIFIED,
         Err(e) => exit::for_error(e.kind()),
     }
 }
 
-async fn judge(args: VerifyArgs) -> Result<VerifyOutcome, Error> {
-    let source = settings::read_file("verifier script", &args.script)?;
+async fn judge(args: VerifyArgs) -> Result<Judgement, Error> {
+    let source = match &args.script {
+        Some(path) => Some((
+            path.display().to_string(),
+            settings::read_file("verifier script", path)?,
+        )),
+        None => None,
+    };
     let (result_name, result_text) = settings::read_input("--result", &args.result)?;
-    let result = DelegationResult::from_json(&result_name, &result_text)?;
+    let mut result = DelegationResult::from_json(&result_name, &result_text)?;
     let script_args = settings::script_args(args.args_file.as_deref(), &args.arg)?;
-    let sandbox = settings::sandbox(Surface::Verifier, &args.sandbox)?;
-    let name = display_name(&args.script);
-    let verifier = tokio::task::spawn_blocking(move || {
-        Verifier::compile(&Engine::new(), sandbox, &name, &source, &script_args)
+    let verifier = match source {
+        None => None,
+        Some((name, source)) => {
+            let sandbox = settings::sandbox(Surface::Verifier, &args.sandbox)?;
+            let verifier = tokio::task::spawn_blocking(move || {
+                Verifier::compile(&Engine::new(), sandbox, &name, &source, &script_args)
+            })
+            .await
+            .map_err(|e| Error::new(ErrorKind::Verifier, e.to_string()))??;
+            Some(verifier)
+        }
+    };
+    let policy = if args.hooks.is_empty() {
+        None
+    } else {
+        let sandbox = settings::sandbox(Surface::Hook, &args.sandbox)?;
+        Some(Policy::new(
+            settings::hook_set(sandbox, args.hooks.clone()).await?,
+        ))
+    };
+    let inline_only = policy.is_none();
+    let pipeline = Pipeline::new(verifier, policy, Vec::new());
+    let verdict = match pipeline.check(&mut result).await? {
+        Some(verdict) => verdict,
+        None => {
+            return Err(Error::config(
+                "nothing to verify with: the hooks given contain no delegation.post_verify hook and no SCRIPT was given",
+            ));
+        }
+    };
+    Ok(Judgement {
+        verdict,
+        result,
+        inline_only,
     })
-    .await
-    .map_err(|e| Error::new(ErrorKind::Verifier, e.to_string()))??;
-    let (outcome, logs) = verifier.verify(&result).await?;
-    for line in logs {
-        eprintln!("log: {line}");
-    }
-    Ok(outcome)
-}
-
-/// The script's path as the user gave it, for messages.
-fn display_name(path: &Path) -> String {
-    path.display().to_string()
 }

@@ -11,7 +11,7 @@ use starlark::values::Value;
 use starlark::values::list::UnpackList;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::alloc;
+use crate::engine::alloc_json;
 use crate::host::Host;
 
 /// Variables passed through to programs; everything else in the harness's environment is
@@ -178,9 +178,9 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         let run = host
             .block_on(run_program(&argv, &dir, &env, wait, cap))?
             .map_err(|e| anyhow::anyhow!("exec.run: cannot start {program:?}: {e}"))?;
-        Ok(alloc(
+        Ok(alloc_json(
             eval.heap(),
-            json!({
+            &json!({
                 "exit_code": run.exit_code,
                 "stdout": run.stdout,
                 "stderr": run.stderr,

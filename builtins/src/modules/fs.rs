@@ -10,18 +10,25 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::Value;
 
-use super::alloc;
+use crate::engine::alloc_json;
 use crate::host::Host;
 use crate::workspace::PathError;
 
-/// Resolves `path` for builtin `func`, refusing escapes and a missing `fs` capability.
-fn resolve(host: &Host, func: &str, path: &str) -> anyhow::Result<PathBuf> {
-    if !host.sandbox.capabilities.fs_read {
-        return Err(host.refuse(format!(
+/// Refuses builtin `func` when the `fs` capability is missing.
+fn require_fs(host: &Host, func: &str) -> anyhow::Result<()> {
+    if host.sandbox.capabilities.fs_read {
+        Ok(())
+    } else {
+        Err(host.refuse(format!(
             "{func}: file access is not enabled for {} scripts",
             host.sandbox.surface.as_str()
-        )));
+        )))
     }
+}
+
+/// Resolves `path` for builtin `func`, refusing escapes and a missing `fs` capability.
+fn resolve(host: &Host, func: &str, path: &str) -> anyhow::Result<PathBuf> {
+    require_fs(host, func)?;
     host.sandbox.workspace.resolve(path).map_err(|e| match e {
         PathError::Escapes { .. } => host.refuse(format!("{func}: {e}")),
         PathError::Io { .. } => anyhow::anyhow!("{func}: {e}"),
@@ -55,26 +62,69 @@ fn read_capped(func: &str, shown: &str, path: &Path, cap: u64) -> anyhow::Result
     Ok(data)
 }
 
-/// The directory to start walking from: the longest leading part of the pattern without glob
-/// characters, so `src/**/*.rs` walks `src/` only.
-fn literal_prefix(pattern: &str) -> &str {
-    let mut end = 0;
-    for (i, part) in pattern.split('/').enumerate() {
-        if part.contains(['*', '?', '[', '{']) {
-            break;
+/// A glob pattern split where its wildcards start, `.` and `..` resolved lexically.
+#[derive(Debug, PartialEq, Eq)]
+struct GlobParts {
+    /// The directory to walk: the longest leading part without glob characters (`src` for
+    /// `src/**/*.rs`; the parent of a pattern without any, `a/b` for `a/b/c.txt`). Starts with
+    /// `/` when the pattern is absolute; `.` when empty.
+    start: String,
+    /// The rest, matched against paths relative to `start`. Empty only for a pattern that names
+    /// no path (`""`, `"."`, `"/"`).
+    rest: String,
+    /// The whole pattern, normalised (`/`-prefixed when absolute, `.` when empty).
+    whole: String,
+}
+
+/// Why a glob pattern was refused before matching.
+#[derive(Debug, PartialEq, Eq)]
+enum GlobProblem {
+    /// A `..` climbs above the start of the pattern (the workspace root or `/`).
+    Escapes,
+    /// A `..` follows a wildcard component, which has no single lexical meaning.
+    ParentOfWildcard,
+}
+
+fn is_wild(component: &str) -> bool {
+    component.contains(['*', '?', '[', '{'])
+}
+
+fn split_pattern(pattern: &str) -> Result<GlobParts, GlobProblem> {
+    let absolute = pattern.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in pattern.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                None => return Err(GlobProblem::Escapes),
+                Some(last) if is_wild(last) => return Err(GlobProblem::ParentOfWildcard),
+                Some(_) => {
+                    parts.pop();
+                }
+            },
+            _ => parts.push(part),
         }
-        if i > 0 {
-            end += 1;
-        }
-        end += part.len();
     }
-    let prefix = &pattern[..end.min(pattern.len())];
+    let mut literal = parts.iter().take_while(|p| !is_wild(p)).count();
     // A pattern without glob characters names one path; walk its parent.
-    if prefix.len() == pattern.len() {
-        prefix.rsplit_once('/').map_or("", |(dir, _)| dir)
-    } else {
-        prefix
+    if literal == parts.len() {
+        literal = literal.saturating_sub(1);
     }
+    let path = |parts: &[&str]| {
+        let joined = parts.join("/");
+        if absolute {
+            format!("/{joined}")
+        } else if joined.is_empty() {
+            ".".to_owned()
+        } else {
+            joined
+        }
+    };
+    Ok(GlobParts {
+        start: path(&parts[..literal]),
+        rest: parts[literal..].join("/"),
+        whole: path(&parts),
+    })
 }
 
 #[starlark_module]
@@ -103,7 +153,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         let host = Host::of(eval)?;
         let full = resolve(host, "fs.stat", path)?;
         Ok(match stat_json(host, &full) {
-            Some(info) => alloc(eval.heap(), info),
+            Some(info) => alloc_json(eval.heap(), &info),
             None => Value::new_none(),
         })
     }
@@ -145,6 +195,8 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
 
     /// Returns the sorted workspace-relative paths of the files and directories matching a glob
     /// (`*` stays inside one directory, `**` crosses directories). Symlinks are not followed.
+    /// The pattern may be absolute inside the workspace; `.` and `..` are resolved before
+    /// matching (`sub/../*.txt` is `*.txt`), and a `..` leading out of the workspace is refused.
     ///
     /// ```python
     /// fs.glob("src/**/*.rs")
@@ -154,20 +206,54 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         eval: &mut Evaluator,
     ) -> anyhow::Result<Vec<String>> {
         let host = Host::of(eval)?;
-        let pattern = pattern.trim_start_matches("./");
-        let matcher = GlobBuilder::new(pattern)
+        require_fs(host, "fs.glob")?;
+        let workspace = &host.sandbox.workspace;
+        let escapes = || {
+            let e = PathError::Escapes {
+                path: pattern.to_owned(),
+                root: workspace.root().to_path_buf(),
+            };
+            host.refuse(format!("fs.glob: {e}"))
+        };
+        let parts = split_pattern(pattern).map_err(|problem| match problem {
+            GlobProblem::Escapes => escapes(),
+            GlobProblem::ParentOfWildcard => anyhow::anyhow!(
+                "fs.glob: invalid pattern {pattern:?}: `..` cannot follow a wildcard"
+            ),
+        })?;
+        // A pattern naming the root itself (its absolute path, `.`) matches nothing: the root is
+        // never listed. (Its parent, where the walk would start, is outside.)
+        if !is_wild(&parts.rest)
+            && workspace
+                .resolve(&parts.whole)
+                .is_ok_and(|p| p == workspace.root())
+        {
+            return Ok(Vec::new());
+        }
+        let start = workspace.resolve(&parts.start).map_err(|e| match e {
+            PathError::Escapes { .. } => escapes(),
+            PathError::Io { .. } => anyhow::anyhow!("fs.glob: {e}"),
+        })?;
+        if parts.rest.is_empty() {
+            return Ok(Vec::new());
+        }
+        let matcher = GlobBuilder::new(&parts.rest)
             .literal_separator(true)
             .build()
-            .map_err(|e| anyhow::anyhow!("fs.glob: invalid pattern {pattern:?}: {e}"))?
+            .map_err(|e| anyhow::anyhow!("fs.glob: invalid pattern {pattern:?}: {}", e.kind()))?
             .compile_matcher();
-        let start = resolve(host, "fs.glob", literal_prefix(pattern))?;
-        let workspace = &host.sandbox.workspace;
         let mut found = Vec::new();
-        for entry in walkdir::WalkDir::new(&start).follow_links(false) {
+        for entry in walkdir::WalkDir::new(&start)
+            .min_depth(1)
+            .follow_links(false)
+        {
             let Ok(entry) = entry else { continue };
-            let relative = workspace.relative(entry.path());
-            if relative != "." && matcher.is_match(&relative) {
-                found.push(relative);
+            let Ok(below) = entry.path().strip_prefix(&start) else {
+                continue;
+            };
+            let below = below.to_string_lossy().replace('\\', "/");
+            if matcher.is_match(&below) {
+                found.push(workspace.relative(entry.path()));
             }
         }
         found.sort();
@@ -192,19 +278,55 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::literal_prefix;
+    use super::{GlobParts, GlobProblem, split_pattern};
 
     #[test]
-    fn literal_prefixes() {
-        for (pattern, prefix) in [
-            ("src/**/*.rs", "src"),
-            ("*.txt", ""),
-            ("a/b/c.txt", "a/b"),
-            ("c.txt", ""),
-            ("a/b*/c", "a"),
-            ("**", ""),
+    fn patterns_split_where_wildcards_start() {
+        for (pattern, start, rest, whole) in [
+            ("src/**/*.rs", "src", "**/*.rs", "src/**/*.rs"),
+            ("*.txt", ".", "*.txt", "*.txt"),
+            ("a/b/c.txt", "a/b", "c.txt", "a/b/c.txt"),
+            ("c.txt", ".", "c.txt", "c.txt"),
+            ("a/b*/c", "a", "b*/c", "a/b*/c"),
+            ("**", ".", "**", "**"),
+            ("./sub/*.txt", "sub", "*.txt", "sub/*.txt"),
+            ("sub/../*.txt", ".", "*.txt", "*.txt"),
+            ("sub/./deeper/../*.md", "sub", "*.md", "sub/*.md"),
+            ("a//b/*", "a/b", "*", "a/b/*"),
+            ("/w/sub/*.txt", "/w/sub", "*.txt", "/w/sub/*.txt"),
+            ("/w/x/../sub/*", "/w/sub", "*", "/w/sub/*"),
+            ("/w/sub/a.txt", "/w/sub", "a.txt", "/w/sub/a.txt"),
+            (".", ".", "", "."),
+            ("", ".", "", "."),
+            ("/", "/", "", "/"),
         ] {
-            assert_eq!(literal_prefix(pattern), prefix, "{pattern}");
+            assert_eq!(
+                split_pattern(pattern),
+                Ok(GlobParts {
+                    start: start.to_owned(),
+                    rest: rest.to_owned(),
+                    whole: whole.to_owned(),
+                }),
+                "{pattern}"
+            );
+        }
+    }
+
+    #[test]
+    fn patterns_that_climb_out_or_past_wildcards_are_refused() {
+        for pattern in ["..", "../*", "sub/../../*", "/..", "/w/../../x"] {
+            assert_eq!(
+                split_pattern(pattern),
+                Err(GlobProblem::Escapes),
+                "{pattern}"
+            );
+        }
+        for pattern in ["*/..", "src/**/../x", "a/b?/../c", "{a,b}/../x"] {
+            assert_eq!(
+                split_pattern(pattern),
+                Err(GlobProblem::ParentOfWildcard),
+                "{pattern}"
+            );
         }
     }
 }

@@ -14,8 +14,8 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::{UnpackValue, Value};
 
-use super::alloc;
 use crate::capabilities::HostAllowList;
+use crate::engine::alloc_json;
 use crate::host::Host;
 
 /// Redirect hops followed before giving up.
@@ -333,7 +333,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             timeout: timeout_of(timeout).map_err(|e| anyhow::anyhow!("http.get: {e}"))?,
         };
         let response = perform(host, "http.get", request)?;
-        Ok(alloc(eval.heap(), response))
+        Ok(alloc_json(eval.heap(), &response))
     }
 
     /// Sends a POST request with a text `body` or a `json` value (encoded, with
@@ -370,7 +370,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             timeout: timeout_of(timeout).map_err(|e| anyhow::anyhow!("http.post: {e}"))?,
         };
         let response = perform(host, "http.post", request)?;
-        Ok(alloc(eval.heap(), response))
+        Ok(alloc_json(eval.heap(), &response))
     }
 }
 

@@ -5,7 +5,7 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::Value;
 
-use crate::engine::check_json;
+use crate::engine::{alloc_json, check_json};
 
 #[starlark_module]
 pub(crate) fn members(builder: &mut GlobalsBuilder) {
@@ -16,7 +16,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     /// json.encode({"verified": True, "reason": ""}) == '{"verified":true,"reason":""}'
     /// ```
     fn encode(#[starlark(require = pos)] x: Value) -> anyhow::Result<String> {
-        x.to_json()
+        x.to_json().map_err(|e| anyhow::anyhow!("json.encode: {e}"))
     }
 
     /// Decodes a JSON string. With `default` given, invalid JSON returns `default` instead of
@@ -35,7 +35,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             .map_err(|e| e.to_string())
             .and_then(|v| check_json(&v).map(|()| v));
         match (parsed, default) {
-            (Ok(v), _) => Ok(eval.heap().alloc(v)),
+            (Ok(v), _) => Ok(alloc_json(eval.heap(), &v)),
             (Err(_), Some(default)) => Ok(default),
             (Err(e), None) => Err(anyhow::anyhow!("json.decode: invalid JSON: {e}")),
         }

@@ -1,7 +1,6 @@
 //! The builtin modules scripts see, one file per namespace.
 
 use starlark::environment::GlobalsBuilder;
-use starlark::values::{Heap, Value};
 
 mod env;
 pub(crate) mod exec;
@@ -27,9 +26,4 @@ pub(crate) fn register(builder: &mut GlobalsBuilder) {
     builder.namespace("env", env::members);
     builder.namespace("exec", exec::members);
     log::globals(builder);
-}
-
-/// Allocates a JSON value built by a builtin on the script's heap.
-pub(crate) fn alloc<'v>(heap: Heap<'v>, value: serde_json::Value) -> Value<'v> {
-    heap.alloc(value)
 }

@@ -7,7 +7,7 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::Value;
 
-use super::alloc;
+use crate::engine::alloc_json;
 use crate::host::Host;
 
 /// Regexes kept per sandbox; beyond this the cache is cleared rather than grown.
@@ -62,7 +62,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     ) -> anyhow::Result<Value<'v>> {
         let re = compile(Host::of(eval)?, "re.search", pattern)?;
         Ok(match re.captures(s) {
-            Some(caps) => alloc(eval.heap(), match_json(&caps)),
+            Some(caps) => alloc_json(eval.heap(), &match_json(&caps)),
             None => Value::new_none(),
         })
     }
@@ -80,7 +80,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         let re = compile(Host::of(eval)?, "re.match", pattern)?;
         Ok(match re.captures(s) {
             Some(caps) if caps.get(0).is_some_and(|m| m.start() == 0) => {
-                alloc(eval.heap(), match_json(&caps))
+                alloc_json(eval.heap(), &match_json(&caps))
             }
             _ => Value::new_none(),
         })
@@ -108,7 +108,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
                 _ => json!((1..=groups).map(|i| text(caps.get(i))).collect::<Vec<_>>()),
             })
             .collect();
-        Ok(alloc(eval.heap(), serde_json::Value::Array(found)))
+        Ok(alloc_json(eval.heap(), &serde_json::Value::Array(found)))
     }
 
     /// Replaces matches of `pattern` in `s` with `repl` (`$1` or `${name}` refer to groups);

@@ -219,7 +219,7 @@ async fn read_tail(mut reader: impl AsyncRead + Unpin, cap: usize) -> String {
 }
 
 /// Returns the content of the last user message: the task or the latest retry prompt.
-fn last_user_message<'m>(messages: &'m [Message]) -> Option<&'m str> {
+fn last_user_message(messages: &[Message]) -> Option<&str> {
     messages.iter().rev().find_map(|m| match m {
         Message::User(text) => Some(text.as_str()),
         _ => None,

@@ -1,0 +1,256 @@
+//! A loaded set of hooks and ordered dispatch: priority order, first block wins, modify patches
+//! chain, anything broken fails closed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harness_builtins::{Engine, Sandbox};
+use serde_json::Value;
+use tracing::field::Empty;
+
+use crate::decision::{Decision, merge};
+use crate::event::Event;
+use crate::hook::{self, Hook, Problem};
+
+/// The span recorded for each hook that runs.
+pub const SPAN_HOOK: &str = "hook.run";
+
+/// A hook that is broken at run time: it crashed, hit a limit, violated its sandbox, returned
+/// something that is not a decision, or produced a payload without the event's shape.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("hook {name} ({}): {message}", path.display())]
+pub struct HookError {
+    /// The hook's name.
+    pub name: String,
+    /// Its file.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// One hook that ran, and what it decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookRun {
+    /// The hook's name.
+    pub hook: String,
+    /// `allow`, `block` or `modify`.
+    pub action: &'static str,
+    /// The reason it gave (blocks always have one).
+    pub reason: String,
+}
+
+/// The result of dispatching one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch {
+    /// The payload after every modify.
+    pub payload: Value,
+    /// The hook that blocked, and why.
+    pub blocked: Option<HookRun>,
+    /// Every hook that ran, in order.
+    pub runs: Vec<HookRun>,
+}
+
+/// The hooks of one delegation (or one `harness hooks` command), sorted for dispatch.
+#[derive(Debug, Clone)]
+pub struct HookSet {
+    hooks: Arc<Vec<Hook>>,
+    sandbox: Arc<Sandbox>,
+}
+
+/// Returns the Starlark globals for hook scripts: the builtins plus `allow()`, `block(reason)`
+/// and `modify(patch)`.
+pub fn engine() -> Engine {
+    Engine::with_extension(crate::decision::decisions)
+}
+
+/// Lists the `*.md` files of `paths` (directories are walked, files taken as they are).
+fn hook_files(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
+                .follow_links(true)
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| {
+                    e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "md")
+                })
+                .map(walkdir::DirEntry::into_path)
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            problems.push(Problem {
+                path: path.clone(),
+                line: None,
+                message: "no such hook file or directory".to_owned(),
+            });
+        }
+    }
+    files.dedup();
+    files
+}
+
+impl HookSet {
+    /// Loads every hook under `paths`, compiling with `engine` (see [`engine()`]) and running
+    /// in `sandbox`.
+    ///
+    /// # Errors
+    /// Every problem found in every file, not just the first.
+    pub fn load(
+        engine: &Engine,
+        sandbox: Arc<Sandbox>,
+        paths: &[PathBuf],
+    ) -> Result<HookSet, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let mut hooks = Vec::new();
+        for file in hook_files(paths, &mut problems) {
+            match hook::load(engine, &sandbox, &file) {
+                Ok(hook) => hooks.push(hook),
+                Err(found) => problems.extend(found),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        hooks.sort_by(|a, b| {
+            (a.event, a.priority, &a.name, &a.path).cmp(&(b.event, b.priority, &b.name, &b.path))
+        });
+        Ok(HookSet {
+            hooks: Arc::new(hooks),
+            sandbox,
+        })
+    }
+
+    /// Returns an empty set.
+    pub fn empty(sandbox: Arc<Sandbox>) -> HookSet {
+        HookSet {
+            hooks: Arc::new(Vec::new()),
+            sandbox,
+        }
+    }
+
+    /// Returns every hook, in dispatch order (by event, then priority, then name).
+    pub fn hooks(&self) -> &[Hook] {
+        &self.hooks
+    }
+
+    fn matching<'a>(
+        &'a self,
+        event: Event,
+        names: &'a [&'a str],
+    ) -> impl Iterator<Item = &'a Hook> + 'a {
+        self.hooks.iter().filter(move |h| {
+            h.event == event
+                && h.tools.as_ref().is_none_or(|m| m.matches_any(names))
+                && h.delegates.as_ref().is_none_or(|m| m.matches_any(names))
+        })
+    }
+
+    /// Returns true when some hook for `event` matches `names` (tool name, or delegate kind and
+    /// model), before any `when` is evaluated.
+    pub fn applies(&self, event: Event, names: &[&str]) -> bool {
+        self.matching(event, names).next().is_some()
+    }
+
+    /// Runs the hooks for `event` that match `names`, in order, on `payload`. Blocks on the
+    /// calling thread while scripts run: call it from a blocking thread.
+    ///
+    /// # Errors
+    /// [`HookError`] when any hook is broken; no later hook runs and nothing counts as allowed.
+    pub fn dispatch(
+        &self,
+        event: Event,
+        payload: Value,
+        names: &[&str],
+    ) -> Result<Dispatch, HookError> {
+        let mut payload = payload;
+        let mut runs = Vec::new();
+        for hook in self.matching(event, names) {
+            let span = tracing::info_span!(
+                SPAN_HOOK,
+                hook.name = %hook.name,
+                hook.event = event.as_str(),
+                hook.action = Empty,
+                hook.reason = Empty,
+                otel.status_code = Empty,
+            );
+            let _entered = span.enter();
+            let fail = |message: String| {
+                span.record("hook.action", "error");
+                span.record("otel.status_code", "ERROR");
+                HookError {
+                    name: hook.name.clone(),
+                    path: hook.path.clone(),
+                    message,
+                }
+            };
+            let event_value = Value::String(event.as_str().to_owned());
+            if let Some(when) = &hook.when {
+                let out = when
+                    .call(&self.sandbox, "when", &[&event_value, &payload])
+                    .map_err(|e| fail(format!("`when` failed: {} [{}]", e, e.kind().as_str())))?;
+                match out.value {
+                    Value::Bool(true) => {}
+                    Value::Bool(false) => {
+                        span.record("hook.action", "skipped");
+                        continue;
+                    }
+                    other => {
+                        return Err(fail(format!("`when` must be True or False, got {other}")));
+                    }
+                }
+            }
+            let out = hook
+                .script
+                .call(&self.sandbox, "handle", &[&event_value, &payload])
+                .map_err(|e| fail(format!("{} [{}]", e, e.kind().as_str())))?;
+            let decision = Decision::from_value(out.value).map_err(fail)?;
+            span.record("hook.action", decision.action());
+            match decision {
+                Decision::Allow => runs.push(HookRun {
+                    hook: hook.name.clone(),
+                    action: "allow",
+                    reason: String::new(),
+                }),
+                Decision::Block { reason } => {
+                    let reason = if reason.trim().is_empty() {
+                        format!("blocked by hook {}", hook.name)
+                    } else {
+                        reason
+                    };
+                    span.record("hook.reason", reason.as_str());
+                    let run = HookRun {
+                        hook: hook.name.clone(),
+                        action: "block",
+                        reason,
+                    };
+                    runs.push(run.clone());
+                    return Ok(Dispatch {
+                        payload,
+                        blocked: Some(run),
+                        runs,
+                    });
+                }
+                Decision::Modify(patch) => {
+                    merge(&mut payload, &patch);
+                    event
+                        .check_shape(&payload)
+                        .map_err(|e| fail(format!("its modify broke the payload: {e}")))?;
+                    runs.push(HookRun {
+                        hook: hook.name.clone(),
+                        action: "modify",
+                        reason: String::new(),
+                    });
+                }
+            }
+        }
+        Ok(Dispatch {
+            payload,
+            blocked: None,
+            runs,
+        })
+    }
+}

@@ -1,0 +1,186 @@
+//! The event catalog (DESIGN §4.4) and the shape each event's payload must keep.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// A point in a delegation's life where hooks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Event {
+    /// Before the delegate starts; the payload is the request.
+    DelegationPre,
+    /// After each attempt, as part of verification; the payload is the Result.
+    DelegationPostVerify,
+    /// After verification passed, before the caller gets the Result.
+    DelegationPost,
+    /// Before a tool call runs; the payload is the call.
+    ToolPre,
+    /// After a tool call ran; the payload is its result.
+    ToolPost,
+}
+
+impl Event {
+    /// Every event, in lifecycle order.
+    pub const ALL: [Event; 5] = [
+        Event::DelegationPre,
+        Event::DelegationPostVerify,
+        Event::DelegationPost,
+        Event::ToolPre,
+        Event::ToolPost,
+    ];
+
+    /// Returns the event's name, e.g. `delegation.post_verify`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::DelegationPre => "delegation.pre",
+            Event::DelegationPostVerify => "delegation.post_verify",
+            Event::DelegationPost => "delegation.post",
+            Event::ToolPre => "tool.pre",
+            Event::ToolPost => "tool.post",
+        }
+    }
+
+    /// Finds an event by name.
+    pub fn from_name(name: &str) -> Option<Event> {
+        Event::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+
+    /// Returns true for `tool.pre` and `tool.post`.
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, Event::ToolPre | Event::ToolPost)
+    }
+
+    /// Checks that `payload` has this event's shape: the keys it must have, with their types,
+    /// and no others.
+    ///
+    /// # Errors
+    /// A message naming the first key that is missing, mistyped or unexpected.
+    pub fn check_shape(self, payload: &Value) -> Result<(), String> {
+        use Kind::{Bool, Int, List, Object, OptString, Str};
+        let fields: &[(&str, Kind)] = match self {
+            Event::DelegationPre => &[
+                ("id", Str),
+                ("task", Str),
+                ("delegate", Object),
+                ("tools", List),
+                ("args", Object),
+                ("max_verify_retries", Int),
+            ],
+            Event::DelegationPostVerify | Event::DelegationPost => &[
+                ("id", Str),
+                ("parent_id", OptString),
+                ("attempt", Int),
+                ("response", Str),
+                ("tool_calls", List),
+                ("tool_results", List),
+            ],
+            Event::ToolPre => &[("id", Str), ("name", Str), ("arguments", Object)],
+            Event::ToolPost => &[
+                ("call_id", Str),
+                ("name", Str),
+                ("content", Str),
+                ("is_error", Bool),
+            ],
+        };
+        let Value::Object(map) = payload else {
+            return Err(format!("the {self} payload must be a dict"));
+        };
+        for (key, kind) in fields {
+            let value = map.get(*key).unwrap_or(&Value::Null);
+            if !kind.accepts(value) {
+                return Err(format!(
+                    "the {self} payload's `{key}` must be {}, got {}",
+                    kind.describe(),
+                    short(value)
+                ));
+            }
+        }
+        if let Some(extra) = map.keys().find(|k| !fields.iter().any(|(f, _)| f == k)) {
+            return Err(format!(
+                "the {self} payload has an unexpected key `{extra}`"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Str,
+    OptString,
+    Int,
+    Bool,
+    List,
+    Object,
+}
+
+impl Kind {
+    fn accepts(self, value: &Value) -> bool {
+        match self {
+            Kind::Str => value.is_string(),
+            Kind::OptString => value.is_string() || value.is_null(),
+            Kind::Int => value.as_u64().is_some(),
+            Kind::Bool => value.is_boolean(),
+            Kind::List => value.is_array(),
+            Kind::Object => value.is_object(),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Str => "a string",
+            Kind::OptString => "a string or None",
+            Kind::Int => "a non-negative int",
+            Kind::Bool => "a bool",
+            Kind::List => "a list",
+            Kind::Object => "a dict",
+        }
+    }
+}
+
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() > 60 {
+        format!("{}...", &text[..text.floor_char_boundary(60)])
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shapes() {
+        let call = json!({"id": "c1", "name": "write_file", "arguments": {}});
+        assert!(Event::ToolPre.check_shape(&call).is_ok());
+        assert!(
+            Event::ToolPre
+                .check_shape(&json!({"id": "c1", "name": 3, "arguments": {}}))
+                .is_err()
+        );
+        assert!(
+            Event::ToolPre
+                .check_shape(&json!({"id": "c1", "name": "x", "arguments": {}, "more": 1}))
+                .is_err()
+        );
+        let result = json!({"id": "d", "parent_id": null, "attempt": 0, "response": "", "tool_calls": [], "tool_results": []});
+        assert!(Event::DelegationPostVerify.check_shape(&result).is_ok());
+        assert!(
+            Event::DelegationPost
+                .check_shape(&json!({"id": "d"}))
+                .is_err()
+        );
+        for event in Event::ALL {
+            assert_eq!(Event::from_name(event.as_str()), Some(event));
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! One hook artifact: a Markdown file whose YAML front matter configures a Starlark policy.
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use harness_builtins::{Engine, Sandbox, Script};
+use serde::Deserialize;
+
+use crate::event::Event;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrontMatter {
+    event: Option<String>,
+    #[serde(default)]
+    priority: Option<i64>,
+    #[serde(default)]
+    when: Option<String>,
+    #[serde(default)]
+    script: Option<String>,
+    #[serde(default)]
+    script_file: Option<PathBuf>,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    delegates: Option<Vec<String>>,
+}
+
+/// A problem found while loading hooks, with the file and (when known) the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The hook file.
+    pub path: PathBuf,
+    /// The 1-based line in that file, when known.
+    pub line: Option<usize>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+/// A glob list matched against a tool name or a delegate kind.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    patterns: Vec<String>,
+    set: GlobSet,
+}
+
+impl Matcher {
+    fn new(patterns: &[String]) -> Result<Matcher, String> {
+        let mut builder = GlobSetBuilder::new();
+        for pattern in patterns {
+            builder.add(Glob::new(pattern).map_err(|e| format!("bad glob {pattern:?}: {e}"))?);
+        }
+        let set = builder.build().map_err(|e| e.to_string())?;
+        Ok(Matcher {
+            patterns: patterns.to_vec(),
+            set,
+        })
+    }
+
+    /// Returns true when any of `names` matches a pattern.
+    pub fn matches_any(&self, names: &[&str]) -> bool {
+        names.iter().any(|n| self.set.is_match(n))
+    }
+
+    /// Returns the patterns as written.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+/// A loaded, compiled hook.
+#[derive(Debug)]
+pub struct Hook {
+    /// The file name without `.md`.
+    pub name: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The event it handles.
+    pub event: Event,
+    /// Lower runs first; ties go by name.
+    pub priority: i64,
+    /// The `when` expression as written.
+    pub when_source: Option<String>,
+    /// Tool-name globs (tool events).
+    pub tools: Option<Matcher>,
+    /// Delegate-kind globs (delegation events).
+    pub delegates: Option<Matcher>,
+    pub(crate) script: Script,
+    pub(crate) when: Option<Script>,
+}
+
+/// Splits `---` front matter from the body; returns the YAML and the 1-based line it starts on.
+fn front_matter(text: &str) -> Option<(&str, usize)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next()?;
+    if first.trim_end() != "---" {
+        return None;
+    }
+    let start = first.len();
+    let mut offset = start;
+    for line in lines {
+        if matches!(line.trim_end(), "---" | "...") {
+            return Some((&text[start..offset], 2));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Finds the file line on which a `script: |` block's first line sits.
+fn script_first_line(yaml: &str, yaml_line: usize) -> Option<usize> {
+    yaml.lines()
+        .position(|l| {
+            let l = l.trim_end();
+            l.starts_with("script:")
+                && (l.ends_with('|') || l.ends_with('>') || l.ends_with("|-") || l.ends_with("|+"))
+        })
+        .map(|i| yaml_line + i + 1)
+}
+
+/// Drops serde's trailing ` at line L column C`, which counts from the front matter, not the file.
+fn strip_location(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(i) => &message[..i],
+        None => message,
+    }
+}
+
+/// Loads and compiles one hook file, returning every problem found in it.
+pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Hook, Vec<Problem>> {
+    let problem = |line: Option<usize>, message: String| Problem {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
+    let Some((yaml, yaml_line)) = front_matter(&text) else {
+        return Err(vec![problem(
+            Some(1),
+            "no YAML front matter: start the file with a `---` line, then `event: ...` and `script: |`, then a closing `---` line".to_owned(),
+        )]);
+    };
+    let fm: FrontMatter = serde_norway::from_str(yaml).map_err(|e| {
+        let line = e.location().map(|l| yaml_line + l.line() - 1);
+        vec![problem(
+            line,
+            format!("front matter: {}", strip_location(&e.to_string())),
+        )]
+    })?;
+    let mut problems = Vec::new();
+    let event = match fm.event.as_deref() {
+        None => {
+            problems.push(problem(None, "missing `event` (one of delegation.pre, delegation.post_verify, delegation.post, tool.pre, tool.post)".to_owned()));
+            None
+        }
+        Some(name) => match Event::from_name(name) {
+            Some(event) => Some(event),
+            None => {
+                let known: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
+                problems.push(problem(
+                    None,
+                    format!(
+                        "unknown event {name:?} (known events: {})",
+                        known.join(", ")
+                    ),
+                ));
+                None
+            }
+        },
+    };
+    let tools = fm
+        .tools
+        .as_deref()
+        .map(Matcher::new)
+        .transpose()
+        .unwrap_or_else(|e| {
+            problems.push(problem(None, format!("`tools`: {e}")));
+            None
+        });
+    let delegates = fm
+        .delegates
+        .as_deref()
+        .map(Matcher::new)
+        .transpose()
+        .unwrap_or_else(|e| {
+            problems.push(problem(None, format!("`delegates`: {e}")));
+            None
+        });
+    if let Some(event) = event {
+        if tools.is_some() && !event.is_tool_event() {
+            problems.push(problem(
+                None,
+                format!("`tools` only applies to tool.pre and tool.post hooks, not {event}"),
+            ));
+        }
+        if delegates.is_some() && event.is_tool_event() {
+            problems.push(problem(
+                None,
+                format!("`delegates` only applies to delegation events, not {event}"),
+            ));
+        }
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let (script_name, source, first_line) = match (fm.script, fm.script_file) {
+        (Some(_), Some(_)) => {
+            problems.push(problem(
+                None,
+                "give `script` or `script_file`, not both".to_owned(),
+            ));
+            (String::new(), None, None)
+        }
+        (None, None) => {
+            problems.push(problem(None, "missing `script` (Starlark defining `def handle(event, payload):`) or `script_file`".to_owned()));
+            (String::new(), None, None)
+        }
+        (Some(source), None) => (
+            path.display().to_string(),
+            Some(source),
+            script_first_line(yaml, yaml_line),
+        ),
+        (None, Some(file)) => {
+            let full = base.join(&file);
+            match std::fs::read_to_string(&full) {
+                Ok(source) => (full.display().to_string(), Some(source), Some(1)),
+                Err(e) => {
+                    problems.push(problem(
+                        None,
+                        format!("`script_file`: cannot read {}: {e}", full.display()),
+                    ));
+                    (String::new(), None, None)
+                }
+            }
+        }
+    };
+    let script = source.and_then(|source| {
+        match Script::compile(engine, sandbox, &script_name, &source, &[]) {
+            Ok(script) if script.defines("handle") => Some(script),
+            Ok(_) => {
+                problems.push(problem(
+                    first_line,
+                    "the script does not define `handle` (add `def handle(event, payload):`)"
+                        .to_owned(),
+                ));
+                None
+            }
+            Err(e) => {
+                // Report the line in the hook file where we can; script_file errors are already
+                // in that file's own lines.
+                let line = match (e.location(), first_line) {
+                    (Some(at), Some(first)) => Some(first + at.line - 1),
+                    _ => first_line,
+                };
+                let at = e
+                    .location()
+                    .map(|l| format!(" (script line {}, column {})", l.line, l.column))
+                    .unwrap_or_default();
+                problems.push(problem(
+                    line,
+                    format!("script: {}{at} [{}]", e.message(), e.kind().as_str()),
+                ));
+                None
+            }
+        }
+    });
+    let when = fm.when.as_ref().and_then(|expr| {
+        let source = format!(
+            "def when(event, payload):\n    return ({})\n",
+            expr.replace('\n', " ")
+        );
+        match Script::compile(
+            engine,
+            sandbox,
+            &format!("{}: when", path.display()),
+            &source,
+            &[],
+        ) {
+            Ok(script) => Some(script),
+            Err(e) => {
+                problems.push(problem(
+                    None,
+                    format!(
+                        "`when: {expr}` is not a valid Starlark expression: {}",
+                        e.message()
+                    ),
+                ));
+                None
+            }
+        }
+    });
+    match (event, script) {
+        (Some(event), Some(script)) if problems.is_empty() => Ok(Hook {
+            name: path
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
+            path: path.to_path_buf(),
+            event,
+            priority: fm.priority.unwrap_or(0),
+            when_source: fm.when,
+            tools,
+            delegates,
+            script,
+            when,
+        }),
+        _ => Err(problems),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_split() {
+        let text =
+            "---\nevent: tool.pre\nscript: |\n  def handle(e, p):\n    return None\n---\n# Docs\n";
+        let (yaml, line) = front_matter(text).expect("front matter");
+        assert_eq!(line, 2);
+        assert!(yaml.starts_with("event: tool.pre\n"));
+        assert!(yaml.ends_with("return None\n"));
+        assert_eq!(script_first_line(yaml, line), Some(4));
+        assert!(front_matter("no front matter").is_none());
+        assert!(front_matter("---\nevent: x\n").is_none());
+    }
+}

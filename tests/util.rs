@@ -1,0 +1,288 @@
+//! Shared fixtures: running the binary, temporary workspaces, a loopback HTTP server.
+
+use std::fmt;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The path of the `harness` binary under test.
+pub fn harness_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_harness")
+}
+
+/// One invocation of the binary, built up like `std::process::Command`.
+pub struct Harness {
+    command: Command,
+    stdin: Option<String>,
+}
+
+/// Starts an invocation of `harness` with `args`.
+pub fn harness<I, S>(args: I) -> Harness
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(harness_bin());
+    command.args(args);
+    // Telemetry and log settings from the developer's shell must not change what the tests see.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if name.starts_with("OTEL_") || name == "RUST_LOG" {
+            command.env_remove(name);
+        }
+    }
+    Harness {
+        command,
+        stdin: None,
+    }
+}
+
+impl Harness {
+    /// Adds more arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    /// Runs in `dir`.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Sets an environment variable for the child.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.command.env(name, value);
+        self
+    }
+
+    /// Feeds `text` on standard input (otherwise stdin is empty).
+    pub fn stdin(mut self, text: impl Into<String>) -> Self {
+        self.stdin = Some(text.into());
+        self
+    }
+
+    /// Runs the binary to completion and captures what it did.
+    pub fn run(mut self) -> Output {
+        self.command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.command.spawn().expect("the harness binary starts");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let text = self.stdin.take().unwrap_or_default();
+        // Write on a thread so a child that does not read stdin cannot deadlock the test.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(text.as_bytes());
+        });
+        let output = child.wait_with_output().expect("the harness binary runs");
+        writer.join().expect("stdin writer");
+        Output {
+            code: output
+                .status
+                .code()
+                .expect("harness exits with a code, not a signal"),
+            stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+        }
+    }
+}
+
+/// What one run of the binary did.
+pub struct Output {
+    /// The exit code.
+    pub code: i32,
+    /// Everything written to stdout.
+    pub stdout: String,
+    /// Everything written to stderr.
+    pub stderr: String,
+}
+
+impl fmt::Debug for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Output {
+    /// Parses stdout as exactly one JSON object (nothing before or after it but whitespace).
+    pub fn json(&self) -> Value {
+        let value: Value = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}):\n{self:?}"));
+        assert!(value.is_object(), "stdout is not a JSON object:\n{self:?}");
+        value
+    }
+
+    /// Asserts the exit code, showing everything the binary printed when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "unexpected exit code:\n{self:?}");
+        self
+    }
+}
+
+/// Returns the sorted keys of a JSON object.
+pub fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// A temporary directory that is deleted when dropped.
+pub struct TempDir {
+    dir: tempfile::TempDir,
+}
+
+impl TempDir {
+    /// Creates an empty temporary directory.
+    pub fn new() -> Self {
+        TempDir {
+            dir: tempfile::tempdir().expect("create a temporary directory"),
+        }
+    }
+
+    /// Returns its (canonical) path.
+    pub fn path(&self) -> PathBuf {
+        self.dir
+            .path()
+            .canonicalize()
+            .expect("the temporary directory exists")
+    }
+
+    /// Returns `rel` inside it.
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.path().join(rel)
+    }
+
+    /// Writes `content` to `rel` (creating parent directories) and returns the full path.
+    pub fn write(&self, rel: impl AsRef<Path>, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent directories");
+        }
+        std::fs::write(&path, content).expect("write a fixture file");
+        path
+    }
+
+    /// Reads `rel` as text, or `None` when it does not exist.
+    pub fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
+        std::fs::read_to_string(self.join(rel)).ok()
+    }
+}
+
+/// Copies the directory tree `from` into `to` (which must exist).
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read the source directory") {
+        let entry = entry.expect("a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            std::fs::create_dir_all(&target).expect("create a directory");
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
+
+/// The repository root (where `Cargo.toml` of the binary is).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 that answers every request on its own thread and closes
+/// the connection. Routes: `/health` → 200 `ok`, `/status/<code>` → that status,
+/// `/redirect?to=<url>` → 302 to `<url>`, anything else → 404. It lives until the test process
+/// exits.
+pub struct HttpServer {
+    port: u16,
+}
+
+impl HttpServer {
+    /// Binds a free port on 127.0.0.1 and starts serving.
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("local address").port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                std::thread::spawn(move || serve(stream));
+            }
+        });
+        HttpServer { port }
+    }
+
+    /// Returns `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+fn serve(stream: TcpStream) {
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    // Skip the headers; requests in these tests have no body worth reading.
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if line == "\r\n" || line == "\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let target = request_line.split_whitespace().nth(1).unwrap_or("/");
+    let (status, extra_header, body) = if target == "/health" {
+        ("200 OK".to_owned(), String::new(), "ok".to_owned())
+    } else if let Some(code) = target.strip_prefix("/status/") {
+        (
+            format!("{code} Status"),
+            String::new(),
+            format!("status {code}"),
+        )
+    } else if let Some(to) = target.strip_prefix("/redirect?to=") {
+        (
+            "302 Found".to_owned(),
+            format!("Location: {to}\r\n"),
+            String::new(),
+        )
+    } else {
+        (
+            "404 Not Found".to_owned(),
+            String::new(),
+            "no such route".to_owned(),
+        )
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{extra_header}Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = stream;
+    let _ = stream.write_all(response.as_bytes());
+    let _ = stream.flush();
+}
+
+/// Returns a port on 127.0.0.1 that nothing listens on (bound, then released).
+pub fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    listener.local_addr().expect("local address").port()
+}
