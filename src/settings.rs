@@ -90,24 +90,6 @@ pub fn script_args(file: Option<&Path>, pairs: &[String]) -> Result<Value, Error
     Ok(Value::Object(args))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn arg_values_parse_as_json_else_string() {
-        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
-        let args = script_args(None, &pairs).expect("valid");
-        assert_eq!(
-            args,
-            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
-        );
-        assert!(script_args(None, &["novalue".to_owned()]).is_err());
-        assert!(script_args(None, &["=x".to_owned()]).is_err());
-    }
-}
-
 /// Loads hooks from `paths` for a command, every problem listed in one configuration error.
 pub async fn hook_set(
     sandbox: std::sync::Arc<harness_builtins::Sandbox>,
@@ -127,4 +109,22 @@ pub async fn hook_set(
     })
     .await
     .map_err(|e| Error::config(format!("loading hooks failed: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arg_values_parse_as_json_else_string() {
+        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
+        let args = script_args(None, &pairs).expect("valid");
+        assert_eq!(
+            args,
+            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
+        );
+        assert!(script_args(None, &["novalue".to_owned()]).is_err());
+        assert!(script_args(None, &["=x".to_owned()]).is_err());
+    }
 }

@@ -113,7 +113,7 @@ fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
     assert_eq!(report["error"]["kind"], json!(kind), "{out:?}");
 }
 
-// --- the Ralph loop ----------------------------------------------------------------------------
+// --- the Ralph loop ------------------------------------------------------------------------------
 
 #[test]
 fn passes_first_try() {
@@ -134,7 +134,10 @@ fn passes_first_try() {
         report["result"]["tool_calls"][0]["arguments"],
         json!({"path": "hello.txt", "content": "hi\n"})
     );
-    assert_eq!(report["result"]["tool_results"][0]["is_error"], json!(false));
+    assert_eq!(
+        report["result"]["tool_results"][0]["is_error"],
+        json!(false)
+    );
     assert_eq!(dir.read("hello.txt").as_deref(), Some("hi\n"));
 }
 
@@ -272,7 +275,10 @@ fn no_verifier_means_skipped() {
     assert_eq!(report["usage"]["requests"], json!(1));
     assert_eq!(report["reasons"], json!([]));
     assert_eq!(report["error"], Value::Null);
-    assert_eq!(response(&report)["claim"], json!("Done, I created hello.txt"));
+    assert_eq!(
+        response(&report)["claim"],
+        json!("Done, I created hello.txt")
+    );
 }
 
 #[test]
@@ -371,7 +377,7 @@ fn verifier_hosts_come_from_the_file_and_the_flag() {
     out.expect_code(0);
 }
 
-// --- tools -------------------------------------------------------------------------------------
+// --- tools ---------------------------------------------------------------------------------------
 
 /// An agent that makes `calls` (a Starlark list literal) on its first turn and then answers.
 fn calls_once(calls: &str) -> String {
@@ -496,7 +502,7 @@ fn run_command_runs_in_the_workspace() {
     assert_eq!(results[2]["is_error"], json!(true));
 }
 
-// --- limits ------------------------------------------------------------------------------------
+// --- limits --------------------------------------------------------------------------------------
 
 #[test]
 fn the_turn_limit_stops_a_delegate_that_never_answers() {
@@ -524,7 +530,7 @@ fn the_delegation_timeout_stops_a_hanging_tool() {
     assert!(message.contains("timeout_s"), "{message}");
 }
 
-// --- broken delegates --------------------------------------------------------------------------
+// --- broken delegates ----------------------------------------------------------------------------
 
 #[test]
 fn a_delegate_script_that_does_not_compile_is_a_configuration_error() {
@@ -557,7 +563,7 @@ fn a_delegate_script_that_fails_is_a_delegate_error() {
     }
 }
 
-// --- configuration errors ----------------------------------------------------------------------
+// --- configuration errors ------------------------------------------------------------------------
 
 #[test]
 fn malformed_delegation_files_are_configuration_errors() {
@@ -568,7 +574,10 @@ fn malformed_delegation_files_are_configuration_errors() {
             "task: x\ndelegate: {kind: scripted, script: agent.star, extra: 1}\n".to_owned(),
             &["extra"],
         ),
-        ("task: x\ndelegate: {kind: wizard}\n".to_owned(), &["wizard"]),
+        (
+            "task: x\ndelegate: {kind: wizard}\n".to_owned(),
+            &["wizard"],
+        ),
         (DELEGATE.to_owned(), &["task"]),
         ("task: x\n".to_owned(), &["delegate"]),
         (format!("task: ''\n{DELEGATE}"), &["task"]),
@@ -608,7 +617,10 @@ fn malformed_delegation_files_are_configuration_errors() {
             format!("task: x\n{DELEGATE}limits: {{max_turns: 3, forever: true}}\n"),
             &["forever"],
         ),
-        (format!("task: x\n{DELEGATE}workdir: no-such-dir\n"), &["workdir"]),
+        (
+            format!("task: x\n{DELEGATE}workdir: no-such-dir\n"),
+            &["workdir"],
+        ),
         (format!("task: [x\n{DELEGATE}"), &[]),
     ];
     for (text, needles) in cases {
@@ -647,7 +659,7 @@ fn a_missing_delegation_file_is_a_configuration_error() {
     assert!(message.contains("delegation.yaml"), "{message}");
 }
 
-// --- output ------------------------------------------------------------------------------------
+// --- output --------------------------------------------------------------------------------------
 
 #[test]
 fn the_json_object() {
@@ -666,7 +678,14 @@ fn the_json_object() {
     assert_eq!(report["delegate"]["kind"], json!("scripted"));
     assert_eq!(
         keys(&report["result"]),
-        ["attempt", "id", "parent_id", "response", "tool_calls", "tool_results"]
+        [
+            "attempt",
+            "id",
+            "parent_id",
+            "response",
+            "tool_calls",
+            "tool_results"
+        ]
     );
     for key in ["input_tokens", "output_tokens", "requests", "per_attempt"] {
         assert!(report["usage"].get(key).is_some(), "usage.{key}: {report}");
@@ -695,7 +714,10 @@ fn progress_goes_to_stderr_and_the_answer_to_stdout() {
         "verified",
         "passed",
     ] {
-        assert!(out.stderr.contains(line), "expected {line:?} on stderr:\n{out:?}");
+        assert!(
+            out.stderr.contains(line),
+            "expected {line:?} on stderr:\n{out:?}"
+        );
     }
     // The stdout is the verified answer, nothing else.
     let answer: Value = serde_json::from_str(out.stdout.trim()).expect("the agent's JSON answer");
@@ -709,5 +731,8 @@ fn progress_goes_to_stderr_and_the_answer_to_stdout() {
     out.expect_code(1);
     assert!(out.stderr.contains("attempt 2/2"), "{out:?}");
     assert!(out.stderr.contains("failed"), "{out:?}");
-    assert!(out.stdout.is_empty(), "an unverified answer is not printed:\n{out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "an unverified answer is not printed:\n{out:?}"
+    );
 }

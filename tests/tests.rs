@@ -3,5 +3,11 @@
 
 mod util;
 
-// `harness verify`: the verifier contract, exit codes, `--json`, args, sandbox and limits.
+// `harness verify`: the verifier contract, exit codes, `--json`, args, the sandbox and limits.
 mod verify;
+// `harness run` with the scripted delegate: the Ralph loop, tools, limits, configuration errors.
+mod run;
+// Every example under `examples/`, run the way its README says.
+mod examples;
+// Policy hooks: dispatch in runs and tool calls, `verify --hooks`, `hooks list`/`check`, the example.
+mod hooks;

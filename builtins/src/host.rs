@@ -142,7 +142,7 @@ impl<'s> Host<'s> {
 /// The heap size starlark holds against the heap limit (`Evaluator::check_heap_size_limit`): the
 /// peak of the evaluation's heap plus what its module's frozen heap holds.
 fn heap_bytes(eval: &Evaluator) -> usize {
-    eval.heap().peak_allocated_bytes() //TMP + eval.frozen_heap().allocated_bytes()
+    eval.heap().peak_allocated_bytes() + eval.frozen_heap().allocated_bytes()
 }
 
 impl PrintHandler for Host<'_> {

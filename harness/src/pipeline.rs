@@ -20,6 +20,8 @@ pub struct Verdict {
     pub reasons: Vec<String>,
     /// The inline verifier's own verdict, when there is an inline verifier.
     pub inline: Option<VerifyOutcome>,
+    /// Lines the inline verifier logged.
+    pub logs: Vec<String>,
 }
 
 /// Everything that judges an attempt.
@@ -62,6 +64,7 @@ impl Pipeline {
         }
         let mut reasons = Vec::new();
         let mut inline = None;
+        let mut logs = Vec::new();
         if let Some(verifier) = &self.verifier {
             let span = tracing::info_span!(
                 telemetry::SPAN_VERIFY,
@@ -69,7 +72,8 @@ impl Pipeline {
                 verify.outcome = tracing::field::Empty,
                 verify.reason = tracing::field::Empty,
             );
-            let (outcome, _logs) = verifier.verify(result).instrument(span.clone()).await?;
+            let (outcome, lines) = verifier.verify(result).instrument(span.clone()).await?;
+            logs = lines;
             span.record(
                 "verify.outcome",
                 if outcome.verified { "passed" } else { "failed" },
@@ -100,6 +104,7 @@ impl Pipeline {
             passed: reasons.is_empty(),
             reasons,
             inline,
+            logs,
         }))
     }
 }

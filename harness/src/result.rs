@@ -59,9 +59,13 @@ impl DelegationResult {
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the field, line and column when
     /// the text is not a Result.
     pub fn from_json(source: &str, text: &str) -> Result<Self> {
-        serde_json::from_str(text).map_err(|e| {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            let place = if path == "." { String::new() } else { format!("field `{path}`: ") };
             Error::config(format!(
-                "{source}: not a delegation result: {e} (expected an object with `id` and `response`, and optionally `parent_id`, `attempt`, `tool_calls`, `tool_results`)"
+                "{source}: not a delegation result: {place}{} (expected an object with `id` and `response`, and optionally `parent_id`, `attempt`, `tool_calls`, `tool_results`)",
+                e.inner()
             ))
         })
     }

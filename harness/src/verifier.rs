@@ -54,10 +54,15 @@ pub struct Verifier {
 }
 
 fn broken(e: harness_builtins::Error) -> Error {
-    Error::new(
-        ErrorKind::Verifier,
-        format!("verifier {e} [{}]", e.kind().as_str()),
-    )
+    let mut message = format!("verifier {e} [{}]", e.kind().as_str());
+    if !e.logs().is_empty() {
+        message.push_str("\nthe script logged before failing:");
+        for line in e.logs() {
+            message.push_str("\n  ");
+            message.push_str(line);
+        }
+    }
+    Error::new(ErrorKind::Verifier, message)
 }
 
 impl Verifier {

@@ -89,7 +89,10 @@ fn hook_files(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
             });
         }
     }
-    files.dedup();
+    // A file named twice (a directory and a file in it, or the delegation's `hooks:` and
+    // `--hooks` naming the same directory) is one hook and runs once.
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(f.canonicalize().unwrap_or_else(|_| f.clone())));
     files
 }
 

@@ -146,8 +146,8 @@ impl Kind {
 
 fn short(value: &Value) -> String {
     let text = value.to_string();
-    if text.len() > 60 {
-        format!("{}...", &text[..text.floor_char_boundary(60)])
+    if text.chars().count() > 60 {
+        format!("{}...", text.chars().take(60).collect::<String>())
     } else {
         text
     }

@@ -4,26 +4,94 @@ use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use harness_builtins::{Engine, Sandbox, Script};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use crate::event::Event;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The front-matter keys a hook may have.
+const KEYS: [&str; 7] = [
+    "event",
+    "priority",
+    "when",
+    "script",
+    "script_file",
+    "tools",
+    "delegates",
+];
+
+#[derive(Debug, Default)]
 struct FrontMatter {
     event: Option<String>,
-    #[serde(default)]
     priority: Option<i64>,
-    #[serde(default)]
     when: Option<String>,
-    #[serde(default)]
     script: Option<String>,
-    #[serde(default)]
     script_file: Option<PathBuf>,
-    #[serde(default)]
     tools: Option<Vec<String>>,
-    #[serde(default)]
     delegates: Option<Vec<String>>,
+    /// Keys that were given with a value of the wrong type (already reported, so not "missing").
+    broken: Vec<&'static str>,
+}
+
+impl FrontMatter {
+    /// Reads the known keys of `mapping` one by one, so that every unknown key and every
+    /// mistyped value is reported, each at its line (found by `line_of`).
+    fn read(
+        mapping: serde_norway::Mapping,
+        line_of: impl Fn(&str) -> Option<usize>,
+        problems: &mut Vec<(Option<usize>, String)>,
+    ) -> FrontMatter {
+        fn take<T: DeserializeOwned>(
+            key: &'static str,
+            value: serde_norway::Value,
+            slot: &mut Option<T>,
+            fm_broken: &mut Vec<&'static str>,
+            problem: impl FnOnce(String),
+        ) {
+            match serde_norway::from_value(value) {
+                Ok(v) => *slot = Some(v),
+                Err(e) => {
+                    fm_broken.push(key);
+                    problem(format!(
+                        "front matter: `{key}`: {}",
+                        strip_location(&e.to_string())
+                    ));
+                }
+            }
+        }
+        let mut fm = FrontMatter::default();
+        for (key, value) in mapping {
+            let Some(name) = key.as_str() else {
+                problems.push((
+                    None,
+                    format!("front matter: the key {key:?} is not a string"),
+                ));
+                continue;
+            };
+            let Some(key) = KEYS.iter().copied().find(|k| *k == name) else {
+                problems.push((
+                    line_of(name),
+                    format!(
+                        "front matter: unknown key `{name}` (known keys: {})",
+                        KEYS.join(", ")
+                    ),
+                ));
+                continue;
+            };
+            let line = line_of(key);
+            let mut report = |message: String| problems.push((line, message));
+            let broken = &mut fm.broken;
+            match key {
+                "event" => take(key, value, &mut fm.event, broken, &mut report),
+                "priority" => take(key, value, &mut fm.priority, broken, &mut report),
+                "when" => take(key, value, &mut fm.when, broken, &mut report),
+                "script" => take(key, value, &mut fm.script, broken, &mut report),
+                "script_file" => take(key, value, &mut fm.script_file, broken, &mut report),
+                "tools" => take(key, value, &mut fm.tools, broken, &mut report),
+                _ => take(key, value, &mut fm.delegates, broken, &mut report),
+            }
+        }
+        fm
+    }
 }
 
 /// A problem found while loading hooks, with the file and (when known) the line.
@@ -128,6 +196,17 @@ fn script_first_line(yaml: &str, yaml_line: usize) -> Option<usize> {
         .map(|i| yaml_line + i + 1)
 }
 
+/// Finds the file line of the top-level front-matter key `key`, so problems with its value can
+/// point at it.
+fn key_line(yaml: &str, yaml_line: usize, key: &str) -> Option<usize> {
+    yaml.lines()
+        .position(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+        .map(|i| yaml_line + i)
+}
+
 /// Drops serde's trailing ` at line L column C`, which counts from the front matter, not the file.
 fn strip_location(message: &str) -> &str {
     match message.rfind(" at line ") {
@@ -151,15 +230,25 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
             "no YAML front matter: start the file with a `---` line, then `event: ...` and `script: |`, then a closing `---` line".to_owned(),
         )]);
     };
-    let fm: FrontMatter = serde_norway::from_str(yaml).map_err(|e| {
-        let line = e.location().map(|l| yaml_line + l.line() - 1);
-        vec![problem(
-            line,
-            format!("front matter: {}", strip_location(&e.to_string())),
-        )]
-    })?;
-    let mut problems = Vec::new();
+    let mapping = match serde_norway::from_str::<Option<serde_norway::Mapping>>(yaml) {
+        Ok(mapping) => mapping.unwrap_or_default(),
+        Err(e) => {
+            let line = e.location().map(|l| yaml_line + l.line() - 1);
+            return Err(vec![problem(
+                line,
+                format!("front matter: {}", strip_location(&e.to_string())),
+            )]);
+        }
+    };
+    let line_of = |key: &str| key_line(yaml, yaml_line, key);
+    let mut found = Vec::new();
+    let fm = FrontMatter::read(mapping, line_of, &mut found);
+    let mut problems: Vec<Problem> = found
+        .into_iter()
+        .map(|(line, message)| problem(line, message))
+        .collect();
     let event = match fm.event.as_deref() {
+        None if fm.broken.contains(&"event") => None,
         None => {
             problems.push(problem(None, "missing `event` (one of delegation.pre, delegation.post_verify, delegation.post, tool.pre, tool.post)".to_owned()));
             None
@@ -169,7 +258,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
             None => {
                 let known: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
                 problems.push(problem(
-                    None,
+                    line_of("event"),
                     format!(
                         "unknown event {name:?} (known events: {})",
                         known.join(", ")
@@ -185,7 +274,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         .map(Matcher::new)
         .transpose()
         .unwrap_or_else(|e| {
-            problems.push(problem(None, format!("`tools`: {e}")));
+            problems.push(problem(line_of("tools"), format!("`tools`: {e}")));
             None
         });
     let delegates = fm
@@ -194,60 +283,70 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         .map(Matcher::new)
         .transpose()
         .unwrap_or_else(|e| {
-            problems.push(problem(None, format!("`delegates`: {e}")));
+            problems.push(problem(line_of("delegates"), format!("`delegates`: {e}")));
             None
         });
     if let Some(event) = event {
         if tools.is_some() && !event.is_tool_event() {
             problems.push(problem(
-                None,
+                line_of("tools"),
                 format!("`tools` only applies to tool.pre and tool.post hooks, not {event}"),
             ));
         }
         if delegates.is_some() && event.is_tool_event() {
             problems.push(problem(
-                None,
+                line_of("delegates"),
                 format!("`delegates` only applies to delegation events, not {event}"),
             ));
         }
     }
     let base = path.parent().unwrap_or(Path::new("."));
-    let (script_name, source, first_line) = match (fm.script, fm.script_file) {
+    // Where the script's lines are: the hook file for `script`, the script file for `script_file`.
+    let (script_path, source, first_line) = match (fm.script, fm.script_file) {
         (Some(_), Some(_)) => {
             problems.push(problem(
-                None,
+                line_of("script_file"),
                 "give `script` or `script_file`, not both".to_owned(),
             ));
-            (String::new(), None, None)
+            (path.to_path_buf(), None, None)
+        }
+        (None, None) if fm.broken.contains(&"script") || fm.broken.contains(&"script_file") => {
+            (path.to_path_buf(), None, None)
         }
         (None, None) => {
             problems.push(problem(None, "missing `script` (Starlark defining `def handle(event, payload):`) or `script_file`".to_owned()));
-            (String::new(), None, None)
+            (path.to_path_buf(), None, None)
         }
         (Some(source), None) => (
-            path.display().to_string(),
+            path.to_path_buf(),
             Some(source),
             script_first_line(yaml, yaml_line),
         ),
         (None, Some(file)) => {
             let full = base.join(&file);
             match std::fs::read_to_string(&full) {
-                Ok(source) => (full.display().to_string(), Some(source), Some(1)),
+                Ok(source) => (full, Some(source), Some(1)),
                 Err(e) => {
                     problems.push(problem(
-                        None,
+                        line_of("script_file"),
                         format!("`script_file`: cannot read {}: {e}", full.display()),
                     ));
-                    (String::new(), None, None)
+                    (path.to_path_buf(), None, None)
                 }
             }
         }
     };
+    let script_problem = |line: Option<usize>, message: String| Problem {
+        path: script_path.clone(),
+        line,
+        message,
+    };
+    let script_name = script_path.display().to_string();
     let script = source.and_then(|source| {
         match Script::compile(engine, sandbox, &script_name, &source, &[]) {
             Ok(script) if script.defines("handle") => Some(script),
             Ok(_) => {
-                problems.push(problem(
+                problems.push(script_problem(
                     first_line,
                     "the script does not define `handle` (add `def handle(event, payload):`)"
                         .to_owned(),
@@ -255,8 +354,8 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
                 None
             }
             Err(e) => {
-                // Report the line in the hook file where we can; script_file errors are already
-                // in that file's own lines.
+                // The script's line 1 is `first_line` of its file (the hook file for `script`, the
+                // script file itself for `script_file`).
                 let line = match (e.location(), first_line) {
                     (Some(at), Some(first)) => Some(first + at.line - 1),
                     _ => first_line,
@@ -265,7 +364,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
                     .location()
                     .map(|l| format!(" (script line {}, column {})", l.line, l.column))
                     .unwrap_or_default();
-                problems.push(problem(
+                problems.push(script_problem(
                     line,
                     format!("script: {}{at} [{}]", e.message(), e.kind().as_str()),
                 ));
@@ -288,7 +387,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
             Ok(script) => Some(script),
             Err(e) => {
                 problems.push(problem(
-                    None,
+                    line_of("when"),
                     format!(
                         "`when: {expr}` is not a valid Starlark expression: {}",
                         e.message()
@@ -329,6 +428,9 @@ mod tests {
         assert!(yaml.starts_with("event: tool.pre\n"));
         assert!(yaml.ends_with("return None\n"));
         assert_eq!(script_first_line(yaml, line), Some(4));
+        assert_eq!(key_line(yaml, line, "event"), Some(2));
+        assert_eq!(key_line(yaml, line, "script"), Some(3));
+        assert_eq!(key_line(yaml, line, "tools"), None);
         assert!(front_matter("no front matter").is_none());
         assert!(front_matter("---\nevent: x\n").is_none());
     }

@@ -29,6 +29,11 @@ impl Judgement {
 pub async fn run(args: VerifyArgs) -> u8 {
     let json_output = args.json;
     let judged = judge(args).await;
+    if let Ok(j) = &judged {
+        for line in &j.verdict.logs {
+            eprintln!("log: {line}");
+        }
+    }
     match &judged {
         Ok(j) if json_output => println!(
             "{}",

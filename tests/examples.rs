@@ -1,0 +1,166 @@
+//! Runs every example under `examples/` so none of them can rot.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::util::{HttpServer, TempDir, closed_port, copy_tree, harness, repo_root};
+
+#[test]
+fn quickstart_lies_is_caught_and_passes_on_attempt_2() {
+    // Run a copy: the delegate writes workspace/hello.txt, which must not dirty the repository.
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/quickstart"), &dir.path());
+    let _ = std::fs::remove_file(dir.join("workspace/hello.txt"));
+    let out = harness(["run", "--json"])
+        .args([dir.join("delegation.yaml")])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("passed"));
+    assert_eq!(report["attempts"], json!(2));
+    assert_eq!(
+        report["reasons"],
+        json!([["verify: expected file hello.txt does not exist"], []])
+    );
+    assert_eq!(
+        report["result"]["tool_calls"][0]["name"],
+        json!("write_file")
+    );
+    assert_eq!(dir.read("workspace/hello.txt").as_deref(), Some("hi\n"));
+
+    // The same run as the README shows it: progress on stderr, the answer on stdout.
+    std::fs::remove_file(dir.join("workspace/hello.txt")).expect("remove hello.txt");
+    let out = harness(["run", "delegation.yaml"])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    assert!(out.stderr.contains("NOT VERIFIED"), "{out:?}");
+    assert!(out.stderr.contains("passed"), "{out:?}");
+    assert!(!out.stdout.trim().is_empty(), "{out:?}");
+}
+
+/// The flags each verifier example needs for its `pass` and `fail` result, as
+/// `examples/verifiers/README.md` shows them. Every `*.star` must have an entry.
+fn verifier_flags(name: &str, case: &str, server: &HttpServer) -> Vec<String> {
+    let strings = |flags: &[&str]| flags.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
+    match (name, case) {
+        ("exists", "pass") => strings(&[
+            "--workdir",
+            "examples/verifiers/workspace",
+            "--arg",
+            "path=hello.txt",
+        ]),
+        ("exists", "fail") => strings(&[
+            "--workdir",
+            "examples/verifiers/workspace",
+            "--arg",
+            "path=report.md",
+        ]),
+        ("reachable", "pass") => vec![
+            "--arg".to_owned(),
+            format!("url={}", server.url("/health")),
+            "--allow-host".to_owned(),
+            "127.0.0.1".to_owned(),
+        ],
+        ("reachable", "fail") => vec![
+            "--arg".to_owned(),
+            format!("url=http://127.0.0.1:{}/health", closed_port()),
+            "--allow-host".to_owned(),
+            "127.0.0.1".to_owned(),
+        ],
+        ("shape", _) => Vec::new(),
+        _ => panic!(
+            "examples/verifiers/{name}.star has no entry in tests/examples.rs verifier_flags; add one"
+        ),
+    }
+}
+
+#[test]
+fn every_verifier_example_passes_and_fails_as_documented() {
+    let root = repo_root();
+    let examples = root.join("examples/verifiers");
+    let server = HttpServer::start();
+    let readme =
+        std::fs::read_to_string(examples.join("README.md")).expect("examples/verifiers/README.md");
+    let mut names: Vec<String> = std::fs::read_dir(&examples)
+        .expect("examples/verifiers exists")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "star"))
+        .map(|p| {
+            p.file_stem()
+                .expect("a file name")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    for expected in ["exists", "reachable", "shape"] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "missing {expected}.star"
+        );
+    }
+    for name in &names {
+        let script = format!("examples/verifiers/{name}.star");
+        assert!(
+            readme.contains(&script),
+            "examples/verifiers/README.md does not show {script}"
+        );
+        for (case, code) in [("pass", 0), ("fail", 1)] {
+            let result = format!("examples/verifiers/{name}.{case}.json");
+            assert!(Path::new(&root).join(&result).is_file(), "missing {result}");
+            let out = harness(["verify", &script, "--result", &result, "--json"])
+                .args(verifier_flags(name, case, &server))
+                .current_dir(&root)
+                .run();
+            assert_eq!(out.code, code, "{script} on {result}:\n{out:?}");
+            let verdict = out.json();
+            assert_eq!(verdict["error"], serde_json::Value::Null, "{result}");
+            if case == "fail" {
+                let reason = verdict["reason"].as_str().expect("a reason");
+                assert!(!reason.trim().is_empty(), "{result}: empty reason");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_reachability_example_says_the_endpoint_is_down() {
+    let out = harness([
+        "verify",
+        "examples/verifiers/reachable.star",
+        "--result",
+        "examples/verifiers/reachable.fail.json",
+        "--allow-host",
+        "127.0.0.1",
+        "--json",
+        "--arg",
+    ])
+    .args([format!("url=http://127.0.0.1:{}/health", closed_port())])
+    .current_dir(repo_root())
+    .run();
+    out.expect_code(1);
+    let reason = out.json()["reason"].as_str().expect("a reason").to_owned();
+    assert!(reason.starts_with("endpoint is down: "), "{reason}");
+
+    // A live endpoint that answers an error status is not reachable-and-healthy either.
+    let server = HttpServer::start();
+    let out = harness([
+        "verify",
+        "examples/verifiers/reachable.star",
+        "--result",
+        "examples/verifiers/reachable.pass.json",
+        "--allow-host",
+        "127.0.0.1",
+        "--json",
+        "--arg",
+    ])
+    .args([format!("url={}", server.url("/status/500"))])
+    .current_dir(repo_root())
+    .run();
+    out.expect_code(1);
+    let reason = out.json()["reason"].as_str().expect("a reason").to_owned();
+    assert!(reason.contains("500"), "{reason}");
+}
