@@ -194,6 +194,12 @@ fn a_broken_hook_stops_the_delegation_at_once() {
             1,
         ),
         ("delegation.post_verify", "", "'looks fine'", 1),
+        (
+            "delegation.post_verify",
+            "",
+            "modify({'tool_calls': [{'id': 'call_1'}]})",
+            1,
+        ),
         ("tool.pre", "", "fail('policy bug')", 1),
         ("tool.post", "", "modify({'is_error': 'no'})", 1),
         ("delegation.pre", "", "fail('policy bug')", 0),

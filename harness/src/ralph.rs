@@ -26,6 +26,14 @@ use crate::verifier::Verifier;
 /// What happened during a delegation, for progress displays. Delivered in order, synchronously.
 #[derive(Debug)]
 pub enum Event<'a> {
+    /// The delegation began; `span` is its `delegation.execute` span (the binary reads the trace
+    /// id from it).
+    Started {
+        /// The delegation id.
+        id: &'a str,
+        /// The delegation's span.
+        span: &'a tracing::Span,
+    },
     /// An attempt began.
     AttemptStarted {
         /// Attempt index, from 0.
@@ -202,7 +210,14 @@ impl Runtime {
             attempts: Vec::new(),
             error: None,
             delivered: None,
+            started_at: std::time::SystemTime::now(),
+            duration: std::time::Duration::ZERO,
         };
+        let clock = std::time::Instant::now();
+        observer.on_event(&Event::Started {
+            id: &report.id,
+            span: &span,
+        });
         let ended = self
             .execute(delegation, options, observer, &mut report)
             .instrument(span.clone())
@@ -219,6 +234,7 @@ impl Runtime {
                 outcome
             }
         };
+        report.duration = clock.elapsed();
         span.record(attr::VERIFY_ATTEMPTS, report.attempts.len() as u64);
         span.record(attr::VERIFY_PASSED, report.verified());
         span.record(attr::VERIFY_OUTCOME, report.outcome.verify_outcome());
@@ -413,9 +429,11 @@ impl Runtime {
                 passed: None,
                 reasons: Vec::new(),
                 usage: Usage::default(),
+                duration: std::time::Duration::ZERO,
             });
+            let clock = std::time::Instant::now();
             let record = report.attempts.last_mut().expect("pushed above");
-            let mut result = self
+            let produced = self
                 .attempt(
                     delegation,
                     prepared,
@@ -427,7 +445,9 @@ impl Runtime {
                     &mut record.usage,
                 )
                 .instrument(span.clone())
-                .await?;
+                .await;
+            record.duration = clock.elapsed();
+            let mut result = produced?;
             observer.on_event(&Event::Responded {
                 attempt,
                 response: &result.response,
@@ -438,6 +458,7 @@ impl Runtime {
                 .instrument(span.clone())
                 .await;
             record.result = Some(result);
+            record.duration = clock.elapsed();
             let Some(verdict) = verdict? else {
                 self.deliver(prepared, report).await?;
                 return Ok(Outcome::Skipped);

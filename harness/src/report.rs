@@ -54,6 +54,8 @@ pub struct AttemptRecord {
     pub reasons: Vec<String>,
     /// Tokens it cost.
     pub usage: Usage,
+    /// How long it took, delegate and verification together.
+    pub duration: std::time::Duration,
 }
 
 /// Everything known about a finished delegation.
@@ -73,6 +75,10 @@ pub struct Report {
     pub error: Option<Error>,
     /// The Result after `delegation.post` hooks rewrote it, when they did.
     pub delivered: Option<DelegationResult>,
+    /// When the delegation started.
+    pub started_at: std::time::SystemTime,
+    /// How long it took.
+    pub duration: std::time::Duration,
 }
 
 impl Report {
@@ -123,12 +129,14 @@ impl Report {
                 "output_tokens": usage.output_tokens,
                 "requests": usage.requests,
                 "per_attempt": self.attempts.iter().map(|a| json!({
+                    "duration_ms": u64::try_from(a.duration.as_millis()).unwrap_or(u64::MAX),
                     "input_tokens": a.usage.input_tokens,
                     "output_tokens": a.usage.output_tokens,
                     "requests": a.usage.requests,
                 })).collect::<Vec<_>>(),
             },
             "delegate": {"kind": self.delegate_kind, "model": self.model},
+            "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
             "retry_template": {"version": RETRY_TEMPLATE_VERSION, "sha256": retry_template_sha256()},
         })
     }

@@ -56,8 +56,37 @@ impl Event {
     /// # Errors
     /// A message naming the first key that is missing, mistyped or unexpected.
     pub fn check_shape(self, payload: &Value) -> Result<(), String> {
+        check_fields(self.fields(), payload, &format!("the {self} payload"))?;
+        // The runtime reads these lists back as tool calls, tool results and tool names: a
+        // broken entry is this hook's fault and must be reported as such.
+        let lists: &[(&str, Option<Event>)] = match self {
+            Event::DelegationPre => &[("tools", None)],
+            Event::DelegationPostVerify | Event::DelegationPost => &[
+                ("tool_calls", Some(Event::ToolPre)),
+                ("tool_results", Some(Event::ToolPost)),
+            ],
+            Event::ToolPre | Event::ToolPost => &[],
+        };
+        for (key, entries) in lists {
+            let list = payload[*key].as_array().map_or(&[][..], Vec::as_slice);
+            for (i, entry) in list.iter().enumerate() {
+                let subject = format!("the {self} payload's `{key}[{i}]`");
+                match entries {
+                    Some(event) => check_fields(event.fields(), entry, &subject)?,
+                    None if !entry.is_string() => {
+                        return Err(format!("{subject} must be a string, got {}", short(entry)));
+                    }
+                    None => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The keys this event's payload must have, with their types.
+    fn fields(self) -> &'static [(&'static str, Kind)] {
         use Kind::{Bool, Int, List, Object, OptString, Str};
-        let fields: &[(&str, Kind)] = match self {
+        match self {
             Event::DelegationPre => &[
                 ("id", Str),
                 ("task", Str),
@@ -81,27 +110,29 @@ impl Event {
                 ("content", Str),
                 ("is_error", Bool),
             ],
-        };
-        let Value::Object(map) = payload else {
-            return Err(format!("the {self} payload must be a dict"));
-        };
-        for (key, kind) in fields {
-            let value = map.get(*key).unwrap_or(&Value::Null);
-            if !kind.accepts(value) {
-                return Err(format!(
-                    "the {self} payload's `{key}` must be {}, got {}",
-                    kind.describe(),
-                    short(value)
-                ));
-            }
         }
-        if let Some(extra) = map.keys().find(|k| !fields.iter().any(|(f, _)| f == k)) {
+    }
+}
+
+/// Checks that `value` is a dict with exactly `fields`; `subject` names it in the message.
+fn check_fields(fields: &[(&str, Kind)], value: &Value, subject: &str) -> Result<(), String> {
+    let Value::Object(map) = value else {
+        return Err(format!("{subject} must be a dict, got {}", short(value)));
+    };
+    for (key, kind) in fields {
+        let value = map.get(*key).unwrap_or(&Value::Null);
+        if !kind.accepts(value) {
             return Err(format!(
-                "the {self} payload has an unexpected key `{extra}`"
+                "{subject}'s `{key}` must be {}, got {}",
+                kind.describe(),
+                short(value)
             ));
         }
-        Ok(())
     }
+    if let Some(extra) = map.keys().find(|k| !fields.iter().any(|(f, _)| f == k)) {
+        return Err(format!("{subject} has an unexpected key `{extra}`"));
+    }
+    Ok(())
 }
 
 impl fmt::Display for Event {
@@ -179,6 +210,18 @@ mod tests {
                 .check_shape(&json!({"id": "d"}))
                 .is_err()
         );
+        let mut bad_call = result.clone();
+        bad_call["tool_calls"] = json!([{"id": "c1", "name": "write_file"}]);
+        assert!(Event::DelegationPost.check_shape(&bad_call).is_err());
+        let mut bad_result = result.clone();
+        bad_result["tool_results"] = json!([1]);
+        assert!(
+            Event::DelegationPostVerify
+                .check_shape(&bad_result)
+                .is_err()
+        );
+        let request = json!({"id": "d", "task": "t", "delegate": {}, "tools": ["read_file", 3], "args": {}, "max_verify_retries": 0});
+        assert!(Event::DelegationPre.check_shape(&request).is_err());
         for event in Event::ALL {
             assert_eq!(Event::from_name(event.as_str()), Some(event));
         }

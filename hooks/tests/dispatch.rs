@@ -350,6 +350,17 @@ fn a_modify_that_breaks_the_events_shape_is_a_hook_error() {
             r#"modify({"tool_calls": {}})"#,
         ),
         (
+            Event::DelegationPostVerify,
+            result(),
+            r#"modify({"tool_calls": [1]})"#,
+        ),
+        (
+            Event::DelegationPost,
+            result(),
+            r#"modify({"tool_results": [{"call_id": "c1", "name": "read_file"}]})"#,
+        ),
+        (Event::DelegationPre, request(), r#"modify({"tools": [3]})"#),
+        (
             Event::DelegationPost,
             result(),
             r#"modify({"response": 42})"#,

@@ -64,6 +64,7 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, RunOptions, Runtime), Error> {
 fn print_event(delegation: &Delegation, event: &Event<'_>) {
     let total = delegation.max_verify_retries + 1;
     match event {
+        Event::Started { .. } => {}
         Event::AttemptStarted { attempt } => {
             eprintln!(
                 "attempt {}/{total}: delegating to {}",
