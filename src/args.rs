@@ -15,6 +15,10 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "harness", version, propagate_version = true)]
 pub struct Cli {
+    /// Export traces and metrics over OTLP to this base URL (e.g. http://localhost:4318); the
+    /// standard OTEL_EXPORTER_OTLP_* variables configure the rest. Off when nothing is set.
+    #[arg(long = "otlp-endpoint", value_name = "URL", global = true)]
+    pub otlp_endpoint: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -68,6 +72,10 @@ pub struct VerifyArgs {
     /// after the script.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub hooks: Vec<PathBuf>,
+    /// The delegate kind (and model) the result came from, matched by hooks' `delegates:` globs
+    /// (repeatable, e.g. `--delegate openai --delegate gpt-4o`).
+    #[arg(long = "delegate", value_name = "NAME")]
+    pub delegate: Vec<String>,
     /// The delegation result to judge (JSON, DESIGN §4.1), or `-` for standard input.
     #[arg(long, value_name = "FILE|-")]
     pub result: String,

@@ -7,6 +7,7 @@ mod args;
 mod command;
 mod exit;
 mod settings;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -14,7 +15,6 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    install_logging();
     // Starlark recursion runs on blocking threads; give them room for deep (limited) call stacks.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -27,16 +27,14 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
+    // The gRPC exporter connects through the runtime, so telemetry starts inside it.
+    let telemetry = {
+        let _entered = runtime.enter();
+        telemetry::init(cli.otlp_endpoint.as_deref())
+    };
     let code = runtime.block_on(command::dispatch(cli));
+    runtime.block_on(async {
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    });
     ExitCode::from(code)
-}
-
-/// Sends library diagnostics to stderr; `HARNESS_LOG` (an `EnvFilter` directive) sets the level.
-fn install_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HARNESS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }

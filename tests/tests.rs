@@ -11,3 +11,5 @@ mod run;
 mod examples;
 // Policy hooks: dispatch in runs and tool calls, `verify --hooks`, `hooks list`/`check`, the example.
 mod hooks;
+// `harness run` with the openai delegate against a fake server; the openai and command examples.
+mod ralph_openai;

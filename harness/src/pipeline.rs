@@ -72,7 +72,9 @@ impl Pipeline {
                 verify.outcome = tracing::field::Empty,
                 verify.reason = tracing::field::Empty,
             );
+            let clock = std::time::Instant::now();
             let (outcome, lines) = verifier.verify(result).instrument(span.clone()).await?;
+            telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
             logs = lines;
             span.record(
                 "verify.outcome",
@@ -85,9 +87,13 @@ impl Pipeline {
             inline = Some(outcome);
         }
         if let Some(policy) = &self.policy {
+            let clock = std::time::Instant::now();
             let dispatch = policy
                 .dispatch(Event::DelegationPostVerify, result.to_value(), &self.names)
                 .await?;
+            if !dispatch.runs.is_empty() {
+                telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
+            }
             if dispatch.runs.iter().any(|r| r.action == "modify") {
                 *result = serde_json::from_value(dispatch.payload).map_err(|e| {
                     Error::new(

@@ -58,5 +58,10 @@ impl Policy {
             )
         })?
         .map_err(|e| Error::new(ErrorKind::Hook, e.to_string()))
+        .inspect(|dispatch| {
+            for run in &dispatch.runs {
+                crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action);
+            }
+        })
     }
 }

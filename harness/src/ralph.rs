@@ -52,8 +52,11 @@ pub enum Event<'a> {
     Responded {
         /// Attempt index.
         attempt: u32,
-        /// The answer.
+        /// The answer, as the delegate gave it.
         response: &'a str,
+        /// True when `delegation.post` hooks will see (and may redact) the answer before the
+        /// caller gets it: a progress display should not echo it.
+        redacted_later: bool,
     },
     /// The attempt was judged.
     Judged {
@@ -235,6 +238,12 @@ impl Runtime {
             }
         };
         report.duration = clock.elapsed();
+        telemetry::record_delegation(
+            kind,
+            report.outcome.as_str(),
+            report.attempts.len() as u64,
+            report.usage(),
+        );
         span.record(attr::VERIFY_ATTEMPTS, report.attempts.len() as u64);
         span.record(attr::VERIFY_PASSED, report.verified());
         span.record(attr::VERIFY_OUTCOME, report.outcome.verify_outcome());
@@ -338,7 +347,24 @@ impl Runtime {
                     ),
                 ));
             }
-            apply_request_patch(&mut delegation, dispatch.payload, id, model.as_deref())?;
+            let modifier = dispatch
+                .runs
+                .iter()
+                .rev()
+                .find(|r| r.action == "modify")
+                .map(|r| r.hook.clone());
+            apply_request_patch(&mut delegation, dispatch.payload, id, model.as_deref()).map_err(
+                |e| {
+                    Error::new(
+                        e.kind(),
+                        format!(
+                            "hook {}: {}",
+                            modifier.as_deref().unwrap_or("?"),
+                            e.message()
+                        ),
+                    )
+                },
+            )?;
         }
 
         let verifier = match &delegation.verify {
@@ -451,6 +477,10 @@ impl Runtime {
             observer.on_event(&Event::Responded {
                 attempt,
                 response: &result.response,
+                redacted_later: prepared
+                    .policy
+                    .as_ref()
+                    .is_some_and(|p| p.applies(HookEvent::DelegationPost, &prepared.names)),
             });
             let verdict = prepared
                 .pipeline
@@ -514,15 +544,40 @@ impl Runtime {
         let mut tool_calls = Vec::new();
         let mut tool_results = Vec::new();
         for turn in 0..delegation.max_turns {
-            let answer = prepared
-                .delegate
-                .turn(TurnRequest {
-                    messages,
-                    attempt,
-                    turn,
-                    tools: &prepared.tool_specs,
-                })
-                .await?;
+            let request = TurnRequest {
+                messages,
+                attempt,
+                turn,
+                tools: &prepared.tool_specs,
+            };
+            let answer = if prepared.delegate.kind() == "openai" {
+                // The OpenAI delegate records its own gen_ai span per model call.
+                prepared.delegate.turn(request).await?
+            } else {
+                let span = tracing::info_span!(
+                    telemetry::SPAN_MODEL_CALL,
+                    gen_ai.operation.name = "chat",
+                    gen_ai.provider.name = prepared.delegate.kind(),
+                    gen_ai.response.finish_reasons = Empty,
+                    error.type = Empty,
+                );
+                let answer = prepared
+                    .delegate
+                    .turn(request)
+                    .instrument(span.clone())
+                    .await;
+                match &answer {
+                    Ok(turn) => {
+                        if let Some(reason) = &turn.finish_reason {
+                            span.record("gen_ai.response.finish_reasons", reason.as_str());
+                        }
+                    }
+                    Err(e) => {
+                        span.record("error.type", e.kind().as_str());
+                    }
+                }
+                answer?
+            };
             usage.add(answer.usage);
             if answer.tool_calls.is_empty() {
                 let response = answer.content.unwrap_or_default();

@@ -5,6 +5,8 @@
 pub const SPAN_DELEGATION: &str = "delegation.execute";
 /// One attempt of the Ralph loop.
 pub const SPAN_ATTEMPT: &str = "delegation.attempt";
+/// One model call (OpenTelemetry GenAI `chat` operation).
+pub const SPAN_MODEL_CALL: &str = "gen_ai.chat";
 /// One tool call.
 pub const SPAN_TOOL: &str = "gen_ai.execute_tool";
 /// The inline verifier.
@@ -28,4 +30,109 @@ pub mod attr {
     pub const RETRY_TEMPLATE_VERSION: &str = "delegation.retry_template.version";
     /// The error kind on failure.
     pub const ERROR_TYPE: &str = "error.type";
+}
+
+/// The span of each hook run (emitted by `harness-hooks`).
+pub const SPAN_HOOK: &str = harness_hooks::SPAN_HOOK;
+
+/// Metric names.
+pub mod metric {
+    /// Counter of finished delegations, by `delegation.kind` and `delegation.outcome`.
+    pub const DELEGATIONS: &str = "harness.delegations";
+    /// Histogram of attempts per delegation, by kind and outcome.
+    pub const VERIFY_ATTEMPTS: &str = "harness.delegation.verify_attempts";
+    /// Histogram of verification time in seconds, by `surface` (`inline` or `hook`).
+    pub const VERIFY_DURATION: &str = "harness.verify.duration";
+    /// Counter of hook decisions, by `hook.event`, `hook.name` and `hook.action`.
+    pub const HOOK_DECISIONS: &str = "harness.hook.decisions";
+    /// Counter of model tokens, by `delegation.kind` and `direction` (`input` or `output`).
+    pub const TOKENS: &str = "harness.gen_ai.tokens";
+}
+
+use std::sync::LazyLock;
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram};
+
+/// The instruments, created on first use from the global meter provider (a no-op unless the
+/// binary installed one).
+pub(crate) struct Instruments {
+    delegations: Counter<u64>,
+    verify_attempts: Histogram<u64>,
+    verify_duration: Histogram<f64>,
+    hook_decisions: Counter<u64>,
+    tokens: Counter<u64>,
+}
+
+static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
+    let meter = opentelemetry::global::meter("harness");
+    Instruments {
+        delegations: meter
+            .u64_counter(metric::DELEGATIONS)
+            .with_description("Finished delegations")
+            .build(),
+        verify_attempts: meter
+            .u64_histogram(metric::VERIFY_ATTEMPTS)
+            .with_description("Attempts per delegation")
+            .with_boundaries(vec![1.0, 2.0, 3.0, 4.0, 5.0, 8.0])
+            .build(),
+        verify_duration: meter
+            .f64_histogram(metric::VERIFY_DURATION)
+            .with_description("Time spent verifying one attempt")
+            .with_unit("s")
+            .build(),
+        hook_decisions: meter
+            .u64_counter(metric::HOOK_DECISIONS)
+            .with_description("Hook decisions")
+            .build(),
+        tokens: meter
+            .u64_counter(metric::TOKENS)
+            .with_description("Model tokens used")
+            .with_unit("{token}")
+            .build(),
+    }
+});
+
+/// Records a finished delegation.
+pub(crate) fn record_delegation(kind: &str, outcome: &str, attempts: u64, usage: crate::Usage) {
+    let labels = [
+        KeyValue::new(attr::DELEGATION_KIND, kind.to_owned()),
+        KeyValue::new(attr::OUTCOME, outcome.to_owned()),
+    ];
+    let m = &*INSTRUMENTS;
+    m.delegations.add(1, &labels);
+    m.verify_attempts.record(attempts, &labels);
+    for (direction, count) in [
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+    ] {
+        if count > 0 {
+            m.tokens.add(
+                count,
+                &[
+                    KeyValue::new(attr::DELEGATION_KIND, kind.to_owned()),
+                    KeyValue::new("direction", direction),
+                ],
+            );
+        }
+    }
+}
+
+/// Records how long one verification surface took.
+pub(crate) fn record_verify_duration(surface: &'static str, seconds: f64) {
+    INSTRUMENTS
+        .verify_duration
+        .record(seconds, &[KeyValue::new("surface", surface)]);
+}
+
+/// Records one hook decision.
+pub(crate) fn record_hook_decision(event: &'static str, hook: &str, action: &'static str) {
+    INSTRUMENTS.hook_decisions.add(
+        1,
+        &[
+            KeyValue::new("hook.event", event),
+            KeyValue::new("hook.name", hook.to_owned()),
+            KeyValue::new("hook.action", action),
+        ],
+    );
 }

@@ -1,29 +1,24 @@
 //! `harness run`: one delegation, with progress on stderr.
 
+use std::sync::OnceLock;
+
 use harness::{Delegation, Error, Event, Outcome, Report, RunOptions, Runtime};
 
 use crate::args::RunArgs;
 use crate::exit;
+use crate::telemetry;
 
 /// Runs the command and returns its exit code.
 pub async fn run(args: RunArgs) -> u8 {
     let json_output = args.json;
-    let report = match prepare(&args) {
-        Ok((delegation, options, runtime)) => {
-            let progress = |event: &Event<'_>| print_event(&delegation, event);
-            let quiet = |_: &Event<'_>| {};
-            if json_output {
-                runtime.run(&delegation, &options, &quiet).await
-            } else {
-                runtime.run(&delegation, &options, &progress).await
-            }
-        }
+    let (delegation, options, runtime) = match prepare(&args) {
+        Ok(prepared) => prepared,
         Err(e) => {
             if json_output {
                 println!(
                     "{}",
                     serde_json::json!({"id": null, "outcome": "error", "verified": false, "attempts": 0,
-                        "reasons": [], "result": null, "usage": null,
+                        "reasons": [], "result": null, "usage": null, "trace_id": null,
                         "error": {"kind": e.kind().as_str(), "message": e.message()}})
                 );
             } else {
@@ -32,10 +27,25 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::for_error(e.kind());
         }
     };
+    let trace_id = OnceLock::new();
+    let observer = |event: &Event<'_>| {
+        if let Event::Started { span, .. } = event {
+            if let Some(id) = telemetry::trace_id(span) {
+                let _ = trace_id.set(id);
+            }
+        }
+        if !json_output {
+            print_event(&delegation, event);
+        }
+    };
+    let report = runtime.run(&delegation, &options, &observer).await;
+    let trace_id = trace_id.into_inner();
     if json_output {
-        println!("{}", report.to_json());
+        let mut object = report.to_json();
+        object["trace_id"] = serde_json::json!(trace_id);
+        println!("{object}");
     } else {
-        print_summary(&report);
+        print_summary(&report, trace_id.as_deref());
     }
     match report.outcome {
         Outcome::Passed | Outcome::Skipped => exit::OK,
@@ -80,7 +90,16 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
                 serde_json::Value::Object(call.arguments.clone())
             );
         }
-        Event::Responded { response, .. } => eprintln!("  response: {}", one_line(response, 160)),
+        Event::Responded {
+            response,
+            redacted_later: false,
+            ..
+        } => eprintln!("  response: {}", one_line(response, 160)),
+        // delegation.post hooks may redact it: never echo it before they have run.
+        Event::Responded { response, .. } => eprintln!(
+            "  response: ({} characters, shown after the delegation.post hooks)",
+            response.chars().count()
+        ),
         Event::Judged { verdict, .. } => {
             if verdict.passed {
                 eprintln!("  verified");
@@ -99,7 +118,7 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
     }
 }
 
-fn print_summary(report: &Report) {
+fn print_summary(report: &Report, trace_id: Option<&str>) {
     let attempts = report.attempts.len();
     let plural = if attempts == 1 { "" } else { "s" };
     match report.outcome {
@@ -118,6 +137,12 @@ fn print_summary(report: &Report) {
             report.error.as_ref().map_or("", Error::message),
             report.id
         ),
+    }
+    if let Some(id) = trace_id {
+        match telemetry::trace_url(id) {
+            Some(url) => eprintln!("trace: {id} {url}"),
+            None => eprintln!("trace: {id}"),
+        }
     }
     if let Some(result) = report.result() {
         if matches!(report.outcome, Outcome::Passed | Outcome::Skipped) {

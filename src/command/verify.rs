@@ -99,7 +99,7 @@ async fn judge(args: VerifyArgs) -> Result<Judgement, Error> {
         ))
     };
     let inline_only = policy.is_none();
-    let pipeline = Pipeline::new(verifier, policy, Vec::new());
+    let pipeline = Pipeline::new(verifier, policy, args.delegate.clone());
     let verdict = match pipeline.check(&mut result).await? {
         Some(verdict) => verdict,
         None => {

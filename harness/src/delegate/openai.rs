@@ -504,7 +504,7 @@ impl Delegate for OpenAiDelegate {
     fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>> {
         let body = self.request_body(&request);
         let span = tracing::info_span!(
-            "gen_ai.chat",
+            crate::telemetry::SPAN_MODEL_CALL,
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = "openai",
             gen_ai.request.model = %self.spec.model,

@@ -1,0 +1,773 @@
+//! The run journal: every finished delegation, whatever its outcome, in an embedded SQLite
+//! database (`.harness/runs.db` by default).
+//!
+//! Each delegation is written in one transaction, the database runs in WAL mode, and the schema
+//! is versioned with `PRAGMA user_version` and migrated forward when opened, so a crash mid-run
+//! never damages earlier records and an old journal keeps working after an upgrade.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+use serde_json::{Value, json};
+
+use crate::conversation::Usage;
+use crate::error::{Error, Result};
+use crate::prompt::RETRY_TEMPLATE_VERSION;
+use crate::report::Report;
+
+/// The schema, one migration per version, applied in order: `MIGRATIONS[n]` takes a journal
+/// from version `n` to `n + 1`. Append new versions; never edit a released one.
+const MIGRATIONS: &[&str] = &[
+    // Version 1: delegations and their attempts. Reasons are a JSON array of strings.
+    "CREATE TABLE delegations (
+        id TEXT PRIMARY KEY NOT NULL,
+        started_at_ms INTEGER NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        delegate_kind TEXT NOT NULL,
+        model TEXT,
+        outcome TEXT NOT NULL,
+        error_kind TEXT,
+        error_message TEXT,
+        attempts INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        requests INTEGER NOT NULL,
+        trace_id TEXT,
+        retry_template_version TEXT NOT NULL,
+        source TEXT,
+        workdir TEXT,
+        recorded_at_ms INTEGER NOT NULL
+    );
+    CREATE INDEX delegations_started_at ON delegations (started_at_ms);
+    CREATE INDEX delegations_kind ON delegations (delegate_kind, started_at_ms);
+    CREATE TABLE attempts (
+        delegation_id TEXT NOT NULL REFERENCES delegations (id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        passed INTEGER,
+        reasons TEXT NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        requests INTEGER NOT NULL,
+        PRIMARY KEY (delegation_id, attempt)
+    );",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// How long a writer waits for another process holding the database lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the [`Report`] does not know about its delegation and the journal records beside it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordMeta {
+    /// The trace id of the delegation's `delegation.execute` span, when traces were exported.
+    pub trace_id: Option<String>,
+    /// The delegation file it was read from.
+    pub source: Option<PathBuf>,
+    /// The workspace root it ran in.
+    pub workdir: Option<PathBuf>,
+}
+
+/// Which records [`Journal::list`] returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only delegations that started at or after this time.
+    pub since: Option<SystemTime>,
+    /// Only delegate kinds matching this glob (`*`, `?`, `[...]`; case-sensitive).
+    pub kind_glob: Option<String>,
+    /// At most this many records, newest first.
+    pub limit: Option<usize>,
+}
+
+/// One attempt as the journal holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedAttempt {
+    /// The attempt index, from 0.
+    pub attempt: u32,
+    /// Whether it passed verification; `None` when it was not verified (nothing configured, or it
+    /// ended in an error first).
+    pub passed: Option<bool>,
+    /// Why it failed verification, each prefixed by its source (`verify: …`, `hook NAME: …`).
+    pub reasons: Vec<String>,
+    /// How long it took.
+    pub duration: Duration,
+    /// Tokens it cost.
+    pub usage: Usage,
+}
+
+/// One delegation as the journal holds it.
+///
+/// Outcome and error kind are kept as their strings (`passed`, `verification_failed`, …) rather
+/// than enums: a journal outlives the build that wrote it and may hold kinds this build does not
+/// know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The delegation id.
+    pub id: String,
+    /// When it started.
+    pub started_at: SystemTime,
+    /// How long it took.
+    pub duration: Duration,
+    /// The delegate kind (`scripted`, `openai`, `command`, …).
+    pub delegate_kind: String,
+    /// The model, when the delegate has one.
+    pub model: Option<String>,
+    /// `passed`, `skipped`, `failed` or `error`.
+    pub outcome: String,
+    /// The error kind for `failed` and `error` outcomes (`verification_failed`, `verifier`, …).
+    pub error_kind: Option<String>,
+    /// The error message.
+    pub error_message: Option<String>,
+    /// Every attempt, in order.
+    pub attempts: Vec<RecordedAttempt>,
+    /// Tokens the whole delegation cost.
+    pub usage: Usage,
+    /// The trace id, when traces were exported.
+    pub trace_id: Option<String>,
+    /// The retry template version in force.
+    pub retry_template_version: String,
+    /// The delegation file.
+    pub source: Option<String>,
+    /// The workspace root.
+    pub workdir: Option<String>,
+}
+
+impl Record {
+    /// Returns the 1-based attempt that passed, for `passed` outcomes.
+    pub fn passed_on(&self) -> Option<usize> {
+        if self.outcome != "passed" {
+            return None;
+        }
+        self.attempts
+            .iter()
+            .position(|a| a.passed == Some(true))
+            .map(|i| i + 1)
+            .or(Some(self.attempts.len()))
+    }
+
+    /// Returns the record as JSON (`harness runs show --json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
+            "duration_ms": millis(self.duration),
+            "delegate": {"kind": self.delegate_kind, "model": self.model},
+            "outcome": self.outcome,
+            "error": self.error_kind.as_ref().map(|kind| json!({
+                "kind": kind,
+                "message": self.error_message,
+            })),
+            "attempts": self.attempts.iter().map(|a| json!({
+                "attempt": a.attempt,
+                "passed": a.passed,
+                "reasons": a.reasons,
+                "duration_ms": millis(a.duration),
+                "usage": usage_json(a.usage),
+            })).collect::<Vec<_>>(),
+            "usage": usage_json(self.usage),
+            "trace_id": self.trace_id,
+            "retry_template_version": self.retry_template_version,
+            "source": self.source,
+            "workdir": self.workdir,
+        })
+    }
+}
+
+fn usage_json(usage: Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "requests": usage.requests,
+    })
+}
+
+/// Returns whole milliseconds, saturating.
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Returns milliseconds since the Unix epoch (negative before it).
+fn unix_millis(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(after) => millis(after),
+        Err(before) => millis(before.duration()).saturating_neg(),
+    }
+}
+
+fn from_unix_millis(ms: i64) -> SystemTime {
+    let magnitude = Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 {
+        UNIX_EPOCH + magnitude
+    } else {
+        UNIX_EPOCH - magnitude
+    }
+}
+
+fn tokens(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// An open run journal.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Journal {
+    /// Opens the journal at `path`, creating it and its parent directories when missing, and
+    /// migrates its schema forward to [`SCHEMA_VERSION`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the directory or database cannot be
+    /// created or opened, when it is not a SQLite database, or when it was written by a newer
+    /// harness (schema version above [`SCHEMA_VERSION`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::config(format!(
+                    "journal {}: cannot create the directory {}: {e}",
+                    path.display(),
+                    parent.display()
+                ))
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| sql_error(path, "cannot open", &e))?;
+        let mut journal = Journal {
+            conn,
+            path: path.to_path_buf(),
+        };
+        journal.configure()?;
+        journal.migrate()?;
+        Ok(journal)
+    }
+
+    /// Opens the journal at `path` like [`Journal::open`], but only when it already exists.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when there is no file at `path`, and as
+    /// [`Journal::open`].
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(Error::config(format!(
+                "no run journal at {} (`harness run` records one there; pass --journal PATH to read another)",
+                path.display()
+            )));
+        }
+        Self::open(path)
+    }
+
+    /// Returns where the journal lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Returns the schema version of the open database.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when it cannot be read.
+    pub fn schema_version(&self) -> Result<u32> {
+        user_version(&self.conn).map_err(|e| self.error("cannot read the schema version of", &e))
+    }
+
+    fn error(&self, what: &str, e: &rusqlite::Error) -> Error {
+        sql_error(&self.path, what, e)
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        self.conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| self.error("cannot set the busy timeout of", &e))?;
+        // WAL: readers never block the writer, and a crash mid-write leaves committed records
+        // intact. The pragma answers with the mode now in force.
+        let mode: String = self
+            .conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(|e| self.error("cannot switch to WAL mode", &e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::config(format!(
+                "journal {}: SQLite refused WAL mode (it is in {mode} mode); put the journal on a local file system",
+                self.path.display()
+            )));
+        }
+        self.conn
+            .pragma_update(None, "foreign_keys", true)
+            .map_err(|e| self.error("cannot enable foreign keys in", &e))?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let current = self.schema_version()?;
+        if current > SCHEMA_VERSION {
+            return Err(newer_error(&self.path, current));
+        }
+        if current == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // IMMEDIATE takes the write lock first, so two processes opening an old journal at once
+        // migrate it once: the second re-reads the version under the lock.
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(&path, "cannot lock for migration", &e))?;
+        let current = user_version(&tx).map_err(|e| sql_error(&path, "cannot read", &e))?;
+        if current > SCHEMA_VERSION {
+            return Err(newer_error(&path, current));
+        }
+        for (index, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            let version = index + 1;
+            tx.execute_batch(migration).map_err(|e| {
+                sql_error(
+                    &path,
+                    &format!("cannot migrate to schema version {version}"),
+                    &e,
+                )
+            })?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(|e| sql_error(&path, "cannot set the schema version of", &e))?;
+        tx.commit()
+            .map_err(|e| sql_error(&path, "cannot commit the migration of", &e))?;
+        Ok(())
+    }
+
+    /// Records one finished delegation, with its attempts, in one transaction.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the write fails (disk full, read-only
+    /// file, a record with the same id already there); nothing of the delegation is written then.
+    pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<()> {
+        let path = self.path.clone();
+        let fail = |e: rusqlite::Error| sql_error(&path, &format!("cannot record {} in", report.id), &e);
+        let usage = report.usage();
+        let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        tx.execute(
+            "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
+                error_kind, error_message, attempts, input_tokens, output_tokens, requests,
+                trace_id, retry_template_version, source, workdir, recorded_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            params![
+                report.id,
+                unix_millis(report.started_at),
+                millis(report.duration),
+                report.delegate_kind,
+                report.model,
+                report.outcome.as_str(),
+                report.error.as_ref().map(|e| e.kind().as_str()),
+                report.error.as_ref().map(Error::message),
+                i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),
+                tokens(usage.input_tokens),
+                tokens(usage.output_tokens),
+                tokens(usage.requests),
+                meta.trace_id,
+                RETRY_TEMPLATE_VERSION,
+                path_text(&meta.source),
+                path_text(&meta.workdir),
+                unix_millis(SystemTime::now()),
+            ],
+        )
+        .map_err(fail)?;
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
+                        input_tokens, output_tokens, requests)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(fail)?;
+            for attempt in &report.attempts {
+                let reasons = Value::from(attempt.reasons.clone()).to_string();
+                insert
+                    .execute(params![
+                        report.id,
+                        attempt.attempt,
+                        attempt.passed,
+                        reasons,
+                        millis(attempt.duration),
+                        tokens(attempt.usage.input_tokens),
+                        tokens(attempt.usage.output_tokens),
+                        tokens(attempt.usage.requests),
+                    ])
+                    .map_err(fail)?;
+            }
+        }
+        tx.commit().map_err(fail)
+    }
+
+    /// Returns the records matching `filter`, newest first.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the journal cannot be read.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Record>> {
+        let mut clauses = Vec::new();
+        let mut values: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(since) = filter.since {
+            values.push(unix_millis(since).into());
+            clauses.push(format!("started_at_ms >= ?{}", values.len()));
+        }
+        if let Some(glob) = &filter.kind_glob {
+            values.push(glob.clone().into());
+            clauses.push(format!("delegate_kind GLOB ?{}", values.len()));
+        }
+        let mut sql = String::from("SELECT * FROM delegations");
+        if !clauses.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&clauses.join(" AND "));
+        }
+        sql.push_str(" ORDER BY started_at_ms DESC, id DESC");
+        if let Some(limit) = filter.limit {
+            sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
+        }
+        self.query(&sql, params_from_iter(values))
+    }
+
+    /// Returns the record with this id, or `None` when there is none.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the journal cannot be read.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        Ok(self
+            .query("SELECT * FROM delegations WHERE id = ?1", params![id])?
+            .into_iter()
+            .next())
+    }
+
+    fn query(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Record>> {
+        let read = |e: rusqlite::Error| self.error("cannot read", &e);
+        let mut statement = self.conn.prepare(sql).map_err(read)?;
+        let rows = statement.query_map(params, record_from_row).map_err(read)?;
+        let mut records = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)?;
+        let mut attempts = self
+            .conn
+            .prepare(
+                "SELECT attempt, passed, reasons, duration_ms, input_tokens, output_tokens, requests
+                 FROM attempts WHERE delegation_id = ?1 ORDER BY attempt",
+            )
+            .map_err(read)?;
+        for record in &mut records {
+            record.attempts = attempts
+                .query_map(params![record.id], attempt_from_row)
+                .map_err(read)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(read)?;
+        }
+        Ok(records)
+    }
+}
+
+fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
+    Ok(Record {
+        id: row.get("id")?,
+        started_at: from_unix_millis(row.get("started_at_ms")?),
+        duration: Duration::from_millis(count(row.get("duration_ms")?)),
+        delegate_kind: row.get("delegate_kind")?,
+        model: row.get("model")?,
+        outcome: row.get("outcome")?,
+        error_kind: row.get("error_kind")?,
+        error_message: row.get("error_message")?,
+        attempts: Vec::new(),
+        usage: Usage {
+            input_tokens: count(row.get("input_tokens")?),
+            output_tokens: count(row.get("output_tokens")?),
+            requests: count(row.get("requests")?),
+        },
+        trace_id: row.get("trace_id")?,
+        retry_template_version: row.get("retry_template_version")?,
+        source: row.get("source")?,
+        workdir: row.get("workdir")?,
+    })
+}
+
+fn attempt_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordedAttempt> {
+    let reasons: String = row.get(2)?;
+    let reasons = serde_json::from_str(&reasons).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok(RecordedAttempt {
+        attempt: row.get(0)?,
+        passed: row.get(1)?,
+        reasons,
+        duration: Duration::from_millis(count(row.get(3)?)),
+        usage: Usage {
+            input_tokens: count(row.get(4)?),
+            output_tokens: count(row.get(5)?),
+            requests: count(row.get(6)?),
+        },
+    })
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+fn newer_error(path: &Path, version: u32) -> Error {
+    Error::config(format!(
+        "journal {}: schema version {version} was written by a newer harness (this one reads up to version {SCHEMA_VERSION}); upgrade harness or pass --journal with another path",
+        path.display()
+    ))
+}
+
+fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
+    Error::config(format!("journal {}: {what} the database: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::report::{AttemptRecord, Outcome};
+
+    fn report(id: &str, outcome: Outcome, attempts: &[(Option<bool>, &[&str])]) -> Report {
+        Report {
+            id: id.to_owned(),
+            outcome,
+            delegate_kind: "scripted".to_owned(),
+            model: None,
+            attempts: attempts
+                .iter()
+                .enumerate()
+                .map(|(i, (passed, reasons))| AttemptRecord {
+                    attempt: i as u32,
+                    result: None,
+                    passed: *passed,
+                    reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+                    usage: Usage {
+                        input_tokens: 10,
+                        output_tokens: 5,
+                        requests: 1,
+                    },
+                    duration: Duration::from_millis(20),
+                })
+                .collect(),
+            error: match outcome {
+                Outcome::Failed => Some(Error::new(
+                    ErrorKind::VerificationFailed,
+                    "verification failed on all 2 attempts",
+                )),
+                Outcome::Error(kind) => Some(Error::new(kind, "it broke")),
+                _ => None,
+            },
+            delivered: None,
+            started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            duration: Duration::from_millis(1234),
+        }
+    }
+
+    #[test]
+    fn an_empty_database_migrates_to_the_latest_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("nested").join("dir").join("runs.db");
+        let journal = Journal::open(&path).expect("open");
+        assert_eq!(journal.schema_version().expect("version"), SCHEMA_VERSION);
+        assert!(path.is_file());
+        let mode: String = journal
+            .conn
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
+            .expect("journal_mode");
+        assert_eq!(mode, "wal");
+        assert!(journal.list(&Filter::default()).expect("list").is_empty());
+    }
+
+    #[test]
+    fn records_round_trip_and_survive_reopening() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let meta = RecordMeta {
+            trace_id: Some("0af7651916cd43dd8448eb211c80319c".to_owned()),
+            source: Some(PathBuf::from("delegation.yaml")),
+            workdir: Some(PathBuf::from("/w")),
+        };
+        {
+            let mut journal = Journal::open(&path).expect("open");
+            journal
+                .record(
+                    &report(
+                        "d-1",
+                        Outcome::Passed,
+                        &[(Some(false), &["verify: a.txt does not exist"]), (Some(true), &[])],
+                    ),
+                    &meta,
+                )
+                .expect("record");
+            journal
+                .record(
+                    &report("d-2", Outcome::Error(ErrorKind::Verifier), &[(None, &[])]),
+                    &RecordMeta::default(),
+                )
+                .expect("record");
+        }
+        let journal = Journal::open(&path).expect("reopen");
+        assert_eq!(journal.schema_version().expect("version"), SCHEMA_VERSION);
+        let one = journal.get("d-1").expect("get").expect("d-1 is there");
+        assert_eq!(one.outcome, "passed");
+        assert_eq!(one.passed_on(), Some(2));
+        assert_eq!(one.error_kind, None);
+        assert_eq!(one.attempts.len(), 2);
+        assert_eq!(one.attempts[0].passed, Some(false));
+        assert_eq!(one.attempts[0].reasons, vec!["verify: a.txt does not exist"]);
+        assert_eq!(one.attempts[1].duration, Duration::from_millis(20));
+        assert_eq!(one.usage.input_tokens, 20);
+        assert_eq!(one.usage.requests, 2);
+        assert_eq!(one.duration, Duration::from_millis(1234));
+        assert_eq!(
+            one.started_at,
+            UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+        );
+        assert_eq!(one.trace_id.as_deref(), meta.trace_id.as_deref());
+        assert_eq!(one.retry_template_version, RETRY_TEMPLATE_VERSION);
+        assert_eq!(one.source.as_deref(), Some("delegation.yaml"));
+        assert_eq!(one.workdir.as_deref(), Some("/w"));
+        let two = journal.get("d-2").expect("get").expect("d-2 is there");
+        assert_eq!(two.outcome, "error");
+        assert_eq!(two.error_kind.as_deref(), Some("verifier"));
+        assert_eq!(two.error_message.as_deref(), Some("it broke"));
+        assert_eq!(two.attempts[0].passed, None);
+        assert!(journal.get("d-3").expect("get").is_none());
+    }
+
+    #[test]
+    fn a_duplicate_id_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        let first = report("d-1", Outcome::Passed, &[(Some(true), &[])]);
+        journal
+            .record(&first, &RecordMeta::default())
+            .expect("record");
+        let again = report(
+            "d-1",
+            Outcome::Failed,
+            &[(Some(false), &["verify: x"]), (Some(false), &["verify: y"])],
+        );
+        let err = journal
+            .record(&again, &RecordMeta::default())
+            .expect_err("the id is taken");
+        assert_eq!(err.kind(), ErrorKind::Config);
+        let kept = journal.get("d-1").expect("get").expect("there");
+        assert_eq!(kept.outcome, "passed");
+        assert_eq!(kept.attempts.len(), 1);
+    }
+
+    #[test]
+    fn list_filters_by_time_and_kind_newest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        for (i, kind) in ["scripted", "command", "scripted"].iter().enumerate() {
+            let mut r = report(&format!("d-{i}"), Outcome::Skipped, &[(None, &[])]);
+            r.delegate_kind = (*kind).to_owned();
+            r.started_at = UNIX_EPOCH + Duration::from_secs(1000 + i as u64);
+            journal.record(&r, &RecordMeta::default()).expect("record");
+        }
+        let ids = |filter: Filter| -> Vec<String> {
+            journal
+                .list(&filter)
+                .expect("list")
+                .into_iter()
+                .map(|r| r.id)
+                .collect()
+        };
+        assert_eq!(ids(Filter::default()), ["d-2", "d-1", "d-0"]);
+        let kind = |glob: &str| Filter {
+            kind_glob: Some(glob.to_owned()),
+            ..Filter::default()
+        };
+        assert_eq!(ids(kind("script*")), ["d-2", "d-0"]);
+        assert_eq!(ids(kind("command")), ["d-1"]);
+        assert_eq!(ids(kind("open*")), Vec::<String>::new());
+        let since = Filter {
+            since: Some(UNIX_EPOCH + Duration::from_secs(1001)),
+            ..Filter::default()
+        };
+        assert_eq!(ids(since), ["d-2", "d-1"]);
+        let limit = Filter {
+            limit: Some(1),
+            ..Filter::default()
+        };
+        assert_eq!(ids(limit), ["d-2"]);
+    }
+
+    #[test]
+    fn a_database_from_a_newer_harness_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                .expect("set the version");
+        }
+        let err = Journal::open(&path).expect_err("newer schema");
+        assert_eq!(err.kind(), ErrorKind::Config);
+        assert!(
+            err.message().contains("newer harness"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        std::fs::write(&path, "not a database, just text that is long enough to have a header").expect("write");
+        let err = Journal::open(&path).expect_err("not SQLite");
+        assert_eq!(err.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn open_existing_does_not_create() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let err = Journal::open_existing(&path).expect_err("missing");
+        assert!(err.message().contains("no run journal"), "{}", err.message());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn an_interrupted_write_leaves_earlier_records_intact() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let mut journal = Journal::open(&path).expect("open");
+        journal
+            .record(
+                &report("d-1", Outcome::Passed, &[(Some(true), &[])]),
+                &RecordMeta::default(),
+            )
+            .expect("record");
+        // A writer that dies mid-transaction: its uncommitted rows must vanish, the earlier
+        // record must stay.
+        {
+            let other = Connection::open(&path).expect("second connection");
+            other
+                .execute_batch(
+                    "BEGIN IMMEDIATE;
+                     INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, outcome,
+                        attempts, input_tokens, output_tokens, requests, retry_template_version,
+                        recorded_at_ms)
+                     VALUES ('d-half', 0, 0, 'scripted', 'passed', 1, 0, 0, 0, 'retry-v1', 0);",
+                )
+                .expect("half a write");
+            // Dropped without COMMIT.
+        }
+        let reopened = Journal::open(&path).expect("reopen");
+        let ids: Vec<String> = reopened
+            .list(&Filter::default())
+            .expect("list")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids, ["d-1"]);
+    }
+}

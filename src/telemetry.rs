@@ -1,0 +1,227 @@
+//! Telemetry for the binary: a stderr log layer always, and, when configured, OpenTelemetry
+//! traces and metrics exported over OTLP.
+//!
+//! Configuration is the standard `OTEL_*` environment (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_PROTOCOL` = `http/protobuf` (default)
+//! or `grpc`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+//! `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`) plus `--otlp-endpoint URL`. Nothing set means
+//! nothing exported. Exports happen on background threads; each export gives up after
+//! [`EXPORT_TIMEOUT`], and flushing at exit waits at most [`SHUTDOWN_BUDGET`], so a collector that
+//! is down or slow never fails a delegation and delays exit by at most that long.
+
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// How long one export may take before it is abandoned.
+pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the process waits at exit for the last spans and metrics to leave.
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
+
+/// The installed exporters; [`Telemetry::shutdown`] flushes them.
+#[derive(Default)]
+pub struct Telemetry {
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn resource() -> Resource {
+    let named = env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| a.contains("service.name="));
+    let builder = Resource::builder();
+    if named {
+        builder.build()
+    } else {
+        builder.with_service_name("harness").build()
+    }
+}
+
+/// Installs logging and, when an OTLP endpoint is configured, the exporters. Problems with the
+/// telemetry configuration are warnings: they never stop a delegation.
+pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
+    let log_filter =
+        EnvFilter::try_from_env("HARNESS_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let log_layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(log_filter);
+
+    let endpoint = flag_endpoint
+        .map(str::to_owned)
+        .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"));
+    let Some(endpoint) = endpoint else {
+        let _ = tracing_subscriber::registry().with(log_layer).try_init();
+        return Telemetry::default();
+    };
+    let protocol = match env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        .as_deref()
+    {
+        None | Some("http/protobuf") => Protocol::HttpProtobuf,
+        Some("grpc") => Protocol::Grpc,
+        Some(other) => {
+            eprintln!(
+                "warning: OTEL_EXPORTER_OTLP_PROTOCOL={other} is not supported (use grpc or http/protobuf); using http/protobuf"
+            );
+            Protocol::HttpProtobuf
+        }
+    };
+    // The HTTP exporter's client needs the process's TLS provider for https endpoints.
+    drop(harness_builtins::http_client_builder());
+    let from_flag = flag_endpoint.is_some();
+    let signal_url = |path: &str| -> Option<String> {
+        // An endpoint from the flag is a base URL, like OTEL_EXPORTER_OTLP_ENDPOINT; the
+        // exporter appends the signal path itself only for the environment variable.
+        from_flag.then(|| match protocol {
+            Protocol::Grpc => endpoint.clone(),
+            Protocol::HttpProtobuf => format!("{}/{path}", endpoint.trim_end_matches('/')),
+        })
+    };
+
+    let spans = match protocol {
+        Protocol::Grpc => {
+            let mut b = SpanExporter::builder()
+                .with_tonic()
+                .with_timeout(EXPORT_TIMEOUT);
+            if let Some(url) = signal_url("v1/traces") {
+                b = b.with_endpoint(url);
+            }
+            b.build()
+        }
+        Protocol::HttpProtobuf => {
+            let mut b = SpanExporter::builder()
+                .with_http()
+                .with_timeout(EXPORT_TIMEOUT);
+            if let Some(url) = signal_url("v1/traces") {
+                b = b.with_endpoint(url);
+            }
+            b.build()
+        }
+    };
+    let metrics = match protocol {
+        Protocol::Grpc => {
+            let mut b = MetricExporter::builder()
+                .with_tonic()
+                .with_timeout(EXPORT_TIMEOUT);
+            if let Some(url) = signal_url("v1/metrics") {
+                b = b.with_endpoint(url);
+            }
+            b.build()
+        }
+        Protocol::HttpProtobuf => {
+            let mut b = MetricExporter::builder()
+                .with_http()
+                .with_timeout(EXPORT_TIMEOUT);
+            if let Some(url) = signal_url("v1/metrics") {
+                b = b.with_endpoint(url);
+            }
+            b.build()
+        }
+    };
+    let resource = resource();
+    let mut telemetry = Telemetry::default();
+    let trace_layer = match spans {
+        Ok(exporter) => {
+            let provider = SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(resource.clone())
+                .build();
+            let tracer = provider.tracer("harness");
+            telemetry.tracer = Some(provider);
+            // Only the harness crates' spans and events: never the HTTP or gRPC stack's own,
+            // which would also trace the exporter itself.
+            let targets = Targets::new()
+                .with_target("harness", LevelFilter::DEBUG)
+                .with_target("harness_hooks", LevelFilter::DEBUG)
+                .with_target("harness_builtins", LevelFilter::DEBUG);
+            Some(
+                tracing_opentelemetry::layer()
+                    .with_tracer(tracer)
+                    .with_location(false)
+                    .with_threads(false)
+                    .with_tracked_inactivity(false)
+                    .with_filter(targets),
+            )
+        }
+        Err(e) => {
+            eprintln!("warning: OTLP trace export disabled: {e}");
+            None
+        }
+    };
+    match metrics {
+        Ok(exporter) => {
+            let provider = SdkMeterProvider::builder()
+                .with_periodic_exporter(exporter)
+                .with_resource(resource)
+                .build();
+            opentelemetry::global::set_meter_provider(provider.clone());
+            telemetry.meter = Some(provider);
+        }
+        Err(e) => eprintln!("warning: OTLP metric export disabled: {e}"),
+    }
+    let _ = tracing_subscriber::registry()
+        .with(log_layer)
+        .with(trace_layer)
+        .try_init();
+    telemetry
+}
+
+impl Telemetry {
+    /// Flushes and stops the exporters, waiting at most [`SHUTDOWN_BUDGET`].
+    pub fn shutdown(self) {
+        if self.tracer.is_none() && self.meter.is_none() {
+            return;
+        }
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            if let Some(tracer) = self.tracer {
+                let _ = tracer.shutdown();
+            }
+            if let Some(meter) = self.meter {
+                let _ = meter.shutdown();
+            }
+            let _ = done.send(());
+        });
+        if wait.recv_timeout(SHUTDOWN_BUDGET).is_err() {
+            eprintln!(
+                "warning: telemetry was not flushed within {}s; some spans may be lost",
+                SHUTDOWN_BUDGET.as_secs()
+            );
+        }
+    }
+}
+
+/// Returns the trace id of `span` as 32 hex digits, when spans are being exported.
+pub fn trace_id(span: &tracing::Span) -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
+}
+
+/// Returns the trace link from `HARNESS_TRACE_URL` (e.g.
+/// `http://localhost:16686/trace/{trace_id}`), when set.
+pub fn trace_url(trace_id: &str) -> Option<String> {
+    env("HARNESS_TRACE_URL").map(|template| template.replace("{trace_id}", trace_id))
+}

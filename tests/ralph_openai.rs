@@ -1,0 +1,767 @@
+//! The Ralph loop through `harness run` with the `openai` delegate, against a fake
+//! OpenAI-compatible server on 127.0.0.1 started by each test: real HTTP, real chat-completions
+//! JSON, every request recorded. The fake model decides its answer from the conversation it is
+//! sent, so the loop is exercised for real. Also runs `examples/openai/` (against the fake) and
+//! `examples/command/` (offline).
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::util::{Output, TempDir, copy_tree, harness, repo_root};
+
+/// The task every delegation here gets.
+const TASK: &str = "Create hello.txt containing the word hi";
+
+/// What the fake model claims without doing anything.
+const LIE: &str = "Done, I created hello.txt";
+
+/// What the fake model answers after its write came back.
+const TRUTH: &str = "Wrote hello.txt.";
+
+/// An API key variable that is never set, so no `Authorization` header is sent.
+const NO_KEY_VAR: &str = "HARNESS_TEST_OPENAI_KEY_NEVER_SET";
+
+/// Checks the real file system for the claimed file; the reason names the attempt it judged.
+const FILE_VERIFIER: &str = r#"
+  def run(result):
+      path = args["path"]
+      if fs.stat(path) == None:
+          return {"verified": False, "reason": "%s does not exist (attempt %d)" % (path, result["attempt"])}
+      return {"verified": True, "reason": ""}
+"#;
+
+// --- the fake server -----------------------------------------------------------------------------
+
+/// What the fake server sends back for one request.
+enum Reply {
+    /// A status, extra headers and a JSON body.
+    Json(u16, Vec<(&'static str, &'static str)>, Value),
+    /// Never answers.
+    Hang,
+}
+
+/// Decides the reply from the request's index (from 0, in arrival order) and JSON body.
+type Model = dyn Fn(usize, &Value) -> Reply + Send + Sync;
+
+/// One request the fake server received.
+#[derive(Debug, Clone)]
+struct Seen {
+    body: Value,
+    authorization: Option<String>,
+}
+
+#[derive(Clone)]
+struct ServerState {
+    model: Arc<Model>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// A fake OpenAI-compatible server serving `POST /v1/chat/completions` on 127.0.0.1, on its own
+/// runtime; it stops when dropped.
+struct FakeOpenAi {
+    base_url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl FakeOpenAi {
+    fn start(model: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime for the fake server");
+        let state = ServerState {
+            model: Arc::new(model),
+            seen: Arc::new(Mutex::new(Vec::new())),
+        };
+        let seen = Arc::clone(&state.seen);
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .with_state(state);
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local address");
+        runtime.spawn(async move {
+            axum::serve(listener, app)
+                .await
+                .expect("the fake server runs");
+        });
+        FakeOpenAi {
+            base_url: format!("http://{addr}/v1"),
+            seen,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// Every request received so far, in order.
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("lock").clone()
+    }
+
+    /// The request bodies received so far, in order.
+    fn bodies(&self) -> Vec<Value> {
+        self.seen().into_iter().map(|s| s.body).collect()
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        // Do not wait for a handler that never answers.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+async fn chat_completions(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).expect("the request body is JSON");
+    let authorization = headers
+        .get("authorization")
+        .map(|v| v.to_str().expect("an ASCII header").to_owned());
+    let index = {
+        let mut seen = state.seen.lock().expect("lock");
+        seen.push(Seen {
+            body: body.clone(),
+            authorization,
+        });
+        seen.len() - 1
+    };
+    match (state.model)(index, &body) {
+        Reply::Json(status, headers, body) => {
+            let status = StatusCode::from_u16(status).expect("a valid status");
+            let mut response = (status, axum::Json(body)).into_response();
+            for (name, value) in headers {
+                response
+                    .headers_mut()
+                    .insert(name, value.parse().expect("a valid header value"));
+            }
+            response
+        }
+        Reply::Hang => std::future::pending().await,
+    }
+}
+
+// --- the fake model ------------------------------------------------------------------------------
+
+fn messages(body: &Value) -> &Vec<Value> {
+    body["messages"].as_array().expect("messages is a list")
+}
+
+/// A 200 chat completion carrying `message`; usage: 10 prompt tokens per message sent, and
+/// `completion_tokens` as given, so the sums in the report are checkable.
+fn completion(body: &Value, message: Value, finish_reason: &str, completion_tokens: u64) -> Reply {
+    let prompt_tokens = 10 * messages(body).len() as u64;
+    Reply::Json(
+        200,
+        vec![],
+        json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }),
+    )
+}
+
+/// A plain answer (5 completion tokens).
+fn answer(body: &Value, content: &str) -> Reply {
+    completion(
+        body,
+        json!({"role": "assistant", "content": content}),
+        "stop",
+        5,
+    )
+}
+
+/// A `write_file` call for hello.txt, arguments as a JSON string (7 completion tokens).
+fn write_hello(body: &Value) -> Reply {
+    let arguments = json!({"path": "hello.txt", "content": "hi\n"}).to_string();
+    completion(
+        body,
+        json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{
+                "id": "call_w1",
+                "type": "function",
+                "function": {"name": "write_file", "arguments": arguments},
+            }],
+        }),
+        "tool_calls",
+        7,
+    )
+}
+
+/// An error status with an OpenAI-style error body.
+fn status(code: u16, headers: Vec<(&'static str, &'static str)>) -> Reply {
+    Reply::Json(
+        code,
+        headers,
+        json!({"error": {"message": format!("fake status {code}"), "type": "server_error"}}),
+    )
+}
+
+/// Lies until told that verification failed, then writes the file, then says so.
+fn lies_once(_: usize, body: &Value) -> Reply {
+    let last = messages(body).last().expect("at least one message");
+    if last["role"] == "tool" {
+        answer(body, TRUTH)
+    } else if last["role"] == "user"
+        && last["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("VERIFICATION FAILED"))
+    {
+        write_hello(body)
+    } else {
+        answer(body, LIE)
+    }
+}
+
+/// Never does the work.
+fn always_lies(_: usize, body: &Value) -> Reply {
+    answer(body, LIE)
+}
+
+/// Answers at once; the tests that use it have the work done already.
+fn already_done(_: usize, body: &Value) -> Reply {
+    answer(body, "hello.txt already contains hi.")
+}
+
+// --- running delegations -------------------------------------------------------------------------
+
+/// Writes `delegation.yaml` into a fresh directory: the task, an openai delegate pointed at
+/// `server` (`delegate_extra` appended inside its mapping), then `rest`.
+fn delegation(server: &FakeOpenAi, delegate_extra: &str, rest: &str) -> TempDir {
+    let dir = TempDir::new();
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: {TASK:?}\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: {NO_KEY_VAR}, timeout_s: 30{delegate_extra}}}\n{rest}",
+            server.base_url
+        ),
+    );
+    dir
+}
+
+/// The file-verified delegation most tests use: `tools: [write_file, read_file]`,
+/// `args: {path: hello.txt}`, [`FILE_VERIFIER`], then `extra`.
+fn verified(server: &FakeOpenAi, delegate_extra: &str, extra: &str) -> TempDir {
+    delegation(
+        server,
+        delegate_extra,
+        &format!(
+            "tools: [write_file, read_file]\nargs: {{path: hello.txt}}\nverify: |{FILE_VERIFIER}{extra}"
+        ),
+    )
+}
+
+/// Runs `harness run FILE --json` in `dir` with loopback exempt from any proxy.
+fn run_file(dir: &TempDir, file: &str, env: &[(&str, &str)]) -> (Output, Value) {
+    let mut command = harness(["run", file, "--json"])
+        .current_dir(dir.path())
+        .env("NO_PROXY", "127.0.0.1")
+        .env("no_proxy", "127.0.0.1");
+    for (name, value) in env {
+        command = command.env(name, value);
+    }
+    let out = command.run();
+    let report = out.json();
+    (out, report)
+}
+
+/// Runs `harness run delegation.yaml --json` in `dir`.
+fn run_json(dir: &TempDir) -> (Output, Value) {
+    run_file(dir, "delegation.yaml", &[])
+}
+
+/// Returns `usage.per_attempt` as `(input_tokens, output_tokens, requests)` triples.
+fn usage_per_attempt(report: &Value) -> Vec<(u64, u64, u64)> {
+    report["usage"]["per_attempt"]
+        .as_array()
+        .expect("usage.per_attempt is a list")
+        .iter()
+        .map(|a| {
+            let n = |key: &str| a[key].as_u64().expect("a count");
+            (n("input_tokens"), n("output_tokens"), n("requests"))
+        })
+        .collect()
+}
+
+#[track_caller]
+fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
+    out.expect_code(code);
+    assert_eq!(report["outcome"], json!("error"), "{out:?}");
+    assert_eq!(report["verified"], json!(false), "{out:?}");
+    assert_eq!(report["error"]["kind"], json!(kind), "{out:?}");
+}
+
+// --- the Ralph loop ------------------------------------------------------------------------------
+
+#[test]
+fn passes_first_try_with_one_request() {
+    let server = FakeOpenAi::start(already_done);
+    let dir = verified(&server, "", "");
+    dir.write("hello.txt", "hi\n");
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["verified"], json!(true));
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(report["reasons"], json!([[]]));
+    assert_eq!(report["error"], Value::Null);
+    assert_eq!(
+        report["result"]["response"],
+        json!("hello.txt already contains hi.")
+    );
+    assert_eq!(
+        report["delegate"],
+        json!({"kind": "openai", "model": "fake"})
+    );
+    assert_eq!(server.seen().len(), 1);
+    assert_eq!(report["usage"]["requests"], json!(1));
+}
+
+#[test]
+fn does_the_work_first_try_through_a_tool_call() {
+    let server = FakeOpenAi::start(|_, body| {
+        if messages(body).last().expect("a message")["role"] == "tool" {
+            answer(body, TRUTH)
+        } else {
+            write_hello(body)
+        }
+    });
+    let dir = verified(&server, "", "");
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(1));
+    // The tool call, then the answer.
+    assert_eq!(server.seen().len(), 2);
+    assert_eq!(usage_per_attempt(&report), [(10 + 30, 7 + 5, 2)]);
+    assert_eq!(dir.read("hello.txt").as_deref(), Some("hi\n"));
+    assert_eq!(report["result"]["response"], json!(TRUTH));
+}
+
+#[test]
+fn lies_then_tells_the_truth() {
+    let server = FakeOpenAi::start(lies_once);
+    let dir = verified(&server, "", "");
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["verified"], json!(true));
+    assert_eq!(report["attempts"], json!(2));
+    assert_eq!(
+        report["reasons"],
+        json!([["verify: hello.txt does not exist (attempt 0)"], []])
+    );
+    assert_eq!(report["result"]["attempt"], json!(1));
+    assert_eq!(report["result"]["response"], json!(TRUTH));
+    assert_eq!(dir.read("hello.txt").as_deref(), Some("hi\n"));
+
+    // Attempt 1: the lie. Attempt 2: the write, then the answer. Nothing else.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    for body in &bodies {
+        assert_eq!(body["model"], json!("fake"));
+        let tools: Vec<&Value> = body["tools"]
+            .as_array()
+            .expect("tools are offered")
+            .iter()
+            .map(|t| &t["function"]["name"])
+            .collect();
+        assert_eq!(tools, [&json!("write_file"), &json!("read_file")]);
+    }
+    let first = messages(&bodies[0]);
+    assert_eq!(first, &vec![json!({"role": "user", "content": TASK})]);
+
+    // The second attempt's first request: the whole first conversation, then the retry prompt
+    // quoting the verifier's reason.
+    let second = messages(&bodies[1]);
+    assert_eq!(second.len(), 3, "{second:#?}");
+    assert_eq!(&second[..1], &first[..]);
+    assert_eq!(second[1], json!({"role": "assistant", "content": LIE}));
+    assert_eq!(second[2]["role"], json!("user"));
+    let retry = second[2]["content"].as_str().expect("retry prompt text");
+    assert!(retry.contains("VERIFICATION FAILED"), "{retry}");
+    assert!(
+        retry.contains("verify: hello.txt does not exist (attempt 0)"),
+        "{retry}"
+    );
+
+    // The third: all of that, the model's own tool call as it sent it, and the tool's result.
+    let third = messages(&bodies[2]);
+    assert_eq!(third.len(), 5, "{third:#?}");
+    assert_eq!(&third[..3], &second[..]);
+    assert_eq!(third[3]["role"], json!("assistant"));
+    let call = &third[3]["tool_calls"][0];
+    assert_eq!(call["id"], json!("call_w1"));
+    assert_eq!(call["type"], json!("function"));
+    assert_eq!(call["function"]["name"], json!("write_file"));
+    let arguments: Value = serde_json::from_str(
+        call["function"]["arguments"]
+            .as_str()
+            .expect("arguments are a JSON string"),
+    )
+    .expect("arguments are JSON");
+    assert_eq!(arguments, json!({"path": "hello.txt", "content": "hi\n"}));
+    assert_eq!(third[4]["role"], json!("tool"));
+    assert_eq!(third[4]["tool_call_id"], json!("call_w1"));
+    let tool_output = third[4]["content"].as_str().expect("tool output");
+    assert!(tool_output.contains("hello.txt"), "{tool_output}");
+
+    // The Result of attempt 2 records the call and its result.
+    assert_eq!(
+        report["result"]["tool_calls"][0]["name"],
+        json!("write_file")
+    );
+    assert_eq!(report["result"]["tool_calls"][0]["arguments"], arguments);
+    assert_eq!(
+        report["result"]["tool_results"][0]["is_error"],
+        json!(false)
+    );
+
+    // Token usage from the fake's `usage` objects, per attempt and in total.
+    assert_eq!(
+        usage_per_attempt(&report),
+        [(10, 5, 1), (30 + 50, 7 + 5, 2)]
+    );
+    assert_eq!(report["usage"]["input_tokens"], json!(90));
+    assert_eq!(report["usage"]["output_tokens"], json!(17));
+    assert_eq!(report["usage"]["requests"], json!(3));
+}
+
+#[test]
+fn always_lies_until_the_retries_run_out() {
+    let server = FakeOpenAi::start(always_lies);
+    let dir = verified(&server, "", "max_verify_retries: 2\n");
+    let (out, report) = run_json(&dir);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["verified"], json!(false));
+    assert_eq!(report["attempts"], json!(3));
+    assert_eq!(report["error"]["kind"], json!("verification_failed"));
+    assert_eq!(
+        report["reasons"],
+        json!([
+            ["verify: hello.txt does not exist (attempt 0)"],
+            ["verify: hello.txt does not exist (attempt 1)"],
+            ["verify: hello.txt does not exist (attempt 2)"],
+        ])
+    );
+    let message = report["error"]["message"].as_str().expect("a message");
+    for attempt in 0..3 {
+        assert!(
+            message.contains(&format!("(attempt {attempt})")),
+            "{message}"
+        );
+    }
+    // One request per attempt, each carrying the conversation so far.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 3);
+    let lengths: Vec<usize> = bodies.iter().map(|b| messages(b).len()).collect();
+    assert_eq!(lengths, [1, 3, 5]);
+    let last = messages(&bodies[2]);
+    assert_eq!(&last[..3], &messages(&bodies[1])[..]);
+    let retry = last[4]["content"]
+        .as_str()
+        .expect("the second retry prompt");
+    assert!(retry.contains("VERIFICATION FAILED"), "{retry}");
+    assert!(retry.contains("(attempt 1)"), "{retry}");
+    assert_eq!(
+        usage_per_attempt(&report),
+        [(10, 5, 1), (30, 5, 1), (50, 5, 1)]
+    );
+    assert_eq!(report["usage"]["input_tokens"], json!(90));
+    assert_eq!(report["usage"]["output_tokens"], json!(15));
+    assert_eq!(dir.read("hello.txt"), None);
+}
+
+#[test]
+fn zero_retries_means_one_request() {
+    let server = FakeOpenAi::start(lies_once);
+    let dir = verified(&server, "", "max_verify_retries: 0\n");
+    let (out, report) = run_json(&dir);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(report["error"]["kind"], json!("verification_failed"));
+    assert_eq!(
+        report["reasons"],
+        json!([["verify: hello.txt does not exist (attempt 0)"]])
+    );
+    assert_eq!(server.seen().len(), 1);
+    assert_eq!(dir.read("hello.txt"), None);
+}
+
+#[test]
+fn no_verifier_means_skipped_after_one_request() {
+    let server = FakeOpenAi::start(lies_once);
+    let dir = delegation(&server, "", "tools: [write_file]\n");
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("skipped"), "{out:?}");
+    assert_eq!(report["verified"], json!(false));
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(report["reasons"], json!([]));
+    assert_eq!(report["error"], Value::Null);
+    // The lie passes through unchecked: that is what `skipped` means.
+    assert_eq!(report["result"]["response"], json!(LIE));
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[test]
+fn a_broken_verifier_stops_at_once() {
+    let server = FakeOpenAi::start(lies_once);
+    // lies_once would pass on a retry: there must be none.
+    let dir = delegation(
+        &server,
+        "",
+        "tools: [write_file]\nverify: |\n  def run(result):\n      return 1 // 0\n",
+    );
+    let (out, report) = run_json(&dir);
+    expect_error_kind(&out, &report, 3, "verifier");
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(server.seen().len(), 1);
+    assert_eq!(dir.read("hello.txt"), None);
+}
+
+// --- transport failures --------------------------------------------------------------------------
+
+#[test]
+fn a_server_error_is_a_transport_retry_not_a_verify_retry() {
+    let server = FakeOpenAi::start(|index, body| {
+        if index == 0 {
+            status(500, vec![])
+        } else {
+            already_done(index, body)
+        }
+    });
+    let dir = verified(&server, ", max_retries: 1", "");
+    dir.write("hello.txt", "hi\n");
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(report["reasons"], json!([[]]));
+    // Two HTTP requests, the same one twice, but one model call in one attempt.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0], bodies[1]);
+    assert_eq!(usage_per_attempt(&report), [(10, 5, 1)]);
+}
+
+#[test]
+fn a_rate_limit_with_retry_after_is_honoured() {
+    let server = FakeOpenAi::start(|index, body| {
+        if index == 0 {
+            status(429, vec![("retry-after", "1")])
+        } else {
+            already_done(index, body)
+        }
+    });
+    let dir = verified(&server, ", max_retries: 1", "");
+    dir.write("hello.txt", "hi\n");
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(1));
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0], bodies[1]);
+    assert_eq!(report["usage"]["requests"], json!(1));
+}
+
+#[test]
+fn persistent_server_errors_are_a_delegate_error() {
+    let server = FakeOpenAi::start(|_, _| status(503, vec![("retry-after", "0")]));
+    let dir = verified(&server, ", max_retries: 2", "");
+    let (out, report) = run_json(&dir);
+    expect_error_kind(&out, &report, 4, "delegate");
+    assert_eq!(report["attempts"], json!(1));
+    // The first try and two transport retries; never a verify retry.
+    assert_eq!(server.seen().len(), 3);
+    let message = report["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("503"), "{message}");
+    assert!(message.contains("fake status 503"), "{message}");
+}
+
+#[test]
+fn a_hanging_provider_hits_the_request_timeout() {
+    let server = FakeOpenAi::start(|_, _| Reply::Hang);
+    let dir = verified(&server, ", timeout_s: 1, max_retries: 0", "");
+    let (out, report) = run_json(&dir);
+    expect_error_kind(&out, &report, 4, "delegate");
+    assert_eq!(report["attempts"], json!(1));
+    let message = report["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("timed out"), "{message}");
+    assert_eq!(server.seen().len(), 1);
+}
+
+// --- settings on the wire ------------------------------------------------------------------------
+
+#[test]
+fn settings_are_forwarded_in_the_request_body() {
+    let server = FakeOpenAi::start(already_done);
+    let dir = verified(&server, ", temperature: 0, max_tokens: 256", "");
+    dir.write("hello.txt", "hi\n");
+    let (out, _) = run_json(&dir);
+    out.expect_code(0);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    let body = &seen[0].body;
+    // 0 is a temperature, not "unset".
+    assert_eq!(body["temperature"].as_f64(), Some(0.0), "{body}");
+    assert_eq!(body["max_tokens"], json!(256), "{body}");
+    assert_eq!(body["model"], json!("fake"));
+    assert_eq!(body["tools"][0]["type"], json!("function"));
+    // The key variable is unset: no Authorization header.
+    assert_eq!(seen[0].authorization, None);
+
+    // Unset settings are not sent at all.
+    let server = FakeOpenAi::start(already_done);
+    let dir = verified(&server, "", "");
+    dir.write("hello.txt", "hi\n");
+    run_json(&dir).0.expect_code(0);
+    let body = &server.bodies()[0];
+    assert!(body.get("temperature").is_none(), "{body}");
+    assert!(body.get("max_tokens").is_none(), "{body}");
+}
+
+// --- examples ------------------------------------------------------------------------------------
+
+/// Copies `examples/openai` into a temporary directory, points `file` at `server` by replacing
+/// `base_url` (which the file must spell exactly), and returns the copy.
+fn openai_example(server: &FakeOpenAi, file: &str, base_url: &str) -> TempDir {
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/openai"), &dir.path());
+    let _ = std::fs::remove_file(dir.join("workspace/hello.txt"));
+    let text = dir.read(file).expect("the example file exists");
+    let needle = format!("base_url: {base_url}\n");
+    assert!(
+        text.contains(&needle),
+        "examples/openai/{file} must set `{}`",
+        needle.trim()
+    );
+    dir.write(
+        file,
+        text.replace(&needle, &format!("base_url: {}\n", server.base_url)),
+    );
+    dir
+}
+
+#[test]
+fn the_openai_example_runs_against_the_fake() {
+    let readme = std::fs::read_to_string(repo_root().join("examples/openai/README.md"))
+        .expect("examples/openai/README.md");
+    for shown in [
+        "cargo run --release -- run examples/openai/delegation.yaml",
+        "cargo run --release -- run examples/openai/delegation.ollama.yaml",
+        "OPENAI_API_KEY",
+    ] {
+        assert!(readme.contains(shown), "the README does not show {shown:?}");
+    }
+
+    let server = FakeOpenAi::start(lies_once);
+    let dir = openai_example(&server, "delegation.yaml", "https://api.openai.com/v1");
+    let (out, report) = run_file(
+        &dir,
+        "delegation.yaml",
+        &[("OPENAI_API_KEY", "sk-fake-for-tests")],
+    );
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(2));
+    assert_eq!(dir.read("workspace/hello.txt").as_deref(), Some("hi\n"));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    // The model named in the file, the key from OPENAI_API_KEY, the tools the file lists.
+    assert_eq!(seen[0].body["model"], json!("gpt-4o-mini"));
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some("Bearer sk-fake-for-tests")
+    );
+    let tools: Vec<&Value> = seen[0].body["tools"]
+        .as_array()
+        .expect("tools are offered")
+        .iter()
+        .map(|t| &t["function"]["name"])
+        .collect();
+    assert_eq!(tools, [&json!("write_file"), &json!("read_file")]);
+}
+
+#[test]
+fn the_ollama_example_runs_against_the_fake() {
+    let server = FakeOpenAi::start(lies_once);
+    let dir = openai_example(
+        &server,
+        "delegation.ollama.yaml",
+        "http://localhost:11434/v1",
+    );
+    // Ollama needs no key: with its variable empty, no Authorization header goes out.
+    let (out, report) = run_file(&dir, "delegation.ollama.yaml", &[("OLLAMA_API_KEY", "")]);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(2));
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[0].body["model"], json!("llama3.1"));
+    assert_eq!(seen[0].body["temperature"].as_f64(), Some(0.0));
+    assert_eq!(seen[0].authorization, None);
+}
+
+#[test]
+fn the_command_example_lies_is_caught_and_passes_on_attempt_2() {
+    let readme = std::fs::read_to_string(repo_root().join("examples/command/README.md"))
+        .expect("examples/command/README.md");
+    assert!(
+        readme.contains("cargo run --release -- run examples/command/delegation.yaml"),
+        "the README does not show the command"
+    );
+
+    // Run a copy, from elsewhere: the agent writes into the workspace, and the script's path in
+    // the file must work from the workspace, not from where harness was started.
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/command"), &dir.path());
+    let _ = std::fs::remove_file(dir.join("workspace/hello.txt"));
+    let elsewhere = TempDir::new();
+    let out = harness(["run", "--json"])
+        .args([dir.join("delegation.yaml")])
+        .current_dir(elsewhere.path())
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(2));
+    assert_eq!(
+        report["delegate"],
+        json!({"kind": "command", "model": null})
+    );
+    let reasons = report["reasons"].as_array().expect("reasons");
+    assert_eq!(reasons.len(), 2);
+    assert_eq!(reasons[1], json!([]));
+    let first = reasons[0][0].as_str().expect("the first attempt's reason");
+    assert!(first.contains("hello.txt"), "{first}");
+    assert_eq!(report["usage"]["requests"], json!(2));
+    assert_eq!(dir.read("workspace/hello.txt").as_deref(), Some("hi\n"));
+    assert!(!elsewhere.join("hello.txt").exists());
+}
