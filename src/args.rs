@@ -33,6 +33,15 @@ pub enum Command {
     /// {"verified": bool, "reason": str}, or json.encode of that dict. It sees the builtins (fs,
     /// http, json, re, hash, time, env, exec, log) and `args`.
     Verify(VerifyArgs),
+    /// Run many delegations from a JSONL file (one delegation per line) or a YAML file
+    /// (`template:` plus a list of `args:`), concurrently.
+    ///
+    /// Prints one outcome per delegation in completion order (JSON lines with --json), a
+    /// progress bar on a terminal, and a summary. One delegation's error never stops the others;
+    /// Ctrl-C stops dispatching and lets running delegations finish (up to --grace seconds).
+    /// Exit code: 0 all passed or skipped, 1 some failed or errored, 2 some entries malformed,
+    /// 130 interrupted.
+    Batch(BatchArgs),
     /// List or check policy hooks.
     #[command(subcommand)]
     Hooks(HooksCommand),
@@ -42,6 +51,13 @@ pub enum Command {
     /// Progress (attempts, tool calls, verdicts, retries) goes to stderr; the outcome decides the
     /// exit code.
     Run(RunArgs),
+    /// The failure-mode report over the run journal: per delegate kind, pass rate, pass@attempt,
+    /// exhausted, broken-policy and blocked counts, attempts and durations, top failure reasons
+    /// and failing hooks.
+    Report(ReportArgs),
+    /// Read single delegations from the run journal.
+    #[command(subcommand)]
+    Runs(RunsCommand),
 }
 
 /// Flags shared by every command that runs scripts.
@@ -114,6 +130,12 @@ pub struct RunArgs {
     /// Print exactly one JSON object describing the outcome; no progress on stderr.
     #[arg(long)]
     pub json: bool,
+    /// Record the delegation in this run journal [default: <workdir>/.harness/runs.db].
+    #[arg(long, value_name = "PATH", conflicts_with = "no_journal")]
+    pub journal: Option<PathBuf>,
+    /// Do not record the delegation in the run journal.
+    #[arg(long = "no-journal")]
+    pub no_journal: bool,
 }
 
 /// `harness hooks ...`.
@@ -137,4 +159,92 @@ pub struct HooksArgs {
     /// Script sandbox for compiling (hooks' top-level code runs at load).
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+}
+
+/// Which journal, and which of its records, `harness report` and `harness runs list` read.
+#[derive(Debug, Args)]
+pub struct JournalArgs {
+    /// The run journal [default: .harness/runs.db].
+    #[arg(long, value_name = "PATH", default_value = ".harness/runs.db")]
+    pub journal: PathBuf,
+    /// Only delegations that started within this long before now (e.g. 30m, 24h, 7d).
+    #[arg(long, value_name = "DURATION")]
+    pub since: Option<String>,
+    /// Only delegate kinds matching this glob (e.g. `scripted`, `open*`).
+    #[arg(long, value_name = "GLOB")]
+    pub kind: Option<String>,
+}
+
+/// `harness report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The journal and the records to include.
+    #[command(flatten)]
+    pub select: JournalArgs,
+    /// Print exactly one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report as one self-contained HTML page (inline SVG charts, no network).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// `harness runs ...`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List recorded delegations, newest first.
+    List(RunsListArgs),
+    /// Show one recorded delegation with its attempts and reasons.
+    Show(RunsShowArgs),
+}
+
+/// `harness runs list`.
+#[derive(Debug, Args)]
+pub struct RunsListArgs {
+    /// The journal and the records to list.
+    #[command(flatten)]
+    pub select: JournalArgs,
+    /// At most this many records.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// Print exactly one JSON object {"runs": [...]} instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `harness runs show`.
+#[derive(Debug, Args)]
+pub struct RunsShowArgs {
+    /// The delegation id (as `harness run` printed it).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// The run journal [default: .harness/runs.db].
+    #[arg(long, value_name = "PATH", default_value = ".harness/runs.db")]
+    pub journal: PathBuf,
+    /// Print the record as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `harness batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The batch file: `.jsonl` (one delegation per line) or `.yaml` (template + args).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Delegations in flight at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Hook files or directories added to every delegation's own.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub hooks: Vec<PathBuf>,
+    /// After Ctrl-C, seconds to wait for running delegations before abandoning them.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub grace: u64,
+    /// Script sandbox (`--workdir` overrides every delegation's `workdir`).
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Print one JSON object per delegation (the `harness run --json` object plus `line`).
+    #[arg(long)]
+    pub json: bool,
 }

@@ -128,3 +128,30 @@ mod tests {
         assert!(script_args(None, &["=x".to_owned()]).is_err());
     }
 }
+
+/// Turns `--since` and `--kind` into a journal filter.
+pub fn journal_filter(
+    select: &crate::args::JournalArgs,
+    limit: Option<usize>,
+) -> Result<harness::Filter, Error> {
+    let since = match &select.since {
+        None => None,
+        Some(text) => {
+            let ago = humantime::parse_duration(text).map_err(|e| {
+                Error::config(format!(
+                    "--since {text:?}: {e} (give a duration such as 30m, 24h or 7d)"
+                ))
+            })?;
+            Some(
+                std::time::SystemTime::now()
+                    .checked_sub(ago)
+                    .unwrap_or(std::time::UNIX_EPOCH),
+            )
+        }
+    };
+    Ok(harness::Filter {
+        since,
+        kind_glob: select.kind.clone(),
+        limit,
+    })
+}

@@ -13,3 +13,5 @@ mod examples;
 mod hooks;
 // `harness run` with the openai delegate against a fake server; the openai and command examples.
 mod ralph_openai;
+// OTLP export through a real in-process receiver (HTTP/protobuf and gRPC): spans, events, metrics.
+mod telemetry;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+use rusqlite::{Connection, TransactionBehavior, params, params_from_iter};
 use serde_json::{Value, json};
 
 use crate::conversation::Usage;
@@ -146,6 +146,7 @@ impl Record {
             .position(|a| a.passed == Some(true))
             .map(|i| i + 1)
             .or(Some(self.attempts.len()))
+            .filter(|&n| n > 0)
     }
 
     /// Returns the record as JSON (`harness runs show --json`).
@@ -348,7 +349,8 @@ impl Journal {
     /// file, a record with the same id already there); nothing of the delegation is written then.
     pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<()> {
         let path = self.path.clone();
-        let fail = |e: rusqlite::Error| sql_error(&path, &format!("cannot record {} in", report.id), &e);
+        let fail =
+            |e: rusqlite::Error| sql_error(&path, &format!("cannot record {} in", report.id), &e);
         let usage = report.usage();
         let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let tx = self
@@ -430,7 +432,10 @@ impl Journal {
         }
         sql.push_str(" ORDER BY started_at_ms DESC, id DESC");
         if let Some(limit) = filter.limit {
-            sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(
+                " LIMIT {}",
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ));
         }
         self.query(&sql, params_from_iter(values))
     }
@@ -522,7 +527,10 @@ fn newer_error(path: &Path, version: u32) -> Error {
 }
 
 fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
-    Error::config(format!("journal {}: {what} the database: {e}", path.display()))
+    Error::config(format!(
+        "journal {}: {what} the database: {e}",
+        path.display()
+    ))
 }
 
 #[cfg(test)]
@@ -598,7 +606,10 @@ mod tests {
                     &report(
                         "d-1",
                         Outcome::Passed,
-                        &[(Some(false), &["verify: a.txt does not exist"]), (Some(true), &[])],
+                        &[
+                            (Some(false), &["verify: a.txt does not exist"]),
+                            (Some(true), &[]),
+                        ],
                     ),
                     &meta,
                 )
@@ -618,7 +629,10 @@ mod tests {
         assert_eq!(one.error_kind, None);
         assert_eq!(one.attempts.len(), 2);
         assert_eq!(one.attempts[0].passed, Some(false));
-        assert_eq!(one.attempts[0].reasons, vec!["verify: a.txt does not exist"]);
+        assert_eq!(
+            one.attempts[0].reasons,
+            vec!["verify: a.txt does not exist"]
+        );
         assert_eq!(one.attempts[1].duration, Duration::from_millis(20));
         assert_eq!(one.usage.input_tokens, 20);
         assert_eq!(one.usage.requests, 2);
@@ -710,18 +724,18 @@ mod tests {
         }
         let err = Journal::open(&path).expect_err("newer schema");
         assert_eq!(err.kind(), ErrorKind::Config);
-        assert!(
-            err.message().contains("newer harness"),
-            "{}",
-            err.message()
-        );
+        assert!(err.message().contains("newer harness"), "{}", err.message());
     }
 
     #[test]
     fn a_file_that_is_not_a_database_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("runs.db");
-        std::fs::write(&path, "not a database, just text that is long enough to have a header").expect("write");
+        std::fs::write(
+            &path,
+            "not a database, just text that is long enough to have a header",
+        )
+        .expect("write");
         let err = Journal::open(&path).expect_err("not SQLite");
         assert_eq!(err.kind(), ErrorKind::Config);
     }
@@ -731,7 +745,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("runs.db");
         let err = Journal::open_existing(&path).expect_err("missing");
-        assert!(err.message().contains("no run journal"), "{}", err.message());
+        assert!(
+            err.message().contains("no run journal"),
+            "{}",
+            err.message()
+        );
         assert!(!path.exists());
     }
 

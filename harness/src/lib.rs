@@ -20,9 +20,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod batch;
+mod cache;
 mod conversation;
+mod dashboard;
 pub mod delegate;
 mod error;
+mod journal;
 mod pipeline;
 mod policy;
 mod prompt;
@@ -35,7 +39,9 @@ mod tools;
 mod verifier;
 
 pub use conversation::{Message, ToolSpec, Usage};
+pub use dashboard::{Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise};
 pub use error::{Error, ErrorKind, Result};
+pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
 pub use pipeline::{Pipeline, Verdict};
 pub use policy::Policy;
 pub use prompt::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, retry_prompt, retry_template_sha256};

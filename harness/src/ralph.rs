@@ -10,6 +10,7 @@ use harness_hooks::{Event as HookEvent, HookSet};
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use crate::cache::Cache;
 use crate::conversation::{Message, ToolSpec, Usage};
 use crate::delegate::{CommandDelegate, Delegate, OpenAiDelegate, ScriptedDelegate, TurnRequest};
 use crate::error::{Error, ErrorKind, Result};
@@ -106,6 +107,9 @@ pub struct Runtime {
     engine: Arc<Engine>,
     hook_engine: Arc<Engine>,
     http: reqwest::Client,
+    hooks: Arc<Cache<HookSet>>,
+    verifiers: Arc<Cache<Verifier>>,
+    scripts: Arc<Cache<(Arc<Script>, Arc<Sandbox>)>>,
 }
 
 struct Prepared {
@@ -158,15 +162,6 @@ fn new_id() -> String {
     format!("d-{:016x}", fastrand::u64(..))
 }
 
-/// Compiles scripts on a blocking thread: top-level code may run up to its time budget.
-async fn compile_blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::new(ErrorKind::Config, format!("script compilation failed: {e}")))?
-}
-
 impl Runtime {
     /// Creates a runtime.
     ///
@@ -180,6 +175,9 @@ impl Runtime {
             engine: Arc::new(Engine::new()),
             hook_engine: Arc::new(harness_hooks::engine()),
             http,
+            hooks: Arc::new(Cache::new()),
+            verifiers: Arc::new(Cache::new()),
+            scripts: Arc::new(Cache::new()),
         })
     }
 
@@ -301,6 +299,15 @@ impl Runtime {
             DelegateConfig::OpenAi(spec) => Some(spec.model.clone()),
             _ => None,
         };
+        // Everything besides name, source and args that shapes a compiled script.
+        let shape = format!(
+            "{}\n{:?}\n{:?}\n{:?}\n{:?}",
+            workspace.root().display(),
+            delegation.allow_hosts,
+            options.allow_hosts,
+            options.allow_exec,
+            options.allow_env
+        );
         let mut names = vec![delegation.delegate.kind().to_owned()];
         names.extend(model.clone());
 
@@ -316,17 +323,20 @@ impl Runtime {
                 Limits::default(),
             ));
             let engine = Arc::clone(&self.hook_engine);
-            let hooks = compile_blocking(move || {
-                HookSet::load(&engine, sandbox, &paths).map_err(|problems| {
-                    let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-                    Error::config(format!(
-                        "{} problem(s) in hooks:\n{}",
-                        problems.len(),
-                        list.join("\n")
-                    ))
+            let key = format!("{shape}\n{paths:?}");
+            let hooks = self
+                .hooks
+                .get_or_compile(key, move || {
+                    HookSet::load(&engine, sandbox, &paths).map_err(|problems| {
+                        let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+                        Error::config(format!(
+                            "{} problem(s) in hooks:\n{}",
+                            problems.len(),
+                            list.join("\n")
+                        ))
+                    })
                 })
-            })
-            .await?;
+                .await?;
             Some(Policy::new(hooks))
         };
         let mut delegation = delegation.clone();
@@ -382,11 +392,13 @@ impl Runtime {
                     verify.source.clone(),
                     delegation.args.clone(),
                 );
+                let key = format!("{shape}\n{name}\n{args}\n{source}");
                 Some(
-                    compile_blocking(move || {
-                        Verifier::compile(&engine, sandbox, &name, &source, &args)
-                    })
-                    .await?,
+                    self.verifiers
+                        .get_or_compile(key, move || {
+                            Verifier::compile(&engine, sandbox, &name, &source, &args)
+                        })
+                        .await?,
                 )
             }
         };
@@ -400,14 +412,21 @@ impl Runtime {
                 ));
                 let engine = Arc::clone(&self.engine);
                 let (name, source) = (path.display().to_string(), source.clone());
-                let compiled = Arc::clone(&sandbox);
-                let script = compile_blocking(move || {
-                    Script::compile(&engine, &compiled, &name, &source, &[]).map_err(|e| {
-                        Error::config(format!("delegate script {e} [{}]", e.kind().as_str()))
+                let key = format!("{}\n{name}\n{source}", workspace.root().display());
+                let (script, sandbox) = self
+                    .scripts
+                    .get_or_compile(key, move || {
+                        let script = Script::compile(&engine, &sandbox, &name, &source, &[])
+                            .map_err(|e| {
+                                Error::config(format!(
+                                    "delegate script {e} [{}]",
+                                    e.kind().as_str()
+                                ))
+                            })?;
+                        Ok((Arc::new(script), sandbox))
                     })
-                })
-                .await?;
-                Box::new(ScriptedDelegate::new(Arc::new(script), sandbox)?)
+                    .await?;
+                Box::new(ScriptedDelegate::new(script, sandbox)?)
             }
             DelegateConfig::OpenAi(spec) => {
                 Box::new(OpenAiDelegate::new(spec.clone(), self.http.clone()))

@@ -12,6 +12,8 @@ use crate::delegate::{CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::tools::Tool;
 
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
+
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
 /// Default `limits.max_turns` (per attempt).
@@ -186,11 +188,36 @@ impl Delegation {
     /// As [`Delegation::from_file`].
     pub fn from_yaml(source: &Path, text: &str, base: &Path) -> Result<Self> {
         let file = source.display().to_string();
-        let raw: RawFile = serde_norway::from_str(text).map_err(|e| {
-            Error::config(format!(
-                "{file}: {e} (see the delegation file reference: task, delegate, tools, args, verify | verify_file, max_verify_retries, hooks, workdir, network, limits)"
-            ))
+        let raw: RawFile = serde_norway::from_str(text)
+            .map_err(|e| Error::config(format!("{file}: {e} ({KEYS_HINT})")))?;
+        Self::from_raw(source, &file, raw, base)
+    }
+
+    /// Validates one delegation given as a JSON object (a line of a batch file); `label` names
+    /// it in messages (e.g. `batch.jsonl:7`).
+    ///
+    /// # Errors
+    /// As [`Delegation::from_file`], naming the field.
+    pub fn from_json(
+        source: &Path,
+        label: &str,
+        value: serde_json::Value,
+        base: &Path,
+    ) -> Result<Self> {
+        let raw: RawFile = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let place = if path == "." {
+                String::new()
+            } else {
+                format!("`{path}`: ")
+            };
+            Error::config(format!("{label}: {place}{} ({KEYS_HINT})", e.inner()))
         })?;
+        Self::from_raw(source, label, raw, base)
+    }
+
+    fn from_raw(source: &Path, file: &str, raw: RawFile, base: &Path) -> Result<Self> {
+        let file = file.to_owned();
         if raw.task.trim().is_empty() {
             return Err(Error::config(format!(
                 "{file}: `task` is empty; say what the delegate should do"

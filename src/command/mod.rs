@@ -1,7 +1,10 @@
 //! One module per subcommand; `dispatch` runs the chosen one and returns its exit code.
 
+mod batch;
 mod hooks;
+mod report;
 mod run;
+mod runs;
 mod verify;
 
 use crate::args::{Cli, Command};
@@ -11,6 +14,9 @@ pub async fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Verify(args) => verify::run(args).await,
         Command::Run(args) => run::run(args).await,
+        Command::Batch(args) => batch::run(args).await,
         Command::Hooks(command) => hooks::run(command).await,
+        Command::Report(args) => report::run(args).await,
+        Command::Runs(command) => runs::run(command).await,
     }
 }

@@ -40,6 +40,7 @@ pub async fn run(args: RunArgs) -> u8 {
     };
     let report = runtime.run(&delegation, &options, &observer).await;
     let trace_id = trace_id.into_inner();
+    record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
     if json_output {
         let mut object = report.to_json();
         object["trace_id"] = serde_json::json!(trace_id);
@@ -157,5 +158,52 @@ fn one_line(text: &str, max: usize) -> String {
         format!("{}...", flat.chars().take(max).collect::<String>())
     } else {
         flat
+    }
+}
+
+/// Records the delegation in the run journal (`--journal`, default
+/// `<workdir>/.harness/runs.db`) unless `--no-journal`. A journal that cannot be written is a
+/// warning on stderr: it never changes the outcome or the exit code.
+async fn record_in_journal(
+    args: &RunArgs,
+    delegation: &Delegation,
+    report: &Report,
+    trace_id: Option<String>,
+) {
+    if args.no_journal {
+        return;
+    }
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let workdir = absolute(&delegation.workdir);
+    let path = match &args.journal {
+        Some(path) => path.clone(),
+        // Never create a mistyped workspace just to hold its journal.
+        None if !workdir.is_dir() => {
+            eprintln!(
+                "warning: not recorded in the run journal: the workdir {} does not exist",
+                workdir.display()
+            );
+            return;
+        }
+        None => workdir.join(".harness").join("runs.db"),
+    };
+    let meta = harness::RecordMeta {
+        trace_id,
+        source: Some(absolute(&delegation.source)),
+        workdir: Some(workdir),
+    };
+    let report = report.clone();
+    let journal = path.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        harness::Journal::open(&journal)?.record(&report, &meta)
+    })
+    .await
+    .unwrap_or_else(|e| Err(Error::config(format!("the journal writer failed: {e}"))));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: not recorded in the run journal {}: {}",
+            path.display(),
+            e.message()
+        );
     }
 }

@@ -62,7 +62,7 @@ pub struct Turn {
 }
 
 /// Something that plays the sub-agent.
-pub trait Delegate: Send {
+pub trait Delegate: Send + Sync {
     /// Returns the delegate's kind: `scripted`, `openai` or `command`.
     fn kind(&self) -> &'static str;
 

@@ -1,0 +1,359 @@
+//! Batches: many delegations from one file, run concurrently on one runtime. Input is read as
+//! delegations are dispatched, so memory follows the concurrency, not the size of the file.
+
+use std::future::Future;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::error::{Error, Result};
+use crate::ralph::{Event, RunOptions, Runtime};
+use crate::report::Report;
+use crate::spec::Delegation;
+
+/// One delegation of a batch, or why its entry could not be read.
+#[derive(Debug)]
+pub struct BatchItem {
+    /// The 1-based line of a JSONL file, or the 1-based index into a YAML file's `args` list.
+    pub line: usize,
+    /// The delegation, or the configuration error that entry has.
+    pub delegation: Result<Delegation>,
+}
+
+/// Reads a batch file entry by entry.
+///
+/// - `*.jsonl` / `*.ndjson`: one delegation per line, a JSON object with the keys of a delegation
+///   file; blank lines are skipped.
+/// - `*.yaml` / `*.yml`: `template:` (a delegation) and `args:` (a list of objects); each entry
+///   becomes one delegation whose `args` are the template's merged with the entry's, and whose
+///   `task` has `{key}` replaced by the entry's string and number values.
+///
+/// Relative paths are relative to the batch file's directory.
+pub struct BatchReader {
+    source: PathBuf,
+    base: PathBuf,
+    entries: Entries,
+}
+
+enum Entries {
+    Lines {
+        lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+        line: usize,
+    },
+    Fanout(std::vec::IntoIter<BatchItem>),
+}
+
+impl std::fmt::Debug for BatchReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchReader")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BatchReader {
+    /// Opens a batch file.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the file cannot be read, has an
+    /// unknown extension, or (YAML) is not a template with an `args` list.
+    pub fn open(path: &Path) -> Result<Self> {
+        let base = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path.display().to_string();
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default();
+        let entries = match extension {
+            "jsonl" | "ndjson" => {
+                let file = std::fs::File::open(path)
+                    .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
+                Entries::Lines {
+                    lines: std::io::BufReader::new(file).lines(),
+                    line: 0,
+                }
+            }
+            "yaml" | "yml" => Entries::Fanout(fan_out(path, &name, &base)?.into_iter()),
+            _ => {
+                return Err(Error::config(format!(
+                    "batch file {name}: expected a .jsonl (one delegation per line) or .yaml (template + args) file"
+                )));
+            }
+        };
+        Ok(BatchReader {
+            source: path.to_path_buf(),
+            base,
+            entries,
+        })
+    }
+}
+
+impl Iterator for BatchReader {
+    type Item = BatchItem;
+
+    fn next(&mut self) -> Option<BatchItem> {
+        match &mut self.entries {
+            Entries::Fanout(items) => items.next(),
+            Entries::Lines { lines, line } => loop {
+                *line += 1;
+                let label = format!("{}:{line}", self.source.display());
+                let text = match lines.next()? {
+                    Ok(text) => text,
+                    Err(e) => {
+                        return Some(BatchItem {
+                            line: *line,
+                            delegation: Err(Error::config(format!("{label}: {e}"))),
+                        });
+                    }
+                };
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let delegation = serde_json::from_str::<Value>(&text)
+                    .map_err(|e| Error::config(format!("{label}: not valid JSON: {e}")))
+                    .and_then(|value| {
+                        Delegation::from_json(&self.source, &label, value, &self.base)
+                    });
+                return Some(BatchItem {
+                    line: *line,
+                    delegation,
+                });
+            },
+        }
+    }
+}
+
+/// Expands a YAML template batch into its delegations.
+fn fan_out(path: &Path, name: &str, base: &Path) -> Result<Vec<BatchItem>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
+    let doc: Value =
+        serde_norway::from_str(&text).map_err(|e| Error::config(format!("{name}: {e}")))?;
+    let Value::Object(mut doc) = doc else {
+        return Err(Error::config(format!(
+            "{name}: expected a mapping with `template` and `args`"
+        )));
+    };
+    if let Some(key) = doc
+        .keys()
+        .find(|k| !matches!(k.as_str(), "template" | "args"))
+    {
+        return Err(Error::config(format!(
+            "{name}: unknown key `{key}` (a batch YAML file has `template` and `args`)"
+        )));
+    }
+    let Some(Value::Object(template)) = doc.remove("template") else {
+        return Err(Error::config(format!(
+            "{name}: `template` must be a delegation mapping"
+        )));
+    };
+    let Some(Value::Array(entries)) = doc.remove("args") else {
+        return Err(Error::config(format!(
+            "{name}: `args` must be a list of mappings, one per delegation"
+        )));
+    };
+    let mut items = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.into_iter().enumerate() {
+        let label = format!("{name}: args[{index}]");
+        let delegation = match entry {
+            Value::Object(entry) => {
+                let value = instantiate(&template, &entry);
+                Delegation::from_json(path, &label, value, base)
+            }
+            other => Err(Error::config(format!(
+                "{label}: expected a mapping, got {other}"
+            ))),
+        };
+        items.push(BatchItem {
+            line: index + 1,
+            delegation,
+        });
+    }
+    Ok(items)
+}
+
+/// Merges one `args` entry into the template and fills `{key}` placeholders in the task.
+fn instantiate(template: &Map<String, Value>, entry: &Map<String, Value>) -> Value {
+    let mut delegation = template.clone();
+    let mut args = match delegation.remove("args") {
+        Some(Value::Object(args)) => args,
+        _ => Map::new(),
+    };
+    for (key, value) in entry {
+        args.insert(key.clone(), value.clone());
+    }
+    if let Some(Value::String(task)) = delegation.get_mut("task") {
+        for (key, value) in &args {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => continue,
+            };
+            *task = task.replace(&format!("{{{key}}}"), &text);
+        }
+    }
+    delegation.insert("args".to_owned(), Value::Object(args));
+    Value::Object(delegation)
+}
+
+/// How a batch runs.
+#[derive(Debug, Clone)]
+pub struct BatchSettings {
+    /// Delegations in flight at once.
+    pub concurrency: usize,
+    /// After a stop, how long running delegations may take to finish before they are abandoned.
+    pub grace: Duration,
+}
+
+/// One finished entry of a batch.
+#[derive(Debug)]
+pub struct BatchOutcome {
+    /// The entry's line (or index).
+    pub line: usize,
+    /// The delegation's report, or the entry's configuration error.
+    pub report: std::result::Result<Report, Error>,
+    /// The trace id, when spans are exported.
+    pub trace_id: Option<String>,
+}
+
+/// Totals of a batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchSummary {
+    /// Entries read.
+    pub read: usize,
+    /// Entries that could not be read or validated.
+    pub malformed: usize,
+    /// Delegations that finished.
+    pub finished: usize,
+    /// Delegations abandoned after a stop.
+    pub abandoned: usize,
+    /// True when the batch was stopped before reading every entry.
+    pub stopped: bool,
+}
+
+/// Runs every entry of `items` with at most `settings.concurrency` in flight, handing each
+/// outcome to `sink` as it completes. When `stop` resolves, no new entry is dispatched and
+/// running ones get `settings.grace` to finish. One delegation's error never stops the others.
+pub async fn run_batch<I, S, F>(
+    runtime: &Runtime,
+    items: I,
+    options: &RunOptions,
+    settings: &BatchSettings,
+    trace_id_of: fn(&tracing::Span) -> Option<String>,
+    stop: S,
+    mut sink: F,
+) -> BatchSummary
+where
+    I: Iterator<Item = BatchItem>,
+    S: Future<Output = ()>,
+    F: FnMut(BatchOutcome),
+{
+    let semaphore = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let (tx, mut rx) = mpsc::unbounded_channel::<BatchOutcome>();
+    let mut tasks = JoinSet::new();
+    let mut summary = BatchSummary::default();
+    let options = Arc::new(options.clone());
+    tokio::pin!(stop);
+    let mut items = items;
+    'dispatch: loop {
+        let permit = loop {
+            tokio::select! {
+                biased;
+                () = &mut stop => {
+                    summary.stopped = true;
+                    break 'dispatch;
+                }
+                Some(outcome) = rx.recv() => {
+                    summary.finished += 1;
+                    sink(outcome);
+                }
+                permit = Arc::clone(&semaphore).acquire_owned() => {
+                    match permit {
+                        Ok(permit) => break permit,
+                        Err(_) => break 'dispatch,
+                    }
+                }
+            }
+        };
+        // Read the next entry only now, so input is consumed at the pace of the work.
+        let Some(item) = items.next() else {
+            break;
+        };
+        summary.read += 1;
+        match item.delegation {
+            Err(e) => {
+                summary.malformed += 1;
+                sink(BatchOutcome {
+                    line: item.line,
+                    report: Err(e),
+                    trace_id: None,
+                });
+            }
+            Ok(delegation) => {
+                let runtime = runtime.clone();
+                let tx = tx.clone();
+                let options = Arc::clone(&options);
+                let line = item.line;
+                tasks.spawn(async move {
+                    let trace = OnceLock::new();
+                    let observer = |event: &Event<'_>| {
+                        if let Event::Started { span, .. } = event {
+                            if let Some(id) = trace_id_of(span) {
+                                let _ = trace.set(id);
+                            }
+                        }
+                    };
+                    let report = runtime.run(&delegation, &options, &observer).await;
+                    let _ = tx.send(BatchOutcome {
+                        line,
+                        report: Ok(report),
+                        trace_id: trace.into_inner(),
+                    });
+                    drop(permit);
+                });
+            }
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    drop(tx);
+    let mut drained = 0;
+    let drain = async {
+        while let Some(outcome) = rx.recv().await {
+            drained += 1;
+            sink(outcome);
+        }
+    };
+    if summary.stopped {
+        let _ = tokio::time::timeout(settings.grace, drain).await;
+    } else {
+        tokio::select! {
+            () = drain => {}
+            () = &mut stop => {
+                summary.stopped = true;
+            }
+        }
+        if summary.stopped {
+            // Stopped while waiting for the last ones: give them the grace period too.
+            let rest = async {
+                while let Some(outcome) = rx.recv().await {
+                    drained += 1;
+                    sink(outcome);
+                }
+            };
+            let _ = tokio::time::timeout(settings.grace, rest).await;
+        }
+    }
+    tasks.abort_all();
+    summary.finished += drained;
+    summary.abandoned = summary.read - summary.malformed - summary.finished;
+    summary
+}

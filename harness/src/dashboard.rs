@@ -1,0 +1,1099 @@
+//! The failure-mode dashboard: per delegate kind, how delegations ended, on which attempt they
+//! passed, how the policy broke, and why verification failed, computed from journal records.
+//!
+//! Three renderings of one computation: [`Dashboard::to_json`] for scripts,
+//! [`Dashboard::to_table`] for a terminal and [`Dashboard::to_html`] for one self-contained page
+//! with inline SVG charts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use regex::{Captures, Regex};
+use serde_json::{Value, json};
+
+use crate::conversation::Usage;
+use crate::journal::Record;
+
+/// How many reasons, hooks and errors each kind lists.
+const TOP: usize = 10;
+/// How many of them the terminal table shows.
+const TOP_IN_TABLE: usize = 5;
+/// Normalised reasons longer than this are cut (they are group keys, not documents).
+const MAX_REASON_CHARS: usize = 200;
+
+/// A failure reason with its variable parts replaced, and how often it occurred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReasonCount {
+    /// Where it came from: `verify`, `hook NAME`, or `other` when it had no known prefix.
+    pub source: String,
+    /// The reason with numbers, quoted strings, paths, URLs and ids replaced by placeholders.
+    pub reason: String,
+    /// How many failed attempts gave it.
+    pub count: usize,
+    /// One reason as it was written, before normalising.
+    pub example: String,
+}
+
+/// A hook and how many failed attempts it blocked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCount {
+    /// The hook's name.
+    pub hook: String,
+    /// Failed attempts with a reason from it.
+    pub count: usize,
+}
+
+/// A normalised error message of an `error` outcome and how often it occurred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorCount {
+    /// The error kind (`verifier`, `hook`, `delegate`, …).
+    pub kind: String,
+    /// The first line of the message, normalised like reasons.
+    pub message: String,
+    /// How many delegations ended with it.
+    pub count: usize,
+}
+
+/// The median, 95th percentile (nearest rank) and maximum of some measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spread {
+    /// The median.
+    pub p50: u64,
+    /// The 95th percentile.
+    pub p95: u64,
+    /// The largest.
+    pub max: u64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<u64>) -> Spread {
+        values.sort_unstable();
+        let rank = |p: f64| -> u64 {
+            if values.is_empty() {
+                return 0;
+            }
+            // Nearest rank: the smallest value with at least p of the values at or below it.
+            let rank = (p * values.len() as f64).ceil() as usize;
+            values[rank.clamp(1, values.len()) - 1]
+        };
+        Spread {
+            p50: rank(0.50),
+            p95: rank(0.95),
+            max: values.last().copied().unwrap_or(0),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({"p50": self.p50, "p95": self.p95, "max": self.max})
+    }
+}
+
+/// The numbers of one delegate kind (or of all of them together).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KindStats {
+    /// The delegate kind, or `all` for the total.
+    pub kind: String,
+    /// Delegations recorded.
+    pub delegations: usize,
+    /// Outcome `passed`.
+    pub passed: usize,
+    /// Outcome `skipped` (nothing configured to verify).
+    pub skipped: usize,
+    /// Outcome `failed` (every attempt failed verification).
+    pub failed: usize,
+    /// Outcome `error`.
+    pub errored: usize,
+    /// Passed delegations by the attempt that passed: `[0]` on the 1st, `[1]` on the 2nd, …;
+    /// as long as the most attempts any delegation of the kind made.
+    pub pass_at_attempt: Vec<usize>,
+    /// Delegations that spent every attempt without passing (`verification_failed`).
+    pub exhausted: usize,
+    /// Delegations stopped by a broken verifier or hook (`verifier`, `hook`).
+    pub broken_policy: usize,
+    /// Delegations a policy hook blocked (`blocked`).
+    pub blocked: usize,
+    /// Other errors: `config`, `delegate`, `tool`, `timeout`, `cancelled`, …
+    pub other_errors: usize,
+    /// Errored delegations per error kind (`verification_failed` excluded).
+    pub errors: BTreeMap<String, usize>,
+    /// Attempts per delegation.
+    pub attempts: Spread,
+    /// Duration per delegation, in milliseconds.
+    pub duration_ms: Spread,
+    /// Tokens spent.
+    pub usage: Usage,
+    /// The most frequent normalised failure reasons, most frequent first.
+    pub top_reasons: Vec<ReasonCount>,
+    /// The hooks that failed attempts most often, most frequent first.
+    pub top_hooks: Vec<HookCount>,
+    /// The most frequent normalised error messages, most frequent first.
+    pub top_errors: Vec<ErrorCount>,
+}
+
+impl KindStats {
+    /// Returns passed / (delegations − skipped): the share of verified delegations that passed,
+    /// or `None` when none was verified.
+    pub fn pass_rate(&self) -> Option<f64> {
+        let verified = self.delegations - self.skipped;
+        (verified > 0).then(|| self.passed as f64 / verified as f64)
+    }
+
+    fn compute(kind: &str, records: &[&Record]) -> KindStats {
+        let mut stats = KindStats {
+            kind: kind.to_owned(),
+            delegations: records.len(),
+            ..KindStats::default()
+        };
+        let most_attempts = records.iter().map(|r| r.attempts.len()).max().unwrap_or(0);
+        stats.pass_at_attempt = vec![0; most_attempts];
+        let mut reasons: HashMap<(String, String), (usize, String)> = HashMap::new();
+        let mut hooks: HashMap<String, usize> = HashMap::new();
+        let mut errors: HashMap<(String, String), usize> = HashMap::new();
+        for record in records {
+            stats.usage.add(record.usage);
+            match record.outcome.as_str() {
+                "passed" => stats.passed += 1,
+                "skipped" => stats.skipped += 1,
+                "failed" => stats.failed += 1,
+                _ => stats.errored += 1,
+            }
+            if let Some(n) = record.passed_on() {
+                if stats.pass_at_attempt.len() < n {
+                    stats.pass_at_attempt.resize(n, 0);
+                }
+                stats.pass_at_attempt[n - 1] += 1;
+            }
+            match record.error_kind.as_deref() {
+                None => {}
+                Some("verification_failed") => stats.exhausted += 1,
+                Some(kind) => {
+                    match kind {
+                        "verifier" | "hook" => stats.broken_policy += 1,
+                        "blocked" => stats.blocked += 1,
+                        _ => stats.other_errors += 1,
+                    }
+                    *stats.errors.entry(kind.to_owned()).or_default() += 1;
+                    let message = record.error_message.as_deref().unwrap_or_default();
+                    let first = message.lines().next().unwrap_or_default();
+                    *errors
+                        .entry((kind.to_owned(), normalise(first)))
+                        .or_default() += 1;
+                }
+            }
+            for attempt in &record.attempts {
+                let mut hooks_here = Vec::new();
+                for raw in &attempt.reasons {
+                    let (source, reason) = split_reason(raw);
+                    let entry = reasons
+                        .entry((source.to_owned(), normalise(reason)))
+                        .or_insert_with(|| (0, reason.to_owned()));
+                    entry.0 += 1;
+                    if let Some(hook) = source.strip_prefix("hook ") {
+                        if !hooks_here.contains(&hook) {
+                            hooks_here.push(hook);
+                        }
+                    }
+                }
+                for hook in hooks_here {
+                    *hooks.entry(hook.to_owned()).or_default() += 1;
+                }
+            }
+        }
+        stats.attempts = Spread::of(records.iter().map(|r| r.attempts.len() as u64).collect());
+        stats.duration_ms = Spread::of(
+            records
+                .iter()
+                .map(|r| u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX))
+                .collect(),
+        );
+        stats.top_reasons = top(reasons, |((source, reason), (count, example))| {
+            ReasonCount {
+                source,
+                reason,
+                count,
+                example,
+            }
+        });
+        stats.top_hooks = top(hooks, |(hook, count)| HookCount { hook, count });
+        stats.top_errors = top(errors, |((kind, message), count)| ErrorCount {
+            kind,
+            message,
+            count,
+        });
+        stats
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "kind": self.kind,
+            "delegations": self.delegations,
+            "outcomes": {
+                "passed": self.passed,
+                "skipped": self.skipped,
+                "failed": self.failed,
+                "error": self.errored,
+            },
+            "pass_rate": self.pass_rate(),
+            "pass_at_attempt": self.pass_at_attempt,
+            "exhausted": self.exhausted,
+            "broken_policy": self.broken_policy,
+            "blocked": self.blocked,
+            "other_errors": self.other_errors,
+            "errors": self.errors,
+            "attempts": self.attempts.to_json(),
+            "duration_ms": self.duration_ms.to_json(),
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "requests": self.usage.requests,
+            },
+            "top_reasons": self.top_reasons.iter().map(|r| json!({
+                "source": r.source, "reason": r.reason, "count": r.count, "example": r.example,
+            })).collect::<Vec<_>>(),
+            "top_hooks": self.top_hooks.iter().map(|h| json!({
+                "hook": h.hook, "count": h.count,
+            })).collect::<Vec<_>>(),
+            "top_errors": self.top_errors.iter().map(|e| json!({
+                "kind": e.kind, "message": e.message, "count": e.count,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Sorts counted entries by count (descending) then key, keeps the first [`TOP`].
+fn top<K: Ord, V, T>(counts: HashMap<K, V>, make: impl Fn((K, V)) -> T) -> Vec<T>
+where
+    V: Counted,
+{
+    let mut entries: Vec<(K, V)> = counts.into_iter().collect();
+    entries.sort_by(|a, b| b.1.count().cmp(&a.1.count()).then_with(|| a.0.cmp(&b.0)));
+    entries.into_iter().take(TOP).map(make).collect()
+}
+
+trait Counted {
+    fn count(&self) -> usize;
+}
+
+impl Counted for usize {
+    fn count(&self) -> usize {
+        *self
+    }
+}
+
+impl Counted for (usize, String) {
+    fn count(&self) -> usize {
+        self.0
+    }
+}
+
+/// The failure-mode report over a set of journal records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dashboard {
+    /// Every record together (`kind` is `all`).
+    pub total: KindStats,
+    /// One entry per delegate kind, by name.
+    pub kinds: Vec<KindStats>,
+}
+
+impl Dashboard {
+    /// Computes the report.
+    pub fn build(records: &[Record]) -> Dashboard {
+        let mut by_kind: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+        for record in records {
+            by_kind
+                .entry(record.delegate_kind.as_str())
+                .or_default()
+                .push(record);
+        }
+        let all: Vec<&Record> = records.iter().collect();
+        Dashboard {
+            total: KindStats::compute("all", &all),
+            kinds: by_kind
+                .into_iter()
+                .map(|(kind, records)| KindStats::compute(kind, &records))
+                .collect(),
+        }
+    }
+
+    /// Returns the report as JSON: `{"delegations", "total", "kinds": [...]}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "delegations": self.total.delegations,
+            "total": self.total.to_json(),
+            "kinds": self.kinds.iter().map(KindStats::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Returns the report as a plain-text table for a terminal.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        if self.total.delegations == 0 {
+            out.push_str("no delegations recorded\n");
+            return out;
+        }
+        let header = [
+            "KIND",
+            "RUNS",
+            "PASS RATE",
+            "PASS@1/2/..",
+            "EXHAUSTED",
+            "BROKEN",
+            "BLOCKED",
+            "OTHER ERR",
+            "SKIPPED",
+            "ATTEMPTS p50/p95",
+            "DURATION p50/p95",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+        let mut kinds: Vec<&KindStats> = self.kinds.iter().collect();
+        if self.kinds.len() > 1 {
+            kinds.push(&self.total);
+        }
+        for stats in &kinds {
+            rows.push(vec![
+                stats.kind.clone(),
+                stats.delegations.to_string(),
+                stats.pass_rate().map_or_else(|| "-".to_owned(), percent),
+                stats
+                    .pass_at_attempt
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                stats.exhausted.to_string(),
+                stats.broken_policy.to_string(),
+                stats.blocked.to_string(),
+                stats.other_errors.to_string(),
+                stats.skipped.to_string(),
+                format!("{}/{}", stats.attempts.p50, stats.attempts.p95),
+                format!(
+                    "{}/{}",
+                    human_ms(stats.duration_ms.p50),
+                    human_ms(stats.duration_ms.p95)
+                ),
+            ]);
+        }
+        let widths: Vec<usize> = (0..header.len())
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        for row in &rows {
+            let mut line = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                let pad = widths[c] - cell.chars().count();
+                if c == 0 {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        for stats in &self.kinds {
+            if stats.top_reasons.is_empty()
+                && stats.top_hooks.is_empty()
+                && stats.top_errors.is_empty()
+            {
+                continue;
+            }
+            let _ = writeln!(out, "\n{}:", stats.kind);
+            if !stats.top_reasons.is_empty() {
+                out.push_str("  top failure reasons:\n");
+                for r in stats.top_reasons.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  [{}] {}", r.count, r.source, r.reason);
+                }
+            }
+            if !stats.top_hooks.is_empty() {
+                out.push_str("  top failing hooks:\n");
+                for h in stats.top_hooks.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  {}", h.count, h.hook);
+                }
+            }
+            if !stats.top_errors.is_empty() {
+                out.push_str("  top errors:\n");
+                for e in stats.top_errors.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  [{}] {}", e.count, e.kind, e.message);
+                }
+            }
+        }
+        out
+    }
+
+    /// Returns the report as one self-contained HTML page: inline CSS and inline SVG charts, no
+    /// scripts and nothing loaded from elsewhere. `subtitle` (e.g. the filter used) is shown under
+    /// the title. All text from records is escaped.
+    pub fn to_html(&self, subtitle: &str) -> String {
+        let mut page = String::new();
+        page.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
+        page.push_str(
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n",
+        );
+        page.push_str("<title>harness failure-mode report</title>\n<style>\n");
+        page.push_str(CSS);
+        page.push_str("</style>\n</head>\n<body>\n<h1>harness failure-mode report</h1>\n");
+        let _ = writeln!(page, "<p class=\"sub\">{}</p>", escape(subtitle));
+        if self.total.delegations == 0 {
+            page.push_str("<p>No delegations recorded.</p>\n</body>\n</html>\n");
+            return page;
+        }
+        page.push_str("<h2>Summary</h2>\n");
+        page.push_str(&summary_table(self));
+        page.push_str("<h2>Outcomes per delegate kind</h2>\n");
+        page.push_str(&outcomes_chart(&self.kinds));
+        for stats in &self.kinds {
+            let _ = writeln!(
+                page,
+                "<section>\n<h2>Delegate kind <code>{}</code></h2>",
+                escape(&stats.kind)
+            );
+            page.push_str("<div class=\"row\">\n<div>\n<h3>Passed on attempt</h3>\n");
+            page.push_str(&pass_at_chart(&stats.pass_at_attempt));
+            page.push_str("</div>\n<div>\n<h3>Attempts and duration</h3>\n");
+            let _ = writeln!(
+                page,
+                "<table>\n<tr><th></th><th>p50</th><th>p95</th><th>max</th></tr>\n\
+                 <tr><td>attempts</td><td>{}</td><td>{}</td><td>{}</td></tr>\n\
+                 <tr><td>duration</td><td>{}</td><td>{}</td><td>{}</td></tr>\n</table>",
+                stats.attempts.p50,
+                stats.attempts.p95,
+                stats.attempts.max,
+                human_ms(stats.duration_ms.p50),
+                human_ms(stats.duration_ms.p95),
+                human_ms(stats.duration_ms.max),
+            );
+            page.push_str("</div>\n</div>\n<h3>Top failure reasons</h3>\n");
+            if stats.top_reasons.is_empty() {
+                page.push_str("<p class=\"none\">None.</p>\n");
+            } else {
+                let bars: Vec<(String, usize)> = stats
+                    .top_reasons
+                    .iter()
+                    .map(|r| (format!("[{}] {}", r.source, r.reason), r.count))
+                    .collect();
+                page.push_str(&labelled_bars(&bars, "#ef6c00"));
+            }
+            page.push_str("<h3>Top failing hooks</h3>\n");
+            if stats.top_hooks.is_empty() {
+                page.push_str("<p class=\"none\">None.</p>\n");
+            } else {
+                let bars: Vec<(String, usize)> = stats
+                    .top_hooks
+                    .iter()
+                    .map(|h| (h.hook.clone(), h.count))
+                    .collect();
+                page.push_str(&labelled_bars(&bars, "#6a1b9a"));
+            }
+            if !stats.top_errors.is_empty() {
+                page.push_str("<h3>Top errors</h3>\n<table>\n<tr><th>count</th><th>kind</th><th>message</th></tr>\n");
+                for e in &stats.top_errors {
+                    let _ = writeln!(
+                        page,
+                        "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        e.count,
+                        escape(&e.kind),
+                        escape(&e.message)
+                    );
+                }
+                page.push_str("</table>\n");
+            }
+            page.push_str("</section>\n");
+        }
+        page.push_str("</body>\n</html>\n");
+        page
+    }
+}
+
+const CSS: &str = "body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; padding: 0 1em; }
+h1 { margin-bottom: 0.2em; }
+.sub { color: #666; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.text { text-align: left; }
+section { border-top: 2px solid #eee; margin-top: 2em; }
+.row { display: flex; gap: 3em; flex-wrap: wrap; }
+.none { color: #888; }
+svg text { font-family: system-ui, sans-serif; font-size: 12px; fill: #222; }
+.legend span { display: inline-block; margin-right: 1.2em; }
+.legend i { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.3em; vertical-align: middle; }
+";
+
+/// Outcome names and their colours, in stacking order.
+const OUTCOME_COLOURS: [(&str, &str); 4] = [
+    ("passed", "#2e7d32"),
+    ("skipped", "#9e9e9e"),
+    ("failed", "#ef6c00"),
+    ("error", "#c62828"),
+];
+
+fn summary_table(dashboard: &Dashboard) -> String {
+    let mut html = String::from(
+        "<table>\n<tr><th>kind</th><th>delegations</th><th>pass rate</th><th>passed</th><th>skipped</th>\
+         <th>exhausted</th><th>broken policy</th><th>blocked</th><th>other errors</th>\
+         <th>attempts p50/p95</th><th>duration p50/p95</th></tr>\n",
+    );
+    let mut kinds: Vec<&KindStats> = dashboard.kinds.iter().collect();
+    if dashboard.kinds.len() > 1 {
+        kinds.push(&dashboard.total);
+    }
+    for s in kinds {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}/{}</td></tr>",
+            escape(&s.kind),
+            s.delegations,
+            s.pass_rate().map_or_else(|| "-".to_owned(), percent),
+            s.passed,
+            s.skipped,
+            s.exhausted,
+            s.broken_policy,
+            s.blocked,
+            s.other_errors,
+            s.attempts.p50,
+            s.attempts.p95,
+            human_ms(s.duration_ms.p50),
+            human_ms(s.duration_ms.p95),
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+/// One horizontal stacked bar per kind: passed, skipped, failed, error.
+fn outcomes_chart(kinds: &[KindStats]) -> String {
+    const LABEL: f64 = 140.0;
+    const WIDTH: f64 = 520.0;
+    const ROW: f64 = 26.0;
+    let most = kinds
+        .iter()
+        .map(|k| k.delegations)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let height = ROW * kinds.len() as f64 + 6.0;
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"outcomes per delegate kind\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">\n",
+        LABEL + WIDTH + 50.0,
+        LABEL + WIDTH + 50.0
+    );
+    for (i, stats) in kinds.iter().enumerate() {
+        let y = ROW * i as f64 + 3.0;
+        let _ = writeln!(
+            svg,
+            "<text x=\"0\" y=\"{}\">{}</text>",
+            y + 15.0,
+            escape(&truncate(&stats.kind, 20))
+        );
+        let mut x = LABEL;
+        let counts = [stats.passed, stats.skipped, stats.failed, stats.errored];
+        for ((name, colour), n) in OUTCOME_COLOURS.iter().zip(counts) {
+            if n == 0 {
+                continue;
+            }
+            let w = WIDTH * n as f64 / most;
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"20\" fill=\"{colour}\"><title>{name}: {n}</title></rect>"
+            );
+            x += w;
+        }
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{}\">{}</text>",
+            x + 6.0,
+            y + 15.0,
+            stats.delegations
+        );
+    }
+    svg.push_str("</svg>\n<p class=\"legend\">");
+    for (name, colour) in OUTCOME_COLOURS {
+        let _ = write!(
+            svg,
+            "<span><i style=\"background: {colour}\"></i>{name}</span>"
+        );
+    }
+    svg.push_str("</p>\n");
+    svg
+}
+
+/// Vertical bars: how many delegations passed on the 1st, 2nd, … attempt.
+fn pass_at_chart(histogram: &[usize]) -> String {
+    if histogram.iter().all(|&n| n == 0) {
+        return "<p class=\"none\">No delegation passed.</p>\n".to_owned();
+    }
+    const BAR: f64 = 44.0;
+    const GAP: f64 = 16.0;
+    const PLOT: f64 = 120.0;
+    let most = histogram.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let width = (BAR + GAP) * histogram.len() as f64 + GAP;
+    let height = PLOT + 40.0;
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"passed on attempt\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\">\n"
+    );
+    for (i, &n) in histogram.iter().enumerate() {
+        let x = GAP + (BAR + GAP) * i as f64;
+        let h = PLOT * n as f64 / most;
+        let y = 18.0 + PLOT - h;
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{x}\" y=\"{y:.1}\" width=\"{BAR}\" height=\"{h:.1}\" fill=\"#2e7d32\"><title>passed on attempt {}: {n}</title></rect>",
+            i + 1
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{n}</text>",
+            x + BAR / 2.0,
+            y - 4.0
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            x + BAR / 2.0,
+            18.0 + PLOT + 16.0,
+            ordinal(i + 1)
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Horizontal bars, each under its (escaped) label.
+fn labelled_bars(bars: &[(String, usize)], colour: &str) -> String {
+    const WIDTH: f64 = 600.0;
+    const ROW: f64 = 38.0;
+    let most = bars.iter().map(|b| b.1).max().unwrap_or(0).max(1) as f64;
+    let height = ROW * bars.len() as f64;
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"counts\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">\n",
+        WIDTH + 60.0,
+        WIDTH + 60.0
+    );
+    for (i, (label, n)) in bars.iter().enumerate() {
+        let y = ROW * i as f64;
+        let w = WIDTH * *n as f64 / most;
+        let _ = writeln!(
+            svg,
+            "<text x=\"0\" y=\"{:.1}\">{}<title>{}</title></text>",
+            y + 13.0,
+            escape(&truncate(label, 100)),
+            escape(label)
+        );
+        let _ = writeln!(
+            svg,
+            "<rect x=\"0\" y=\"{:.1}\" width=\"{w:.1}\" height=\"14\" fill=\"{colour}\" />",
+            y + 18.0
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{n}</text>",
+            w + 6.0,
+            y + 30.0
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+fn percent(rate: f64) -> String {
+    format!("{:.1}%", rate * 100.0)
+}
+
+fn human_ms(ms: u64) -> String {
+    let d = Duration::from_millis(ms);
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{:.1}m", d.as_secs_f64() / 60.0)
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() > max {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Splits `verify: …` / `hook NAME: …` into the source and the reason; `other` otherwise.
+fn split_reason(raw: &str) -> (&str, &str) {
+    if let Some(rest) = raw.strip_prefix("verify: ") {
+        return ("verify", rest);
+    }
+    if raw.starts_with("hook ") {
+        if let Some(end) = raw.find(": ") {
+            return (&raw[..end], &raw[end + 2..]);
+        }
+    }
+    ("other", raw)
+}
+
+/// Compiles a pattern that is a constant of this module.
+fn pattern(re: &str) -> Regex {
+    Regex::new(re).expect("the normalisation patterns are valid")
+}
+
+static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s]+"));
+static QUOTED: LazyLock<Regex> =
+    LazyLock::new(|| pattern(r#""(?:[^"\\\n]|\\.)*"|`[^`\n]*`|(^|[^\w])'[^'\n]*'"#));
+static UUID: LazyLock<Regex> = LazyLock::new(|| {
+    pattern(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+});
+static HEX: LazyLock<Regex> = LazyLock::new(|| pattern(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]{7,})\b"));
+static PATH: LazyLock<Regex> = LazyLock::new(|| {
+    pattern(
+        r"(?:[A-Za-z]:)?[\w.~-]*(?:[/\\][\w.~-]+)+[/\\]?|\b[\w-]+(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,7}\b",
+    )
+});
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| pattern(r"-?\b\d+(?:\.\d+)?\b"));
+static SPACE: LazyLock<Regex> = LazyLock::new(|| pattern(r"\s+"));
+
+/// Replaces the variable parts of a reason with placeholders so that reasons differing only in
+/// a file name, a number, an id or a quoted value group together: URLs become `<url>`, quoted
+/// strings `<str>`, UUIDs and hex ids `<id>`, paths and file names `<path>`, numbers `<n>`.
+pub fn normalise(reason: &str) -> String {
+    let text = URL.replace_all(reason, "<url>");
+    let text = QUOTED.replace_all(&text, |c: &Captures<'_>| {
+        format!("{}<str>", c.get(1).map_or("", |m| m.as_str()))
+    });
+    let text = UUID.replace_all(&text, "<id>");
+    let text = HEX.replace_all(&text, |c: &Captures<'_>| {
+        let m = &c[0];
+        // A hex id has both digits and letters (or a 0x prefix); plain numbers and words stay.
+        let digits = m.bytes().any(|b| b.is_ascii_digit());
+        let letters = m.bytes().any(|b| b.is_ascii_alphabetic());
+        if m.starts_with("0x") || (digits && letters) {
+            "<id>".to_owned()
+        } else {
+            m.to_owned()
+        }
+    });
+    let text = PATH.replace_all(&text, "<path>");
+    let text = NUMBER.replace_all(&text, "<n>");
+    let text = SPACE.replace_all(text.trim(), " ");
+    truncate(&text, MAX_REASON_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::RecordedAttempt;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn normalise_groups_reasons_that_differ_only_in_values() {
+        let cases = [
+            (
+                "expected file a.txt does not exist",
+                "expected file <path> does not exist",
+            ),
+            (
+                "expected file b.txt does not exist",
+                "expected file <path> does not exist",
+            ),
+            (
+                "hello.txt does not exist (attempt 0)",
+                "<path> does not exist (attempt <n>)",
+            ),
+            ("src/lib.rs: 12 tests failed", "<path>: <n> tests failed"),
+            ("/tmp/w/out/report.json is empty", "<path> is empty"),
+            (
+                r#"expected "hi" but found "bye""#,
+                "expected <str> but found <str>",
+            ),
+            ("name 'x' is not 'y'", "name <str> is not <str>"),
+            (
+                "the agent doesn't say what it's done",
+                "the agent doesn't say what it's done",
+            ),
+            (
+                "GET https://api.example.com/v1/items?id=3 returned 503",
+                "GET <url> returned <n>",
+            ),
+            (
+                "commit 9babdb3 is not on main",
+                "commit <id> is not on main",
+            ),
+            (
+                "delegation d-00ff12ab34cd56ef failed",
+                "delegation d-<id> failed",
+            ),
+            (
+                "run 123e4567-e89b-12d3-a456-426614174000 lost",
+                "run <id> lost",
+            ),
+            ("pointer 0xdeadbeef is null", "pointer <id> is null"),
+            ("took 1.5 seconds, limit 1", "took <n> seconds, limit <n>"),
+            ("accessed defaced records", "accessed defaced records"),
+            (
+                "  claims   a file\n but made no tool call ",
+                "claims a file but made no tool call",
+            ),
+            ("verifier returned False", "verifier returned False"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(normalise(raw), want, "normalising {raw:?}");
+        }
+    }
+
+    #[test]
+    fn split_reason_finds_the_source() {
+        let cases = [
+            ("verify: a.txt missing", ("verify", "a.txt missing")),
+            (
+                "hook no-claims: claims a file",
+                ("hook no-claims", "claims a file"),
+            ),
+            ("hook odd name: it: broke", ("hook odd name", "it: broke")),
+            ("something else", ("other", "something else")),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(split_reason(raw), want, "splitting {raw:?}");
+        }
+    }
+
+    #[test]
+    fn spreads_use_the_nearest_rank() {
+        let cases: [(&[u64], Spread); 4] = [
+            (
+                &[],
+                Spread {
+                    p50: 0,
+                    p95: 0,
+                    max: 0,
+                },
+            ),
+            (
+                &[7],
+                Spread {
+                    p50: 7,
+                    p95: 7,
+                    max: 7,
+                },
+            ),
+            (
+                &[3, 1, 2, 1, 0, 1, 1],
+                Spread {
+                    p50: 1,
+                    p95: 3,
+                    max: 3,
+                },
+            ),
+            (
+                &[1, 2, 3, 4],
+                Spread {
+                    p50: 2,
+                    p95: 4,
+                    max: 4,
+                },
+            ),
+        ];
+        for (values, want) in cases {
+            assert_eq!(Spread::of(values.to_vec()), want, "spread of {values:?}");
+        }
+    }
+
+    fn record(
+        id: &str,
+        kind: &str,
+        outcome: &str,
+        error: Option<&str>,
+        attempts: &[(Option<bool>, &[&str])],
+    ) -> Record {
+        Record {
+            id: id.to_owned(),
+            started_at: UNIX_EPOCH,
+            duration: Duration::from_millis(100),
+            delegate_kind: kind.to_owned(),
+            model: None,
+            outcome: outcome.to_owned(),
+            error_kind: error.map(str::to_owned),
+            error_message: error.map(|e| format!("{e} went wrong in step 3")),
+            attempts: attempts
+                .iter()
+                .enumerate()
+                .map(|(i, (passed, reasons))| RecordedAttempt {
+                    attempt: i as u32,
+                    passed: *passed,
+                    reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+                    duration: Duration::from_millis(50),
+                    usage: Usage::default(),
+                })
+                .collect(),
+            usage: Usage::default(),
+            trace_id: None,
+            retry_template_version: "retry-v1".to_owned(),
+            source: None,
+            workdir: None,
+        }
+    }
+
+    fn sample() -> Vec<Record> {
+        let missing_a: &[&str] = &["verify: expected file a.txt does not exist"];
+        let missing_b: &[&str] = &[
+            "verify: expected file b.txt does not exist",
+            "hook no-claims: <script>alert(1)</script>",
+        ];
+        vec![
+            record("d-1", "scripted", "passed", None, &[(Some(true), &[])]),
+            record(
+                "d-2",
+                "scripted",
+                "passed",
+                None,
+                &[(Some(false), missing_a), (Some(true), &[])],
+            ),
+            record(
+                "d-3",
+                "scripted",
+                "failed",
+                Some("verification_failed"),
+                &[
+                    (Some(false), missing_a),
+                    (Some(false), missing_b),
+                    (Some(false), missing_a),
+                ],
+            ),
+            record("d-4", "scripted", "error", Some("verifier"), &[(None, &[])]),
+            record("d-5", "scripted", "error", Some("blocked"), &[]),
+            record("d-6", "scripted", "skipped", None, &[(None, &[])]),
+            record("d-7", "command", "error", Some("delegate"), &[(None, &[])]),
+            record("d-8", "command", "passed", None, &[(Some(true), &[])]),
+        ]
+    }
+
+    #[test]
+    fn the_dashboard_counts_outcomes_attempts_and_reasons_per_kind() {
+        let dashboard = Dashboard::build(&sample());
+        assert_eq!(dashboard.total.delegations, 8);
+        assert_eq!(dashboard.kinds.len(), 2);
+        let command = &dashboard.kinds[0];
+        assert_eq!(command.kind, "command");
+        assert_eq!(command.pass_rate(), Some(0.5));
+        assert_eq!(command.other_errors, 1);
+        let s = &dashboard.kinds[1];
+        assert_eq!(s.kind, "scripted");
+        assert_eq!(s.delegations, 6);
+        assert_eq!((s.passed, s.skipped, s.failed, s.errored), (2, 1, 1, 2));
+        assert_eq!(s.pass_rate(), Some(2.0 / 5.0));
+        assert_eq!(s.pass_at_attempt, vec![1, 1, 0]);
+        assert_eq!(s.exhausted, 1);
+        assert_eq!(s.broken_policy, 1);
+        assert_eq!(s.blocked, 1);
+        assert_eq!(s.other_errors, 0);
+        assert_eq!(
+            s.attempts,
+            Spread {
+                p50: 1,
+                p95: 3,
+                max: 3
+            }
+        );
+        assert_eq!(s.top_reasons[0].source, "verify");
+        assert_eq!(
+            s.top_reasons[0].reason,
+            "expected file <path> does not exist"
+        );
+        assert_eq!(s.top_reasons[0].count, 4);
+        assert_eq!(
+            s.top_hooks,
+            vec![HookCount {
+                hook: "no-claims".to_owned(),
+                count: 1
+            }]
+        );
+        assert_eq!(s.top_errors.len(), 2);
+        assert_eq!(s.top_errors[0].message, "blocked went wrong in step <n>");
+        let json = dashboard.to_json();
+        assert_eq!(json["kinds"][1]["pass_at_attempt"], json!([1, 1, 0]));
+        assert_eq!(json["total"]["outcomes"]["error"], 3);
+    }
+
+    #[test]
+    fn the_table_lists_every_kind_and_the_total() {
+        let table = Dashboard::build(&sample()).to_table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("KIND"), "{table}");
+        assert!(lines[1].starts_with("command"), "{table}");
+        assert!(lines[2].starts_with("scripted"), "{table}");
+        assert!(lines[3].starts_with("all"), "{table}");
+        assert!(
+            table.contains("[verify] expected file <path> does not exist"),
+            "{table}"
+        );
+        assert_eq!(
+            Dashboard::build(&[]).to_table(),
+            "no delegations recorded\n"
+        );
+    }
+
+    #[test]
+    fn the_page_is_self_contained_and_escapes_record_text() {
+        let page = Dashboard::build(&sample()).to_html("kind <b>*</b>");
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("<svg"));
+        assert!(!page.contains("<script"), "unescaped script in the page");
+        assert!(page.contains("&lt;script&gt;"));
+        assert!(page.contains("kind &lt;b&gt;*&lt;/b&gt;"));
+        assert!(!page.contains("http://") && !page.contains("https://"));
+        assert_eq!(page.matches("<svg").count(), page.matches("</svg>").count());
+    }
+
+    #[test]
+    fn escape_covers_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn ordinals() {
+        let cases = [
+            (1, "1st"),
+            (2, "2nd"),
+            (3, "3rd"),
+            (4, "4th"),
+            (11, "11th"),
+            (12, "12th"),
+            (21, "21st"),
+        ];
+        for (n, want) in cases {
+            assert_eq!(ordinal(n), want);
+        }
+    }
+}

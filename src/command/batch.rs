@@ -1,0 +1,186 @@
+//! `harness batch`: many delegations, concurrently, outcomes streamed as they complete.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use harness::batch::{BatchOutcome, BatchReader, BatchSettings, run_batch};
+use harness::{Outcome, RunOptions, Runtime};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use crate::args::BatchArgs;
+use crate::exit;
+use crate::telemetry;
+
+/// Exit code after Ctrl-C (128 + SIGINT).
+const INTERRUPTED: u8 = 130;
+
+#[derive(Default)]
+struct Counts {
+    passed: usize,
+    skipped: usize,
+    failed: usize,
+    errors: usize,
+    malformed: usize,
+}
+
+/// Runs the command and returns its exit code.
+pub async fn run(args: BatchArgs) -> u8 {
+    let reader = match BatchReader::open(&args.file) {
+        Ok(reader) => reader,
+        Err(e) => {
+            eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
+            return exit::USAGE;
+        }
+    };
+    let runtime = match Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
+            return exit::USAGE;
+        }
+    };
+    let workdir = args.sandbox.workdir.clone();
+    let items = reader.map(move |mut item| {
+        if let (Ok(delegation), Some(dir)) = (&mut item.delegation, &workdir) {
+            delegation.workdir.clone_from(dir);
+        }
+        item
+    });
+    let options = RunOptions {
+        allow_hosts: args.sandbox.allow_host.clone(),
+        allow_exec: args.sandbox.allow_exec.clone(),
+        allow_env: args.sandbox.allow_env.clone(),
+        hooks: args.hooks.clone(),
+    };
+    let settings = BatchSettings {
+        concurrency: usize::from(args.concurrency),
+        grace: Duration::from_secs(args.grace),
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {elapsed_precise} {pos} done  {msg}  {per_sec}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    });
+    let mut counts = Counts::default();
+    let started = Instant::now();
+    let json_output = args.json;
+    let sink = |outcome: BatchOutcome| {
+        let line = outcome.line;
+        let text = match &outcome.report {
+            Ok(report) => {
+                match report.outcome {
+                    Outcome::Passed => counts.passed += 1,
+                    Outcome::Skipped => counts.skipped += 1,
+                    Outcome::Failed => counts.failed += 1,
+                    Outcome::Error(_) => counts.errors += 1,
+                }
+                if json_output {
+                    let mut object = report.to_json();
+                    object["line"] = json!(line);
+                    object["trace_id"] = json!(outcome.trace_id);
+                    object.to_string()
+                } else {
+                    let detail = report.error.as_ref().map_or(String::new(), |e| {
+                        format!(
+                            "  {}: {}",
+                            e.kind().as_str(),
+                            e.message().lines().next().unwrap_or_default()
+                        )
+                    });
+                    format!(
+                        "line {line}: {} after {} attempt(s) ({}){detail}",
+                        report.outcome.as_str(),
+                        report.attempts.len(),
+                        report.id
+                    )
+                }
+            }
+            Err(e) => {
+                counts.malformed += 1;
+                if json_output {
+                    json!({"line": line, "id": null, "outcome": "error", "verified": false,
+                           "attempts": 0, "reasons": [], "result": null, "usage": null, "trace_id": null,
+                           "error": {"kind": e.kind().as_str(), "message": e.message()}})
+                    .to_string()
+                } else {
+                    format!("line {line}: skipped, malformed: {}", e.message())
+                }
+            }
+        };
+        match &bar {
+            Some(bar) => {
+                bar.suspend(|| println!("{text}"));
+                bar.inc(1);
+                bar.set_message(format!(
+                    "passed {}  failed {}  errors {}  malformed {}",
+                    counts.passed + counts.skipped,
+                    counts.failed,
+                    counts.errors,
+                    counts.malformed
+                ));
+            }
+            None => println!("{text}"),
+        }
+    };
+    let stop = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        eprintln!(
+            "\ninterrupted: no new delegations; waiting up to {}s for running ones",
+            settings.grace.as_secs()
+        );
+    };
+    let summary = run_batch(
+        &runtime,
+        items,
+        &options,
+        &settings,
+        telemetry::trace_id,
+        stop,
+        sink,
+    )
+    .await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let done = summary.finished;
+    eprintln!(
+        "{} delegation(s): {} passed, {} skipped, {} failed, {} errors; {} malformed entr{}{} in {:.1}s ({:.1}/s)",
+        done,
+        counts.passed,
+        counts.skipped,
+        counts.failed,
+        counts.errors,
+        counts.malformed,
+        if counts.malformed == 1 { "y" } else { "ies" },
+        if summary.abandoned > 0 {
+            format!("; {} abandoned after the interrupt", summary.abandoned)
+        } else {
+            String::new()
+        },
+        elapsed,
+        if elapsed > 0.0 {
+            done as f64 / elapsed
+        } else {
+            0.0
+        },
+    );
+    if summary.stopped {
+        INTERRUPTED
+    } else if counts.malformed > 0 {
+        exit::USAGE
+    } else if counts.failed + counts.errors > 0 {
+        exit::NOT_VERIFIED
+    } else {
+        exit::OK
+    }
+}

@@ -1,0 +1,173 @@
+//! `harness runs list` and `harness runs show`: single records of the run journal.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use harness::{Error, Journal, Record};
+use serde_json::json;
+
+use crate::args::{RunsCommand, RunsListArgs, RunsShowArgs};
+use crate::exit;
+use crate::settings;
+
+/// Runs the command and returns its exit code.
+pub async fn run(command: RunsCommand) -> u8 {
+    let (json_output, done) = match &command {
+        RunsCommand::List(args) => (args.json, list(args).await),
+        RunsCommand::Show(args) => (args.json, show(args).await),
+    };
+    match done {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            if json_output {
+                println!(
+                    "{}",
+                    json!({"error": {"kind": e.kind().as_str(), "message": e.message()}})
+                );
+            } else {
+                eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
+            }
+            exit::for_error(e.kind())
+        }
+    }
+}
+
+/// Runs `read` against the journal at `path` on a blocking thread (SQLite blocks).
+async fn with_journal<T: Send + 'static>(
+    path: PathBuf,
+    read: impl FnOnce(&Journal) -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(move || read(&Journal::open_existing(&path)?))
+        .await
+        .map_err(|e| Error::config(format!("reading the journal failed: {e}")))?
+}
+
+async fn list(args: &RunsListArgs) -> Result<(), Error> {
+    let filter = settings::journal_filter(&args.select, Some(args.limit))?;
+    let records = with_journal(args.select.journal.clone(), move |journal| {
+        journal.list(&filter)
+    })
+    .await?;
+    if args.json {
+        let runs: Vec<_> = records.iter().map(Record::to_json).collect();
+        println!("{}", json!({"runs": runs}));
+        return Ok(());
+    }
+    if records.is_empty() {
+        eprintln!("no delegations recorded");
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "ID".to_owned(),
+        "STARTED (UTC)".to_owned(),
+        "KIND".to_owned(),
+        "OUTCOME".to_owned(),
+        "ATTEMPTS".to_owned(),
+        "DURATION".to_owned(),
+        "MODEL".to_owned(),
+    ]];
+    for record in &records {
+        rows.push([
+            record.id.clone(),
+            humantime::format_rfc3339_seconds(record.started_at).to_string(),
+            record.delegate_kind.clone(),
+            outcome(record),
+            record.attempts.len().to_string(),
+            duration(record.duration),
+            record.model.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    Ok(())
+}
+
+async fn show(args: &RunsShowArgs) -> Result<(), Error> {
+    let id = args.id.clone();
+    let found = with_journal(args.journal.clone(), move |journal| journal.get(&id)).await?;
+    let Some(record) = found else {
+        return Err(Error::config(format!(
+            "no delegation {} in the journal {} (`harness runs list` shows the recorded ids)",
+            args.id,
+            args.journal.display()
+        )));
+    };
+    if args.json {
+        println!("{}", record.to_json());
+        return Ok(());
+    }
+    let field = |name: &str, value: &str| println!("{:<10} {value}", format!("{name}:"));
+    field("id", &record.id);
+    field(
+        "started",
+        &humantime::format_rfc3339_millis(record.started_at).to_string(),
+    );
+    field("duration", &duration(record.duration));
+    let delegate = match &record.model {
+        Some(model) => format!("{} ({model})", record.delegate_kind),
+        None => record.delegate_kind.clone(),
+    };
+    field("delegate", &delegate);
+    field("outcome", &outcome(&record));
+    if let Some(message) = &record.error_message {
+        let mut lines = message.lines();
+        field("error", lines.next().unwrap_or_default());
+        for line in lines {
+            println!("{:<10} {line}", "");
+        }
+    }
+    field(
+        "tokens",
+        &format!(
+            "{} in, {} out, {} requests",
+            record.usage.input_tokens, record.usage.output_tokens, record.usage.requests
+        ),
+    );
+    field("trace id", record.trace_id.as_deref().unwrap_or("-"));
+    field("template", &record.retry_template_version);
+    field("source", record.source.as_deref().unwrap_or("-"));
+    field("workdir", record.workdir.as_deref().unwrap_or("-"));
+    field("attempts", &record.attempts.len().to_string());
+    for attempt in &record.attempts {
+        let verdict = match attempt.passed {
+            Some(true) => "passed",
+            Some(false) => "failed",
+            None => "not verified",
+        };
+        println!(
+            "  {}. {verdict} in {} ({} in, {} out tokens)",
+            attempt.attempt + 1,
+            duration(attempt.duration),
+            attempt.usage.input_tokens,
+            attempt.usage.output_tokens
+        );
+        for reason in &attempt.reasons {
+            println!("     {reason}");
+        }
+    }
+    Ok(())
+}
+
+/// `passed`, `failed (verification_failed)`, `error (verifier)`, ...
+fn outcome(record: &Record) -> String {
+    match &record.error_kind {
+        Some(kind) => format!("{} ({kind})", record.outcome),
+        None => record.outcome.clone(),
+    }
+}
+
+fn duration(d: Duration) -> String {
+    humantime::format_duration(Duration::from_millis(
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+    ))
+    .to_string()
+}
