@@ -111,24 +111,6 @@ pub async fn hook_set(
     .map_err(|e| Error::config(format!("loading hooks failed: {e}")))?
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn arg_values_parse_as_json_else_string() {
-        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
-        let args = script_args(None, &pairs).expect("valid");
-        assert_eq!(
-            args,
-            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
-        );
-        assert!(script_args(None, &["novalue".to_owned()]).is_err());
-        assert!(script_args(None, &["=x".to_owned()]).is_err());
-    }
-}
-
 /// Turns `--since` and `--kind` into a journal filter.
 pub fn journal_filter(
     select: &crate::args::JournalArgs,
@@ -154,4 +136,22 @@ pub fn journal_filter(
         kind_glob: select.kind.clone(),
         limit,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arg_values_parse_as_json_else_string() {
+        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
+        let args = script_args(None, &pairs).expect("valid");
+        assert_eq!(
+            args,
+            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
+        );
+        assert!(script_args(None, &["novalue".to_owned()]).is_err());
+        assert!(script_args(None, &["=x".to_owned()]).is_err());
+    }
 }

@@ -249,13 +249,19 @@ fn already_done(_: usize, body: &Value) -> Reply {
 // --- running delegations -------------------------------------------------------------------------
 
 /// Writes `delegation.yaml` into a fresh directory: the task, an openai delegate pointed at
-/// `server` (`delegate_extra` appended inside its mapping), then `rest`.
+/// `server` (`delegate_extra` appended inside its mapping; a request timeout of 30 s unless it
+/// sets one), then `rest`.
 fn delegation(server: &FakeOpenAi, delegate_extra: &str, rest: &str) -> TempDir {
+    let timeout = if delegate_extra.contains("timeout_s") {
+        ""
+    } else {
+        ", timeout_s: 30"
+    };
     let dir = TempDir::new();
     dir.write(
         "delegation.yaml",
         format!(
-            "task: {TASK:?}\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: {NO_KEY_VAR}, timeout_s: 30{delegate_extra}}}\n{rest}",
+            "task: {TASK:?}\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: {NO_KEY_VAR}{timeout}{delegate_extra}}}\n{rest}",
             server.base_url
         ),
     );

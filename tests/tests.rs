@@ -15,3 +15,7 @@ mod hooks;
 mod ralph_openai;
 // OTLP export through a real in-process receiver (HTTP/protobuf and gRPC): spans, events, metrics.
 mod telemetry;
+// `harness batch`: every entry once, isolation of failures, malformed lines, the concurrency bound.
+mod batch;
+// The run journal and the failure-mode report: `run --journal`, `report` (JSON, table, HTML), `runs`.
+mod journal;

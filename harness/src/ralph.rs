@@ -242,7 +242,11 @@ impl Runtime {
             report.attempts.len() as u64,
             report.usage(),
         );
-        span.record(attr::VERIFY_ATTEMPTS, report.attempts.len() as u64);
+        // As i64: tracing-opentelemetry exports u64 fields as strings.
+        span.record(
+            attr::VERIFY_ATTEMPTS,
+            i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),
+        );
         span.record(attr::VERIFY_PASSED, report.verified());
         span.record(attr::VERIFY_OUTCOME, report.outcome.verify_outcome());
         span.record(attr::OUTCOME, report.outcome.as_str());
@@ -464,7 +468,7 @@ impl Runtime {
             observer.on_event(&Event::AttemptStarted { attempt });
             let span = tracing::info_span!(
                 telemetry::SPAN_ATTEMPT,
-                attempt,
+                attempt = i64::from(attempt),
                 verify.passed = Empty,
                 verify.reasons = Empty,
             );
