@@ -594,7 +594,12 @@ fn root<'a>(trace: &'a Trace, report: &Value) -> &'a Span {
 /// The attempt spans under `root`, checked against the report's reasons.
 #[track_caller]
 fn attempts<'a>(trace: &'a Trace, root: &Span, report: &Value) -> Vec<&'a Span> {
-    let attempts = trace.children(root, "delegation.attempt");
+    let mut attempts = trace.children(root, "delegation.attempt");
+    // By their index, not their timestamps.
+    attempts.sort_by_key(|s| match attr(&s.attributes, "attempt") {
+        Some(any_value::Value::IntValue(i)) => *i,
+        _ => i64::MAX,
+    });
     let reasons = report["reasons"].as_array().expect("reasons");
     assert_eq!(attempts.len(), reasons.len(), "spans: {:?}", trace.names());
     for (index, (span, reasons)) in attempts.iter().zip(reasons).enumerate() {
@@ -730,8 +735,6 @@ fn lies_then_tells_the_truth(protocol: Protocol) {
         .as_str()
         .expect("a tool call id");
     tool(tools[0], "write_file", call_id, false);
-    assert!(calls[0].end_time_unix_nano <= tools[0].start_time_unix_nano);
-    assert!(tools[0].end_time_unix_nano <= calls[1].start_time_unix_nano);
     let verify = trace.children(second, "verify.inline");
     assert_eq!(verify.len(), 1);
     inline(verify[0], None);
@@ -921,7 +924,6 @@ fn hook_runs_and_verifier_logs_are_in_the_trace() {
             assert_eq!(text(a, "hook.action"), "allow");
             assert!(attr(a, "hook.reason").is_none(), "{}", show(a));
         }
-        assert!(verify[0].end_time_unix_nano <= gate[0].start_time_unix_nano);
     }
     assert_eq!(trace.named("hook.run").len(), 4);
 
@@ -974,4 +976,60 @@ fn a_receiver_that_is_down_does_not_fail_the_delegation() {
         assert!(report["trace_id"].is_string(), "{protocol:?}: {report}");
         assert_eq!(dir.read("workspace/hello.txt").as_deref(), Some("hi\n"));
     }
+}
+
+/// Without `--json`, the trace id is on stderr with the `HARNESS_TRACE_URL` link; without any
+/// OTLP configuration there is no trace id at all.
+#[test]
+fn the_trace_id_and_link_are_printed() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = quickstart();
+    let endpoint = receiver.endpoint();
+    let out = harness([
+        "run",
+        "delegation.yaml",
+        "--otlp-endpoint",
+        endpoint.as_str(),
+    ])
+    .current_dir(dir.path())
+    .env(
+        "HARNESS_TRACE_URL",
+        "http://localhost:16686/trace/{trace_id}",
+    )
+    .run();
+    out.expect_code(0);
+    let line = out
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: "))
+        .unwrap_or_else(|| panic!("no trace line:\n{out:?}"));
+    let (id, url) = line
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("no link: {line}"));
+    assert_eq!(url, format!("http://localhost:16686/trace/{id}"));
+    let collected = receiver
+        .store
+        .wait_until("the delegation span", |c| c.has_span("delegation.execute"));
+    let root = collected
+        .spans
+        .iter()
+        .find(|s| s.name == "delegation.execute")
+        .expect("the root span");
+    assert_eq!(hex(&root.trace_id), id);
+
+    let dir = quickstart();
+    let out = harness(["run", "delegation.yaml", "--json"])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    assert_eq!(out.json()["trace_id"], Value::Null);
+    let out = harness(["run", "delegation.yaml"])
+        .current_dir(dir.path())
+        .env(
+            "HARNESS_TRACE_URL",
+            "http://localhost:16686/trace/{trace_id}",
+        )
+        .run();
+    out.expect_code(0);
+    assert!(!out.stderr.contains("trace:"), "{out:?}");
 }

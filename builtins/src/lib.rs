@@ -34,7 +34,7 @@ pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};
 pub use engine::{CallOutput, Engine, Sandbox, Script};
 pub use error::{Error, ErrorKind, Limit, Location};
 pub use limits::Limits;
-pub use modules::{ProgramRun, http_client_builder, run_program};
+pub use modules::{ProgramRun, http_client_builder, read_capped, run_program};
 pub use workspace::{PathError, Workspace};
 
 /// Re-exported so hosts extending the globals (`Engine::with_extension`) use the same starlark.

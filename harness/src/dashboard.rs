@@ -493,7 +493,7 @@ impl Dashboard {
                 for e in &stats.top_errors {
                     let _ = writeln!(
                         page,
-                        "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
                         e.count,
                         escape(&e.kind),
                         escape(&e.message)

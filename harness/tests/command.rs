@@ -10,6 +10,11 @@ use serde_json::json;
 /// A prompt with characters a shell would mangle if the delegate used one.
 const RETRY_PROMPT: &str = "Verification failed: \"hello.txt\" is missing; it's $HOME `not` done";
 
+/// What a retry sends: the task again, then the retry prompt (a fresh CLI run remembers nothing).
+fn retry_prompt() -> String {
+    format!("Create hello.txt\n\n{RETRY_PROMPT}")
+}
+
 fn conversation() -> Vec<Message> {
     vec![
         Message::System("You are a careful engineer.".into()),
@@ -50,11 +55,11 @@ async fn output(command: &[&str]) -> Result<Turn, Error> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn prompt_placeholder_is_replaced_by_the_last_user_message() {
+async fn prompt_placeholder_is_replaced_by_the_task_and_the_retry_prompt() {
     let turn = output(&["sh", "-c", r#"printf "%s" "$1""#, "sh", "{prompt}"])
         .await
         .expect("turn");
-    assert_eq!(turn.content.as_deref(), Some(RETRY_PROMPT));
+    assert_eq!(turn.content.as_deref(), Some(retry_prompt().as_str()));
     assert!(turn.tool_calls.is_empty());
     assert_eq!(turn.usage.requests, 1);
 }
@@ -66,14 +71,14 @@ async fn prompt_placeholder_inside_an_argument_is_replaced() {
         .expect("turn");
     assert_eq!(
         turn.content.as_deref(),
-        Some(format!("--prompt={RETRY_PROMPT}").as_str())
+        Some(format!("--prompt={}", retry_prompt()).as_str())
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_placeholder_the_prompt_goes_to_stdin() {
     let turn = output(&["cat"]).await.expect("turn");
-    assert_eq!(turn.content.as_deref(), Some(RETRY_PROMPT));
+    assert_eq!(turn.content.as_deref(), Some(retry_prompt().as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -81,7 +86,7 @@ async fn trailing_newlines_are_trimmed() {
     let turn = output(&["sh", "-c", "cat; echo; echo"])
         .await
         .expect("turn");
-    assert_eq!(turn.content.as_deref(), Some(RETRY_PROMPT));
+    assert_eq!(turn.content.as_deref(), Some(retry_prompt().as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,15 +10,17 @@
 //! `{"name": "widget", "id": 42}`. Every answer carries a `usage` object.
 //!
 //! - `POST /v1/chat/completions` (also `/chat/completions`): the completion.
-//! - `POST /v1/traces`, `POST /v1/metrics`: an OTLP/HTTP sink that accepts and counts bodies.
+//! - `POST /v1/traces`, `POST /v1/metrics`: an OTLP/HTTP sink that accepts bodies and counts
+//!   them, their bytes, the spans (by name) and metric data points they carry.
 //! - `GET /stats`: the counters as JSON.
 //! - `GET /samples`: the first first-attempt and the first retry request body seen, so the
 //!   bare-reqwest floor can send exactly what harness sent.
 //!
 //! The process exits by itself after `--lifetime` seconds (default 3600).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -27,6 +29,10 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use prost::Message;
 use serde_json::{Value, json};
 
 const FIRST_ANSWER: &str = r#"{"name": "widget"}"#;
@@ -45,6 +51,10 @@ struct Counters {
     otlp_traces: AtomicU64,
     otlp_metrics: AtomicU64,
     otlp_bytes: AtomicU64,
+    otlp_undecodable: AtomicU64,
+    spans: AtomicU64,
+    metric_points: AtomicU64,
+    span_names: Mutex<BTreeMap<String, u64>>,
     first_sample: OnceLock<Value>,
     retry_sample: OnceLock<Value>,
 }
@@ -129,6 +139,26 @@ async fn traces(State(counters): State<Shared>, body: Bytes) -> Response {
     counters
         .otlp_bytes
         .fetch_add(body.len() as u64, Ordering::Relaxed);
+    match ExportTraceServiceRequest::decode(body) {
+        Ok(request) => {
+            let mut names = counters
+                .span_names
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for span in request
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .flat_map(|s| &s.spans)
+            {
+                counters.spans.fetch_add(1, Ordering::Relaxed);
+                *names.entry(span.name.clone()).or_default() += 1;
+            }
+        }
+        Err(_) => {
+            counters.otlp_undecodable.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     otlp_ok()
 }
 
@@ -137,11 +167,40 @@ async fn metrics(State(counters): State<Shared>, body: Bytes) -> Response {
     counters
         .otlp_bytes
         .fetch_add(body.len() as u64, Ordering::Relaxed);
+    match ExportMetricsServiceRequest::decode(body) {
+        Ok(request) => {
+            let points: usize = request
+                .resource_metrics
+                .iter()
+                .flat_map(|r| &r.scope_metrics)
+                .flat_map(|s| &s.metrics)
+                .map(|m| match &m.data {
+                    Some(Data::Gauge(g)) => g.data_points.len(),
+                    Some(Data::Sum(s)) => s.data_points.len(),
+                    Some(Data::Histogram(h)) => h.data_points.len(),
+                    Some(Data::ExponentialHistogram(h)) => h.data_points.len(),
+                    Some(Data::Summary(s)) => s.data_points.len(),
+                    None => 0,
+                })
+                .sum();
+            counters
+                .metric_points
+                .fetch_add(points as u64, Ordering::Relaxed);
+        }
+        Err(_) => {
+            counters.otlp_undecodable.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     otlp_ok()
 }
 
 async fn stats(State(counters): State<Shared>) -> axum::Json<Value> {
     let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let span_names = counters
+        .span_names
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     axum::Json(json!({
         "requests": read(&counters.requests),
         "first_attempts": read(&counters.first_attempts),
@@ -151,6 +210,10 @@ async fn stats(State(counters): State<Shared>) -> axum::Json<Value> {
         "otlp_traces": read(&counters.otlp_traces),
         "otlp_metrics": read(&counters.otlp_metrics),
         "otlp_bytes": read(&counters.otlp_bytes),
+        "otlp_undecodable": read(&counters.otlp_undecodable),
+        "spans": read(&counters.spans),
+        "metric_points": read(&counters.metric_points),
+        "span_names": span_names,
     }))
 }
 

@@ -18,9 +18,10 @@ use crate::host::Host;
 /// withheld unless allow-listed for `env.get`, so a verifier cannot leak secrets through a child.
 const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM", "USER"];
 
-/// Reads `reader` to the end, keeping the first `cap` bytes; returns the kept text and whether
-/// anything was dropped.
-async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> (String, bool) {
+/// Reads `reader` to the end, keeping the first `cap` bytes; returns the kept text (lossily
+/// UTF-8) and whether anything was dropped. Reading on past the cap keeps a child process from
+/// blocking on a full pipe.
+pub async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> (String, bool) {
     let mut kept = Vec::new();
     let mut buf = [0u8; 8192];
     let mut dropped = false;

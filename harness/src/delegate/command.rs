@@ -106,7 +106,7 @@ impl CommandDelegate {
         let finished = async {
             let ((), (out, out_cut), err) = tokio::join!(
                 write_prompt,
-                read_head(stdout, MAX_STDOUT_BYTES),
+                harness_builtins::read_capped(stdout, MAX_STDOUT_BYTES),
                 read_tail(stderr, STDERR_TAIL_BYTES)
             );
             (out, out_cut, err, child.wait().await)
@@ -164,25 +164,6 @@ impl CommandDelegate {
     }
 }
 
-/// Reads `reader` to the end, keeping the first `cap` bytes; returns the kept text and whether
-/// anything was dropped. Reading on after the cap keeps the child from blocking on a full pipe.
-async fn read_head(mut reader: impl AsyncRead + Unpin, cap: usize) -> (String, bool) {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    let mut dropped = false;
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-                dropped |= n > room;
-            }
-        }
-    }
-    (String::from_utf8_lossy(&kept).into_owned(), dropped)
-}
-
 /// Reads `reader` to the end, keeping about the last `cap` bytes (cut at a line start when one
 /// is near, marked with `…` when anything was dropped).
 async fn read_tail(mut reader: impl AsyncRead + Unpin, cap: usize) -> String {
@@ -218,11 +199,18 @@ async fn read_tail(mut reader: impl AsyncRead + Unpin, cap: usize) -> String {
     format!("…{}", &text[start..])
 }
 
-/// Returns the content of the last user message: the task or the latest retry prompt.
-fn last_user_message(messages: &[Message]) -> Option<&str> {
-    messages.iter().rev().find_map(|m| match m {
+/// Returns the prompt for this run: the task on the first attempt; on a retry, the task again
+/// followed by the retry prompt, because an agent CLI run afresh remembers nothing of the last
+/// run.
+fn prompt(messages: &[Message]) -> Option<String> {
+    let mut users = messages.iter().filter_map(|m| match m {
         Message::User(text) => Some(text.as_str()),
         _ => None,
+    });
+    let task = users.next()?;
+    Some(match users.last() {
+        None => task.to_owned(),
+        Some(retry) => format!("{task}\n\n{retry}"),
     })
 }
 
@@ -233,14 +221,14 @@ impl Delegate for CommandDelegate {
 
     fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>> {
         Box::pin(async move {
-            let Some(prompt) = last_user_message(request.messages) else {
+            let Some(prompt) = prompt(request.messages) else {
                 return Err(Error::new(
                     ErrorKind::Delegate,
                     "command delegate: the conversation has no user message to send as the prompt",
                 ));
             };
             tracing::trace!(prompt, "command delegate: prompt");
-            self.run(prompt).await
+            self.run(&prompt).await
         })
     }
 }
@@ -261,7 +249,13 @@ mod tests {
 
     #[tokio::test]
     async fn head_marks_truncation() {
-        assert_eq!(read_head(&b"abcdef"[..], 3).await, ("abc".to_owned(), true));
-        assert_eq!(read_head(&b"abc"[..], 3).await, ("abc".to_owned(), false));
+        assert_eq!(
+            harness_builtins::read_capped(&b"abcdef"[..], 3).await,
+            ("abc".to_owned(), true)
+        );
+        assert_eq!(
+            harness_builtins::read_capped(&b"abc"[..], 3).await,
+            ("abc".to_owned(), false)
+        );
     }
 }
