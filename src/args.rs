@@ -247,4 +247,10 @@ pub struct BatchArgs {
     /// Print one JSON object per delegation (the `harness run --json` object plus `line`).
     #[arg(long)]
     pub json: bool,
+    /// Record every delegation in this run journal [default: .harness/runs.db].
+    #[arg(long, value_name = "PATH", conflicts_with = "no_journal")]
+    pub journal: Option<PathBuf>,
+    /// Do not record the delegations in a run journal.
+    #[arg(long = "no-journal")]
+    pub no_journal: bool,
 }

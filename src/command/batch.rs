@@ -1,16 +1,77 @@
 //! `harness batch`: many delegations, concurrently, outcomes streamed as they complete.
 
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::batch::{BatchOutcome, BatchReader, BatchSettings, run_batch};
-use harness::{Outcome, RunOptions, Runtime};
+use harness::{Error, Journal, Outcome, RecordMeta, Report, RunOptions, Runtime};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::args::BatchArgs;
 use crate::exit;
 use crate::telemetry;
+
+/// Records reports on a thread of its own, so SQLite never blocks the async workers.
+struct JournalWriter {
+    path: PathBuf,
+    sender: std::sync::mpsc::Sender<(Report, RecordMeta)>,
+    writer: std::thread::JoinHandle<Vec<String>>,
+}
+
+impl JournalWriter {
+    fn start(path: &Path) -> Result<Self, Error> {
+        let mut journal = Journal::open(path)?;
+        let (sender, receiver) = std::sync::mpsc::channel::<(Report, RecordMeta)>();
+        let writer = std::thread::spawn(move || {
+            let mut failures = Vec::new();
+            for (report, meta) in receiver {
+                if let Err(e) = journal.record(&report, &meta) {
+                    failures.push(format!("{}: {}", report.id, e.message()));
+                }
+            }
+            failures
+        });
+        Ok(JournalWriter {
+            path: path.to_path_buf(),
+            sender,
+            writer,
+        })
+    }
+
+    fn record(&self, report: &Report, trace_id: Option<String>) {
+        let meta = RecordMeta {
+            trace_id,
+            source: None,
+            workdir: None,
+        };
+        // A send only fails when the writer thread died; finish() reports that.
+        let _ = self.sender.send((report.clone(), meta));
+    }
+
+    /// Waits for every record to be written and warns about any that were not.
+    fn finish(self) {
+        drop(self.sender);
+        match self.writer.join() {
+            Ok(failures) if failures.is_empty() => {}
+            Ok(failures) => {
+                eprintln!(
+                    "warning: {} delegation(s) not recorded in the run journal {}:",
+                    failures.len(),
+                    self.path.display()
+                );
+                for failure in failures.iter().take(5) {
+                    eprintln!("  {failure}");
+                }
+            }
+            Err(_) => eprintln!(
+                "warning: the run journal writer for {} failed; some delegations were not recorded",
+                self.path.display()
+            ),
+        }
+    }
+}
 
 /// Exit code after Ctrl-C (128 + SIGINT).
 const INTERRUPTED: u8 = 130;
@@ -68,11 +129,29 @@ pub async fn run(args: BatchArgs) -> u8 {
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     });
+    let journal = if args.no_journal {
+        None
+    } else {
+        let path = args
+            .journal
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(".harness").join("runs.db"));
+        match JournalWriter::start(&path) {
+            Ok(writer) => Some(writer),
+            Err(e) => {
+                eprintln!("warning: delegations will not be recorded: {}", e.message());
+                None
+            }
+        }
+    };
     let mut counts = Counts::default();
     let started = Instant::now();
     let json_output = args.json;
     let sink = |outcome: BatchOutcome| {
         let line = outcome.line;
+        if let (Some(journal), Ok(report)) = (&journal, &outcome.report) {
+            journal.record(report, outcome.trace_id.clone());
+        }
         let text = match &outcome.report {
             Ok(report) => {
                 match report.outcome {
@@ -150,6 +229,9 @@ pub async fn run(args: BatchArgs) -> u8 {
     .await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
+    }
+    if let Some(journal) = journal {
+        journal.finish();
     }
     let elapsed = started.elapsed().as_secs_f64();
     let done = summary.finished;

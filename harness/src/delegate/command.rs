@@ -208,7 +208,7 @@ fn prompt(messages: &[Message]) -> Option<String> {
         _ => None,
     });
     let task = users.next()?;
-    Some(match users.last() {
+    Some(match users.next_back() {
         None => task.to_owned(),
         Some(retry) => format!("{task}\n\n{retry}"),
     })

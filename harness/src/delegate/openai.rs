@@ -520,8 +520,10 @@ impl Delegate for OpenAiDelegate {
                 let span = tracing::Span::current();
                 match &result {
                     Ok(turn) => {
-                        span.record("gen_ai.usage.input_tokens", turn.usage.input_tokens);
-                        span.record("gen_ai.usage.output_tokens", turn.usage.output_tokens);
+                        // tracing-opentelemetry exports u64 fields as strings; OTLP wants ints.
+                        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                        span.record("gen_ai.usage.input_tokens", count(turn.usage.input_tokens));
+                        span.record("gen_ai.usage.output_tokens", count(turn.usage.output_tokens));
                         if let Some(reason) = &turn.finish_reason {
                             span.record("gen_ai.response.finish_reasons", reason.as_str());
                         }
