@@ -27,12 +27,12 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Judge a recorded delegation result with a verifier script.
+    /// Run a delegation file: delegate the task, verify the claimed work, retry with the
+    /// reasons until it is real or the retry budget is spent.
     ///
-    /// The script defines `def run(result):` and returns True/False, a dict
-    /// {"verified": bool, "reason": str}, or json.encode of that dict. It sees the builtins (fs,
-    /// http, json, re, hash, time, env, exec, log) and `args`.
-    Verify(VerifyArgs),
+    /// Progress (attempts, tool calls, verdicts, retries) goes to stderr; the outcome decides the
+    /// exit code.
+    Run(RunArgs),
     /// Run many delegations from a JSONL file (one delegation per line) or a YAML file
     /// (`template:` plus a list of `args:`), concurrently.
     ///
@@ -42,18 +42,20 @@ pub enum Command {
     /// Exit code: 0 all passed or skipped, 1 some failed or errored, 2 some entries malformed,
     /// 130 interrupted.
     Batch(BatchArgs),
+    /// Judge a recorded delegation result with a verifier script.
+    ///
+    /// The script defines `def run(result):` and returns True/False, a dict
+    /// {"verified": bool, "reason": str}, or json.encode of that dict. It sees the builtins (fs,
+    /// http, json, re, hash, time, env, exec, log) and `args`.
+    Verify(VerifyArgs),
     /// List or check policy hooks.
     #[command(subcommand)]
     Hooks(HooksCommand),
-    /// Run a delegation file: delegate the task, verify the claimed work, retry with the
-    /// reasons until it is real or the retry budget is spent.
+    /// Show the failure-mode dashboard of the run journal.
     ///
-    /// Progress (attempts, tool calls, verdicts, retries) goes to stderr; the outcome decides the
-    /// exit code.
-    Run(RunArgs),
-    /// The failure-mode report over the run journal: per delegate kind, pass rate, pass@attempt,
-    /// exhausted, broken-policy and blocked counts, attempts and durations, top failure reasons
-    /// and failing hooks.
+    /// Per delegate kind: delegations, pass rate, pass@attempt, exhausted, broken-policy and
+    /// blocked counts, attempts and durations, top failure reasons and failing hooks. A table on
+    /// the terminal, `--json` for scripts, `--html FILE` for a self-contained page with charts.
     Report(ReportArgs),
     /// Read single delegations from the run journal.
     #[command(subcommand)]
@@ -63,7 +65,8 @@ pub enum Command {
 /// Flags shared by every command that runs scripts.
 #[derive(Debug, Args)]
 pub struct SandboxArgs {
-    /// Workspace root that file access is confined to [default: the current directory].
+    /// Workspace root that file access is confined to [default: the delegation's `workdir` for
+    /// run and batch, else the current directory].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
     /// Allow scripts to reach this host over HTTP (repeatable; `*.example.com` wildcards allowed;
