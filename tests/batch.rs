@@ -320,3 +320,40 @@ fn ctrl_c_stops_dispatching_and_keeps_every_finished_outcome() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_batch_examples_run_as_documented() {
+    let dir = TempDir::new();
+    crate::util::copy_tree(
+        &crate::util::repo_root().join("examples/batch"),
+        &dir.join("batch"),
+    );
+    let out = harness(["batch", "batch/batch.yaml", "--concurrency", "4", "--json"])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    let got = outcomes(&out.stdout);
+    assert_eq!(got.len(), 4, "{out:?}");
+    assert!(
+        got.values()
+            .all(|o| o["outcome"] == "passed" && o["attempts"] == 2),
+        "{out:?}"
+    );
+    // The JSONL example carries one malformed line on purpose (line 3).
+    let out = harness(["batch", "batch/batch.jsonl", "--json"])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(2);
+    let got = outcomes(&out.stdout);
+    assert_eq!(
+        got.keys().copied().collect::<Vec<_>>(),
+        vec![1, 2, 3, 4],
+        "{out:?}"
+    );
+    assert_eq!(got[&3]["error"]["kind"], "config");
+    assert_eq!(got[&4]["outcome"], "failed");
+    // Both runs were recorded in the default journal of the directory they ran in.
+    let report = harness(["report", "--json"]).current_dir(dir.path()).run();
+    report.expect_code(0);
+    assert_eq!(report.json()["delegations"], 7, "{report:?}");
+}
