@@ -47,7 +47,9 @@ def delta(before, after):
     return out
 
 
-def write_batch(path, count, url, hooks, workdir):
+def write_batch(path, count, url, hooks, workdir, verify=True, hook=True):
+    """Writes `count` delegations; without `verify` each takes one attempt, without `hook` the
+    post_verify hook is left out (the breakdown runs)."""
     with open(path, "w", encoding="utf-8") as f:
         for i in range(count):
             entry = {
@@ -65,24 +67,43 @@ def write_batch(path, count, url, hooks, workdir):
                 "hooks": [hooks],
                 "workdir": workdir,
             }
+            if not verify:
+                del entry["verify"]
+            if not hook:
+                entry["hooks"] = []
             f.write(json.dumps(entry) + "\n")
+
+
+# ru_maxrss from wait4 is useless here: Linux counts the memory the child had *before* exec, which
+# is a copy of this Python process (~20 MB), so every command would seem to need at least that.
+# GNU time forks from a ~1 MB process and reports the child's own peak.
+GNU_TIME = "/usr/bin/time"
 
 
 def measure(argv, stdout_path, stderr_path):
     """Runs argv; returns wall seconds, CPU seconds (user + sys), peak RSS KiB and exit code."""
+    rss_file = stderr_path + ".rss"
+    wrapped = os.access(GNU_TIME, os.X_OK)
+    if wrapped:
+        argv = [GNU_TIME, "-f", "%M", "-o", rss_file, *argv]
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdout=out, stderr=err)
+        # The rusage of the child and everything it waited for (GNU time's share is ~1 ms).
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
+    peak = usage.ru_maxrss
+    if wrapped:
+        with open(rss_file, encoding="utf-8") as f:
+            peak = int(f.read().split()[-1])
     return {
         "wall_s": wall,
         "user_s": usage.ru_utime,
         "sys_s": usage.ru_stime,
         "cpu_s": usage.ru_utime + usage.ru_stime,
-        "peak_rss_kib": usage.ru_maxrss,
-        "exit": process.returncode,
+        "peak_rss_kib": peak,
+        "rss_source": "GNU time" if wrapped else "wait4 (includes the forking Python's copy)",
+        "exit": os.waitstatus_to_exitcode(status),
     }
 
 
@@ -99,13 +120,15 @@ def tail(path, lines=15):
         return "".join(f.readlines()[-lines:])
 
 
-def run_harness(args, label, batch_file, count, concurrency, otlp, journal, repeat):
+def run_harness(args, label, batch_file, count, concurrency, otlp, journal, repeat, attempts=2):
     argv = [args.harness]
     if otlp:
         argv += ["--otlp-endpoint", args.url]
     argv += ["batch", batch_file, "--concurrency", str(concurrency), "--json"]
     if journal:
         argv += ["--journal", os.path.join(args.work, f"runs-{label}-{repeat}.db")]
+    elif args.journal:
+        argv += ["--no-journal"]
     before = stats(args.url)
     err = os.path.join(args.work, f"{label}-{repeat}.stderr")
     result = measure(argv, os.devnull, err)
@@ -114,10 +137,10 @@ def run_harness(args, label, batch_file, count, concurrency, otlp, journal, repe
     if result["exit"] != 0:
         die(f"{label}: harness exited {result['exit']} (expected 0: every delegation passes on "
             f"its second attempt)\n{' '.join(argv)}\n--- stderr tail ---\n{tail(err)}")
-    expected = 2 * count
-    if d["requests"] != expected or d["first_attempts"] != count or d["retries"] != count:
+    retries = count * (attempts - 1)
+    if d["first_attempts"] != count or d["retries"] != retries:
         die(f"{label}: the server counted {d['requests']} requests ({d['first_attempts']} first "
-            f"attempts, {d['retries']} retries); expected {expected} ({count} + {count})")
+            f"attempts, {d['retries']} retries); expected {count + retries} ({count} + {retries})")
     if otlp:
         # The exporter flushes at exit, so everything has arrived once the process is gone.
         if d["otlp_traces"] == 0:
@@ -190,6 +213,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--large", action="store_true",
                         help="also 10,000 delegations at concurrency 1,000")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also the same workload without the journal, hook and verifier")
     parser.add_argument("--journal", action="store_true",
                         help="pass --journal to harness batch (when it has the flag)")
     parser.add_argument("--results", help="write every run as JSON to this file")
@@ -207,16 +232,30 @@ def main():
     run_harness(args, "warmup", batch_file, n, c, False, args.journal, 0)
 
     plans = [
-        ("harness (telemetry off)", False),
-        ("harness (OTLP export on)", True),
+        {"label": "harness (telemetry off)", "otlp": False, "file": batch_file},
+        {"label": "harness (OTLP export on)", "otlp": True, "file": batch_file},
     ]
-    results = {label: [] for label, _ in plans}
+    if args.breakdown:
+        # Take one piece away at a time, interleaved with the full runs so drift hits all alike.
+        no_hook = os.path.join(args.work, "batch-no-hook.jsonl")
+        bare_file = os.path.join(args.work, "batch-no-verify.jsonl")
+        write_batch(no_hook, n, args.url, args.hooks, workdir, hook=False)
+        write_batch(bare_file, n, args.url, args.hooks, workdir, verify=False, hook=False)
+        plans += [
+            {"label": "  − journal", "journal": False, "file": batch_file},
+            {"label": "  − journal − hook", "journal": False, "file": no_hook},
+            {"label": "  − journal − hook − verifier (1 attempt)", "journal": False,
+             "file": bare_file, "attempts": 1},
+        ]
+    results = {plan["label"]: [] for plan in plans}
     results["bare-reqwest"] = []
     for repeat in range(1, args.repeat + 1):
-        for label, otlp in plans:
-            print(f"run {repeat}/{args.repeat}: {label} ...", file=sys.stderr)
-            slug = "otlp" if otlp else "plain"
-            r = run_harness(args, slug, batch_file, n, c, otlp, args.journal, repeat)
+        for index, plan in enumerate(plans):
+            label = plan["label"]
+            print(f"run {repeat}/{args.repeat}: {label.strip()} ...", file=sys.stderr)
+            r = run_harness(args, f"plan{index}", plan["file"], n, c, plan.get("otlp", False),
+                            args.journal and plan.get("journal", True), repeat,
+                            plan.get("attempts", 2))
             r["label"] = label
             results[label].append(r)
         print(f"run {repeat}/{args.repeat}: bare-reqwest ...", file=sys.stderr)
@@ -226,14 +265,14 @@ def main():
         big_n, big_c = 10_000, 1_000
         big_file = os.path.join(args.work, "batch-large.jsonl")
         write_batch(big_file, big_n, args.url, args.hooks, workdir)
-        label = f"harness {big_n:,} @ concurrency {big_c:,} (telemetry off)"
+        label = f"harness @ concurrency {big_c:,} (telemetry off)"
         print(f"large: {label} ...", file=sys.stderr)
         r = run_harness(args, "large", big_file, big_n, big_c, False, args.journal, 1)
         r["label"] = label
         results[label] = [r]
         print("large: bare-reqwest ...", file=sys.stderr)
         b = run_bare(args, big_n, big_c, "large")
-        b["label"] = f"bare-reqwest {big_n:,} @ concurrency {big_c:,}"
+        b["label"] = f"bare-reqwest @ concurrency {big_c:,}"
         results[b["label"]] = [b]
 
     if args.results:
@@ -242,16 +281,16 @@ def main():
 
     rows = [summarise(runs) for runs in results.values()]
     print()
-    print(f"{'workload':<48} {'deleg/s':>8} {'CPU µs/deleg':>13} {'(user+sys)':>15} "
+    print(f"{'workload':<50} {'deleg/s':>8} {'CPU µs/deleg':>13} {'(user+sys)':>15} "
           f"{'peak RSS MB':>11} {'requests':>8}")
     for row in rows:
-        print(f"{row['label'] + ' ×' + str(row['delegations']):<48} {row['rate']:>8.0f} "
+        print(f"{row['label'] + ' ×' + str(row['delegations']):<50} {row['rate']:>8.0f} "
               f"{row['cpu_us']:>13.1f} {row['user_us']:>7.1f}+{row['sys_us']:<7.1f} "
               f"{row['rss_mb']:>11.1f} {row['requests']:>8}")
-    print(f"\nmedian of {args.repeat} runs (CPU range shown below); deleg/s = delegations / wall "
-          "time of the whole process, start-up and exit flush included")
+    print(f"\nmedian of {args.repeat} runs (CPU range below), peak RSS the largest of them; deleg/s = "
+          "delegations / wall time of the whole process, start-up and exit flush included")
     for row in rows:
-        print(f"  {row['label']}: CPU µs/deleg min {row['cpu_us_min']:.1f} max "
+        print(f"  {row['label'].strip()}: CPU µs/deleg min {row['cpu_us_min']:.1f} max "
               f"{row['cpu_us_max']:.1f}; in-batch rate {row['batch_rate']:.0f}/s")
     otlp = next((r for r in rows if "OTLP" in r["label"]), None)
     if otlp:
@@ -262,11 +301,12 @@ def main():
               f"undecodable {s.get('otlp_undecodable', 0)}")
         print(f"  spans by name: {json.dumps(s.get('span_names', {}))}")
     print(f"  journal: {'on' if args.journal else 'off (harness batch has no --journal flag)'}")
+    print(f"  peak RSS from: {next(iter(results.values()))[0]['rss_source']}")
 
     floor = next(r for r in rows if r["label"] == "bare-reqwest")
     print("\ngoals (issue 6):")
     for row in rows:
-        if row["label"].startswith("harness") and row["delegations"] == n:
+        if row["label"] in ("harness (telemetry off)", "harness (OTLP export on)"):
             print(f"  {row['label']}: CPU {row['cpu_us']:.0f} µs/deleg (goal ≤ 150) "
                   f"{'met' if row['cpu_us'] <= 150 else 'MISSED'}; peak RSS {row['rss_mb']:.1f} MB "
                   f"(goal ≤ 25) {'met' if row['rss_mb'] <= 25 else 'MISSED'}; "

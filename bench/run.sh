@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The batch benchmark of issue 6, in one command:
 #
-#   bench/run.sh [--large] [--micro] [--no-build] [--repeat N]
+#   bench/run.sh [--large] [--breakdown] [--micro] [--no-build] [--repeat N]
 #
 # Builds release binaries, starts the fake OpenAI server on 127.0.0.1, runs 2,000 two-attempt
 # delegations (openai delegate, inline Starlark verifier, one delegation.post_verify hook) through
@@ -10,6 +10,8 @@
 # delegation (user+sys of the measured process), peak RSS and the server's request counts.
 #
 #   --large     also 10,000 delegations at concurrency 1,000 (peak RSS)   [BENCH_LARGE=1]
+#   --breakdown also the workload without the journal, the hook, the verifier (telemetry off),
+#               interleaved with the full runs: where the CPU goes       [BENCH_BREAKDOWN=1]
 #   --micro     also the micro-benchmarks (cargo bench: verify, hooks)     [BENCH_MICRO=1]
 #   --no-build  use the existing target/release binaries
 #   --repeat N  runs of each workload; the median is reported (default 3)  [BENCH_REPEAT]
@@ -20,12 +22,14 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 large=${BENCH_LARGE:-0}
+breakdown=${BENCH_BREAKDOWN:-0}
 micro=${BENCH_MICRO:-0}
 build=1
 repeat=${BENCH_REPEAT:-3}
 while [[ $# -gt 0 ]]; do
     case $1 in
         --large) large=1 ;;
+        --breakdown) breakdown=1 ;;
         --micro) micro=1 ;;
         --no-build) build=0 ;;
         --repeat) repeat=$2; shift ;;
@@ -79,6 +83,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "harness: $("$bin/harness" --version); fake server at $url; journal $journal_state"
 extra=()
 [[ $large == 1 ]] && extra+=(--large)
+[[ $breakdown == 1 ]] && extra+=(--breakdown)
 python3 "$root/bench/driver.py" --url "$url" --harness "$bin/harness" --bare "$bin/bare-reqwest" \
     --hooks "$root/bench/hooks" --work "$work" \
     --delegations "${BENCH_DELEGATIONS:-2000}" --concurrency "${BENCH_CONCURRENCY:-32}" \

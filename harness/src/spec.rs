@@ -300,9 +300,11 @@ impl Delegation {
                     "{file}: give `verify` (inline script) or `verify_file` (a path), not both"
                 )));
             }
-            (Some(source), None) => Some(VerifySource {
-                name: format!("{file}#verify"),
-                source,
+            // Named after the file, not the batch line: the name is part of the compiled-script
+            // cache key, so identical inline verifiers on many lines compile once.
+            (Some(script), None) => Some(VerifySource {
+                name: format!("{}#verify", source.display()),
+                source: script,
             }),
             (None, Some(rel)) => {
                 let (path, source) = read("verify_file", &rel)?;
