@@ -353,66 +353,49 @@ impl Journal {
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the write fails (disk full, read-only
     /// file, a record with the same id already there); nothing of the delegation is written then.
     pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<()> {
+        let mut failures = self.record_all([(report, meta)])?;
+        match failures.pop() {
+            Some((_, error)) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// Records many finished delegations in one transaction (far cheaper per record than
+    /// [`Journal::record`]); each delegation is still all-or-nothing. Returns the ids that could
+    /// not be written, with why.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the transaction itself fails; then
+    /// nothing of this call is written.
+    pub fn record_all<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = (&'a Report, &'a RecordMeta)>,
+    ) -> Result<Vec<(String, Error)>> {
         let path = self.path.clone();
-        let fail =
-            |e: rusqlite::Error| sql_error(&path, &format!("cannot record {} in", report.id), &e);
-        let usage = report.usage();
-        let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-        let tx = self
+        let mut tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        tx.execute(
-            "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
-                error_kind, error_message, attempts, input_tokens, output_tokens, requests,
-                trace_id, retry_template_version, source, workdir, recorded_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                report.id,
-                unix_millis(report.started_at),
-                millis(report.duration),
-                report.delegate_kind,
-                report.model,
-                report.outcome.as_str(),
-                report.error.as_ref().map(|e| e.kind().as_str()),
-                report.error.as_ref().map(Error::message),
-                i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),
-                tokens(usage.input_tokens),
-                tokens(usage.output_tokens),
-                tokens(usage.requests),
-                meta.trace_id,
-                RETRY_TEMPLATE_VERSION,
-                path_text(&meta.source),
-                path_text(&meta.workdir),
-                unix_millis(SystemTime::now()),
-            ],
-        )
-        .map_err(fail)?;
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
-                        input_tokens, output_tokens, requests)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .map_err(fail)?;
-            for attempt in &report.attempts {
-                let reasons = Value::from(attempt.reasons.clone()).to_string();
-                insert
-                    .execute(params![
-                        report.id,
-                        attempt.attempt,
-                        attempt.passed,
-                        reasons,
-                        millis(attempt.duration),
-                        tokens(attempt.usage.input_tokens),
-                        tokens(attempt.usage.output_tokens),
-                        tokens(attempt.usage.requests),
-                    ])
-                    .map_err(fail)?;
+            .map_err(|e| sql_error(&path, "cannot start writing to", &e))?;
+        let mut failures = Vec::new();
+        for (report, meta) in items {
+            let fail = |e: rusqlite::Error| {
+                sql_error(&path, &format!("cannot record {} in", report.id), &e)
+            };
+            // A savepoint per delegation: a failing one rolls back alone.
+            let written = tx
+                .savepoint()
+                .and_then(|savepoint| {
+                    insert(&savepoint, report, meta)?;
+                    savepoint.commit()
+                })
+                .map_err(fail);
+            if let Err(e) = written {
+                failures.push((report.id.clone(), e));
             }
         }
-        tx.commit().map_err(fail)
+        tx.commit()
+            .map_err(|e| sql_error(&path, "cannot commit to", &e))?;
+        Ok(failures)
     }
 
     /// Returns the records matching `filter`, newest first.
@@ -536,6 +519,56 @@ fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
         "journal {}: {what} the database: {e}",
         path.display()
     ))
+}
+
+/// Writes one delegation and its attempts with cached statements.
+fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> rusqlite::Result<()> {
+    let usage = report.usage();
+    let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    conn.prepare_cached(
+        "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
+            error_kind, error_message, attempts, input_tokens, output_tokens, requests,
+            trace_id, retry_template_version, source, workdir, recorded_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        report.id,
+        unix_millis(report.started_at),
+        millis(report.duration),
+        report.delegate_kind,
+        report.model,
+        report.outcome.as_str(),
+        report.error.as_ref().map(|e| e.kind().as_str()),
+        report.error.as_ref().map(Error::message),
+        i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),
+        tokens(usage.input_tokens),
+        tokens(usage.output_tokens),
+        tokens(usage.requests),
+        meta.trace_id,
+        RETRY_TEMPLATE_VERSION,
+        path_text(&meta.source),
+        path_text(&meta.workdir),
+        unix_millis(SystemTime::now()),
+    ])?;
+    let mut statement = conn.prepare_cached(
+        "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
+            input_tokens, output_tokens, requests)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for attempt in &report.attempts {
+        let reasons = Value::from(attempt.reasons.clone()).to_string();
+        statement.execute(params![
+            report.id,
+            attempt.attempt,
+            attempt.passed,
+            reasons,
+            millis(attempt.duration),
+            tokens(attempt.usage.input_tokens),
+            tokens(attempt.usage.output_tokens),
+            tokens(attempt.usage.requests),
+        ])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

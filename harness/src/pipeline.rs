@@ -1,8 +1,6 @@
 //! The verification pipeline (DESIGN §4.5): the inline verifier, then the post-verify hooks.
 //! An attempt passes only if every stage passes; every stage runs so all reasons are known.
 
-use tracing::Instrument;
-
 use harness_hooks::Event;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -62,6 +60,28 @@ impl Pipeline {
         if !self.is_active() {
             return Ok(None);
         }
+        // One hand-off to a blocking thread for the whole attempt: the verifier and every
+        // post-verify hook run there in order. Scripts never run on the async workers.
+        let pipeline = self.clone();
+        let mut owned = result.clone();
+        let span = tracing::Span::current();
+        let (judged, owned) = tokio::task::spawn_blocking(move || {
+            let judged = span.in_scope(|| pipeline.check_blocking(&mut owned));
+            (judged, owned)
+        })
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Verifier,
+                format!("verification failed to run: {e}"),
+            )
+        })?;
+        *result = owned;
+        judged.map(Some)
+    }
+
+    /// Judges one attempt on the calling thread, blocking it while the scripts run.
+    fn check_blocking(&self, result: &mut DelegationResult) -> Result<Verdict> {
         let mut reasons = Vec::new();
         let mut inline = None;
         let mut logs = Vec::new();
@@ -73,7 +93,7 @@ impl Pipeline {
                 verify.reason = tracing::field::Empty,
             );
             let clock = std::time::Instant::now();
-            let (outcome, lines) = verifier.verify(result).instrument(span.clone()).await?;
+            let (outcome, lines) = span.in_scope(|| verifier.verify_blocking(result))?;
             telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
             logs = lines;
             span.record(
@@ -86,14 +106,18 @@ impl Pipeline {
             }
             inline = Some(outcome);
         }
-        if let Some(policy) = &self.policy {
+        if let Some(policy) = self
+            .policy
+            .as_ref()
+            .filter(|p| p.applies(Event::DelegationPostVerify, &self.names))
+        {
             let clock = std::time::Instant::now();
-            let dispatch = policy
-                .dispatch(Event::DelegationPostVerify, result.to_value(), &self.names)
-                .await?;
-            if !dispatch.runs.is_empty() {
-                telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
-            }
+            let dispatch = policy.dispatch_blocking(
+                Event::DelegationPostVerify,
+                result.to_value(),
+                &self.names,
+            )?;
+            telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
             if dispatch.runs.iter().any(|r| r.action == "modify") {
                 *result = serde_json::from_value(dispatch.payload).map_err(|e| {
                     Error::new(
@@ -106,11 +130,11 @@ impl Pipeline {
                 reasons.push(format!("hook {}: {}", block.hook, block.reason));
             }
         }
-        Ok(Some(Verdict {
+        Ok(Verdict {
             passed: reasons.is_empty(),
             reasons,
             inline,
             logs,
-        }))
+        })
     }
 }

@@ -24,6 +24,27 @@ impl Policy {
         self.hooks.applies(event, &names)
     }
 
+    /// Runs the hooks for `event` on the calling thread (which it blocks while scripts run).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Hook`] when a hook is broken.
+    pub fn dispatch_blocking(
+        &self,
+        event: Event,
+        payload: Value,
+        names: &[String],
+    ) -> Result<Dispatch> {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let dispatch = self
+            .hooks
+            .dispatch(event, payload, &names)
+            .map_err(|e| Error::new(ErrorKind::Hook, e.to_string()))?;
+        for run in &dispatch.runs {
+            crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action);
+        }
+        Ok(dispatch)
+    }
+
     /// Runs the hooks for `event` on a blocking thread, keeping the caller's span.
     ///
     /// # Errors
@@ -41,14 +62,11 @@ impl Policy {
                 runs: Vec::new(),
             });
         }
-        let hooks = self.hooks.clone();
+        let policy = self.clone();
         let names = names.to_vec();
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
-            span.in_scope(|| {
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                hooks.dispatch(event, payload, &names)
-            })
+            span.in_scope(|| policy.dispatch_blocking(event, payload, &names))
         })
         .await
         .map_err(|e| {
@@ -57,11 +75,5 @@ impl Policy {
                 format!("hook dispatch for {event} failed: {e}"),
             )
         })?
-        .map_err(|e| Error::new(ErrorKind::Hook, e.to_string()))
-        .inspect(|dispatch| {
-            for run in &dispatch.runs {
-                crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action);
-            }
-        })
     }
 }

@@ -26,9 +26,21 @@ impl JournalWriter {
         let (sender, receiver) = std::sync::mpsc::channel::<(Report, RecordMeta)>();
         let writer = std::thread::spawn(move || {
             let mut failures = Vec::new();
-            for (report, meta) in receiver {
-                if let Err(e) = journal.record(&report, &meta) {
-                    failures.push(format!("{}: {}", report.id, e.message()));
+            // Write whatever has queued up in one transaction: far cheaper than one per record.
+            while let Ok(first) = receiver.recv() {
+                let mut queued = vec![first];
+                queued.extend(receiver.try_iter().take(1023));
+                match journal.record_all(queued.iter().map(|(r, m)| (r, m))) {
+                    Ok(failed) => failures.extend(
+                        failed
+                            .into_iter()
+                            .map(|(id, e)| format!("{id}: {}", e.message())),
+                    ),
+                    Err(e) => failures.extend(
+                        queued
+                            .iter()
+                            .map(|(r, _)| format!("{}: {}", r.id, e.message())),
+                    ),
                 }
             }
             failures
