@@ -126,6 +126,22 @@ pub struct CallOutput {
 pub struct Script {
     name: String,
     module: FrozenModule,
+    needs_thread: bool,
+}
+
+/// How long an inline call may run on the caller's thread before it gives up.
+pub const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Names of the builtins that wait on the outside world. A script that mentions none of them
+/// (checked on its source text, so a false alarm only costs the fast path) is pure computation.
+static BLOCKING_NAMES: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\b(fs|http|exec)\b").expect("a valid pattern"));
+
+/// Emits a call's log lines as events on the current span.
+fn emit_logs(surface: &str, logs: &[String]) {
+    for line in logs {
+        tracing::info!(target: "harness::script", surface, "{line}");
+    }
 }
 
 impl std::fmt::Debug for Script {
@@ -186,10 +202,16 @@ impl Script {
                 )
             })
         })
-        .map_err(|e| e.with_logs(host.logs.take()))?;
+        .map_err(|e| {
+            let logs = host.logs.take();
+            emit_logs(sandbox.surface.as_str(), &logs);
+            e.with_logs(logs)
+        })?;
+        emit_logs(sandbox.surface.as_str(), &host.logs.borrow());
         Ok(Script {
             name: name.to_owned(),
             module,
+            needs_thread: BLOCKING_NAMES.is_match(source),
         })
     }
 
@@ -219,6 +241,45 @@ impl Script {
         function: &str,
         args: &[&serde_json::Value],
     ) -> Result<CallOutput, Error> {
+        self.invoke(Host::new(sandbox), function, args)
+    }
+
+    /// Returns true when the script uses builtins that wait on the outside world (`fs`, `http`,
+    /// `exec`), so it never runs inline.
+    pub fn needs_thread(&self) -> bool {
+        self.needs_thread
+    }
+
+    /// Calls `function` on the caller's thread when that is cheap: the script must not use `fs`,
+    /// `http` or `exec`, and must finish within [`INLINE_BUDGET`]. Otherwise it gives up with
+    /// [`ErrorKind::WouldBlock`], having had no effect, and the caller runs [`Script::call`] on
+    /// a blocking thread. This lets async hosts skip a thread hand-off for the common small,
+    /// pure script without ever blocking their workers for long.
+    ///
+    /// # Errors
+    /// [`ErrorKind::WouldBlock`] as above; otherwise as [`Script::call`].
+    pub fn call_inline(
+        &self,
+        sandbox: &Sandbox,
+        function: &str,
+        args: &[&serde_json::Value],
+    ) -> Result<CallOutput, Error> {
+        if self.needs_thread {
+            return Err(Error::new(
+                ErrorKind::WouldBlock,
+                self.name.as_str(),
+                "the script uses fs, http or exec",
+            ));
+        }
+        self.invoke(Host::inline(sandbox, INLINE_BUDGET), function, args)
+    }
+
+    fn invoke(
+        &self,
+        host: Host<'_>,
+        function: &str,
+        args: &[&serde_json::Value],
+    ) -> Result<CallOutput, Error> {
         let name = self.name.as_str();
         let func = self.module.get(function).map_err(|_| {
             Error::new(
@@ -236,7 +297,6 @@ impl Script {
                 )
             })?;
         }
-        let host = Host::new(sandbox);
         let value = Module::with_temp_heap(|module| -> Result<serde_json::Value, Error> {
             let heap = module.heap();
             let func = heap.access_owned_frozen_value(&func);
@@ -259,8 +319,16 @@ impl Script {
         });
         let logs = host.logs.into_inner();
         match value {
-            Ok(value) => Ok(CallOutput { value, logs }),
-            Err(e) => Err(e.with_logs(logs)),
+            Ok(value) => {
+                emit_logs(host.sandbox.surface.as_str(), &logs);
+                Ok(CallOutput { value, logs })
+            }
+            // Given up inline: the blocking re-run will log again.
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Err(e),
+            Err(e) => {
+                emit_logs(host.sandbox.surface.as_str(), &logs);
+                Err(e.with_logs(logs))
+            }
         }
     }
 }

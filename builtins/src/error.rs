@@ -21,6 +21,11 @@ pub enum ErrorKind {
     Conversion,
     /// The script does not define the function the host calls (`run`, `handle`, `respond`).
     MissingFunction,
+    /// An inline call ([`Script::call_inline`](crate::Script::call_inline)) gave up because the
+    /// script needs a blocking thread (it uses `fs`, `http` or `exec`, or ran past the inline
+    /// budget). Not a failure of the script: call [`Script::call`](crate::Script::call) on a
+    /// blocking thread instead.
+    WouldBlock,
 }
 
 impl ErrorKind {
@@ -33,6 +38,7 @@ impl ErrorKind {
             ErrorKind::Sandbox => "sandbox",
             ErrorKind::Conversion => "conversion",
             ErrorKind::MissingFunction => "missing_function",
+            ErrorKind::WouldBlock => "would_block",
         }
     }
 }

@@ -19,6 +19,9 @@ use crate::error::{Error, ErrorKind, Limit};
 pub(crate) struct Host<'s> {
     pub(crate) sandbox: &'s Sandbox,
     pub(crate) deadline: Instant,
+    /// For an inline call: when to give up and let the caller move to a blocking thread.
+    inline_until: Option<Instant>,
+    deferred: Cell<bool>,
     timed_out: Cell<bool>,
     violation: RefCell<Option<String>>,
     pub(crate) logs: RefCell<Vec<String>>,
@@ -29,10 +32,30 @@ impl<'s> Host<'s> {
         Host {
             sandbox,
             deadline: Instant::now() + sandbox.limits.timeout,
+            inline_until: None,
+            deferred: Cell::new(false),
             timed_out: Cell::new(false),
             violation: RefCell::new(None),
             logs: RefCell::new(Vec::new()),
         }
+    }
+
+    /// A host for an inline call, which gives up after `budget`.
+    pub(crate) fn inline(sandbox: &'s Sandbox, budget: std::time::Duration) -> Self {
+        Host {
+            inline_until: Some(Instant::now() + budget),
+            ..Host::new(sandbox)
+        }
+    }
+
+    /// Refuses to run `func` inline: builtins that wait on the outside world (files, network,
+    /// processes) only run on blocking threads.
+    pub(crate) fn needs_thread(&self, func: &str) -> anyhow::Result<()> {
+        if self.inline_until.is_some() {
+            self.deferred.set(true);
+            anyhow::bail!("{func} needs a blocking thread");
+        }
+        Ok(())
     }
 
     /// Returns the host of the evaluation running `eval`.
@@ -55,7 +78,12 @@ impl<'s> Host<'s> {
         setup(eval.set_max_callstack_size(limits.max_call_depth.max(1)))?;
         setup(eval.set_max_heap_size(limits.max_heap_bytes.max(1)))?;
         eval.set_check_cancelled(Box::new(move || {
-            let late = Instant::now() >= self.deadline;
+            let now = Instant::now();
+            if self.inline_until.is_some_and(|until| now >= until) {
+                self.deferred.set(true);
+                return true;
+            }
+            let late = now >= self.deadline;
             if late {
                 self.timed_out.set(true);
             }
@@ -76,8 +104,8 @@ impl<'s> Host<'s> {
     }
 
     /// Records one line of script output and emits it as a tracing event on the current span.
+    /// Records one line of script output; the caller emits it once the call has ended.
     pub(crate) fn log(&self, line: String) {
-        tracing::info!(target: "harness::script", surface = self.sandbox.surface.as_str(), "{line}");
         self.logs.borrow_mut().push(line);
     }
 
@@ -103,6 +131,13 @@ impl<'s> Host<'s> {
 
     pub(crate) fn classify(&self, e: starlark::Error, eval: &Evaluator, name: &str) -> Error {
         let at = location(&e);
+        if self.deferred.get() {
+            return Error::new(
+                ErrorKind::WouldBlock,
+                name,
+                "the call needs a blocking thread",
+            );
+        }
         if let Some(message) = self.violation.borrow().clone() {
             return Error::new(ErrorKind::Sandbox, name, message).at(at);
         }

@@ -31,7 +31,7 @@ mod modules;
 mod workspace;
 
 pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};
-pub use engine::{CallOutput, Engine, Sandbox, Script};
+pub use engine::{CallOutput, Engine, INLINE_BUDGET, Sandbox, Script};
 pub use error::{Error, ErrorKind, Limit, Location};
 pub use limits::Limits;
 pub use modules::{ProgramRun, http_client_builder, read_capped, run_program};

@@ -939,3 +939,55 @@ def run():
         ErrorKind::Sandbox,
     );
 }
+
+#[test]
+fn small_pure_scripts_run_inline_and_others_defer_without_effect() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.txt"), "a").expect("write");
+    let sandbox = sandbox_in(dir.path(), Capabilities::read_only(), Limits::default());
+    let engine = Engine::new();
+    let compile =
+        |source: &str| Script::compile(&engine, &sandbox, "s.star", source, &[]).expect("compiles");
+    let arg = json!({"n": 2});
+
+    let pure = compile("def run(x):\n    log('pure')\n    return x['n'] * 21\n");
+    assert!(!pure.needs_thread());
+    let out = pure
+        .call_inline(&sandbox, "run", &[&arg])
+        .expect("runs inline");
+    assert_eq!(out.value, json!(42));
+    assert_eq!(out.logs, vec!["pure".to_owned()]);
+
+    // A script that reads files never runs inline, so it has no effect before the real call.
+    let reads = compile("def run(x):\n    return fs.read('a.txt')\n");
+    assert!(reads.needs_thread());
+    let deferred = reads
+        .call_inline(&sandbox, "run", &[&arg])
+        .expect_err("defers");
+    assert_eq!(deferred.kind(), ErrorKind::WouldBlock);
+    assert_eq!(
+        reads.call(&sandbox, "run", &[&arg]).expect("runs").value,
+        json!("a")
+    );
+
+    // A pure script that runs past the inline budget gives up and succeeds on a real call.
+    let long = compile(
+        "def run(x):\n    t = 0\n    for i in range(3000000):\n        t += 1\n    return t\n",
+    );
+    assert!(!long.needs_thread());
+    let deferred = long
+        .call_inline(&sandbox, "run", &[&arg])
+        .expect_err("defers");
+    assert_eq!(deferred.kind(), ErrorKind::WouldBlock);
+    assert_eq!(
+        long.call(&sandbox, "run", &[&arg]).expect("runs").value,
+        json!(3000000)
+    );
+
+    // Errors of the script itself are reported inline as they would be on a thread.
+    let broken = compile("def run(x):\n    return x['missing']\n");
+    let error = broken
+        .call_inline(&sandbox, "run", &[&arg])
+        .expect_err("fails");
+    assert_eq!(error.kind(), ErrorKind::Runtime);
+}

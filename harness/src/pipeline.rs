@@ -2,6 +2,7 @@
 //! An attempt passes only if every stage passes; every stage runs so all reasons are known.
 
 use harness_hooks::Event;
+use tracing::Instrument;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::policy::Policy;
@@ -60,28 +61,6 @@ impl Pipeline {
         if !self.is_active() {
             return Ok(None);
         }
-        // One hand-off to a blocking thread for the whole attempt: the verifier and every
-        // post-verify hook run there in order. Scripts never run on the async workers.
-        let pipeline = self.clone();
-        let mut owned = result.clone();
-        let span = tracing::Span::current();
-        let (judged, owned) = tokio::task::spawn_blocking(move || {
-            let judged = span.in_scope(|| pipeline.check_blocking(&mut owned));
-            (judged, owned)
-        })
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Verifier,
-                format!("verification failed to run: {e}"),
-            )
-        })?;
-        *result = owned;
-        judged.map(Some)
-    }
-
-    /// Judges one attempt on the calling thread, blocking it while the scripts run.
-    fn check_blocking(&self, result: &mut DelegationResult) -> Result<Verdict> {
         let mut reasons = Vec::new();
         let mut inline = None;
         let mut logs = Vec::new();
@@ -93,7 +72,7 @@ impl Pipeline {
                 verify.reason = tracing::field::Empty,
             );
             let clock = std::time::Instant::now();
-            let (outcome, lines) = span.in_scope(|| verifier.verify_blocking(result))?;
+            let (outcome, lines) = verifier.verify(result).instrument(span.clone()).await?;
             telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
             logs = lines;
             span.record(
@@ -112,11 +91,9 @@ impl Pipeline {
             .filter(|p| p.applies(Event::DelegationPostVerify, &self.names))
         {
             let clock = std::time::Instant::now();
-            let dispatch = policy.dispatch_blocking(
-                Event::DelegationPostVerify,
-                result.to_value(),
-                &self.names,
-            )?;
+            let dispatch = policy
+                .dispatch(Event::DelegationPostVerify, result.to_value(), &self.names)
+                .await?;
             telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
             if dispatch.runs.iter().any(|r| r.action == "modify") {
                 *result = serde_json::from_value(dispatch.payload).map_err(|e| {
@@ -130,11 +107,11 @@ impl Pipeline {
                 reasons.push(format!("hook {}: {}", block.hook, block.reason));
             }
         }
-        Ok(Verdict {
+        Ok(Some(Verdict {
             passed: reasons.is_empty(),
             reasons,
             inline,
             logs,
-        })
+        }))
     }
 }

@@ -1,7 +1,7 @@
-//! The operator's hooks as the runtime uses them: async dispatch on a blocking thread, broken
+//! The operator's hooks as the runtime uses them: async dispatch that never blocks a worker, broken
 //! hooks as `hook` errors, blocks as decisions.
 
-use harness_hooks::{Dispatch, Event, HookSet};
+use harness_hooks::{Dispatch, Event, HookSet, Step};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -24,28 +24,9 @@ impl Policy {
         self.hooks.applies(event, &names)
     }
 
-    /// Runs the hooks for `event` on the calling thread (which it blocks while scripts run).
-    ///
-    /// # Errors
-    /// [`ErrorKind::Hook`] when a hook is broken.
-    pub fn dispatch_blocking(
-        &self,
-        event: Event,
-        payload: Value,
-        names: &[String],
-    ) -> Result<Dispatch> {
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let dispatch = self
-            .hooks
-            .dispatch(event, payload, &names)
-            .map_err(|e| Error::new(ErrorKind::Hook, e.to_string()))?;
-        for run in &dispatch.runs {
-            crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action);
-        }
-        Ok(dispatch)
-    }
-
-    /// Runs the hooks for `event` on a blocking thread, keeping the caller's span.
+    /// Runs the hooks for `event`: inline on the caller's thread while they are small pure
+    /// scripts, then on a blocking thread from the first one that is not, keeping the caller's
+    /// span. No hook runs twice.
     ///
     /// # Errors
     /// [`ErrorKind::Hook`] when a hook is broken.
@@ -62,18 +43,36 @@ impl Policy {
                 runs: Vec::new(),
             });
         }
-        let policy = self.clone();
-        let names = names.to_vec();
-        let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || {
-            span.in_scope(|| policy.dispatch_blocking(event, payload, &names))
-        })
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Hook,
-                format!("hook dispatch for {event} failed: {e}"),
-            )
-        })?
+        let matched: Vec<&str> = names.iter().map(String::as_str).collect();
+        let step = self
+            .hooks
+            .dispatch_inline(event, payload, &matched)
+            .map_err(|e| Error::new(ErrorKind::Hook, e.to_string()))?;
+        let dispatch = match step {
+            Step::Done(dispatch) => dispatch,
+            Step::Deferred(from) => {
+                let hooks = self.hooks.clone();
+                let names = names.to_vec();
+                let span = tracing::Span::current();
+                tokio::task::spawn_blocking(move || {
+                    span.in_scope(|| {
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        hooks.resume(event, from, &names)
+                    })
+                })
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Hook,
+                        format!("hook dispatch for {event} failed: {e}"),
+                    )
+                })?
+                .map_err(|e| Error::new(ErrorKind::Hook, e.to_string()))?
+            }
+        };
+        for run in &dispatch.runs {
+            crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action);
+        }
+        Ok(dispatch)
     }
 }

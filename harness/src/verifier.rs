@@ -116,11 +116,20 @@ impl Verifier {
         Ok((outcome, output.logs))
     }
 
-    /// Judges one attempt on a blocking thread, keeping the caller's span.
+    /// Judges one attempt without blocking the async runtime: inline when the script is small
+    /// and pure (no `fs`, `http`, `exec`; done within the inline budget), else on a blocking
+    /// thread, keeping the caller's span.
     ///
     /// # Errors
     /// As [`Verifier::verify_blocking`].
     pub async fn verify(&self, result: &DelegationResult) -> Result<(VerifyOutcome, Vec<String>)> {
+        // Small pure verifiers run right here; anything else goes to a blocking thread.
+        let value = result.to_value();
+        match self.script.call_inline(&self.sandbox, "run", &[&value]) {
+            Ok(output) => return Ok((interpret(self.name(), output.value)?, output.logs)),
+            Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(broken(e)),
+        }
         let this = self.clone();
         let result = result.clone();
         let span = tracing::Span::current();

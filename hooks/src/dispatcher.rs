@@ -169,9 +169,80 @@ impl HookSet {
         payload: Value,
         names: &[&str],
     ) -> Result<Dispatch, HookError> {
-        let mut payload = payload;
-        let mut runs = Vec::new();
-        for hook in self.matching(event, names) {
+        let start = Resume {
+            next: 0,
+            payload,
+            runs: Vec::new(),
+        };
+        self.resume(event, start, names)
+    }
+
+    /// Runs on the caller's thread the hooks that can run inline (pure scripts that finish
+    /// within the inline budget, see `Script::call_inline`), in order, and stops before the
+    /// first one that needs a blocking thread. Nothing is run twice: finish a
+    /// [`Step::Deferred`] with [`HookSet::resume`] on a blocking thread.
+    ///
+    /// # Errors
+    /// As [`HookSet::dispatch`].
+    pub fn dispatch_inline(
+        &self,
+        event: Event,
+        payload: Value,
+        names: &[&str],
+    ) -> Result<Step, HookError> {
+        let start = Resume {
+            next: 0,
+            payload,
+            runs: Vec::new(),
+        };
+        self.run(event, start, names, true)
+    }
+
+    /// Finishes a dispatch from where [`HookSet::dispatch_inline`] stopped, blocking the calling
+    /// thread while scripts run.
+    ///
+    /// # Errors
+    /// As [`HookSet::dispatch`].
+    pub fn resume(
+        &self,
+        event: Event,
+        from: Resume,
+        names: &[&str],
+    ) -> Result<Dispatch, HookError> {
+        match self.run(event, from, names, false)? {
+            Step::Done(dispatch) => Ok(dispatch),
+            // Only inline runs defer; fail closed all the same.
+            Step::Deferred(at) => Err(HookError {
+                name: self
+                    .hooks
+                    .get(at.next)
+                    .map_or_else(String::new, |h| h.name.clone()),
+                path: PathBuf::new(),
+                message: "internal error: a blocking dispatch deferred".to_owned(),
+            }),
+        }
+    }
+
+    fn run(
+        &self,
+        event: Event,
+        from: Resume,
+        names: &[&str],
+        inline: bool,
+    ) -> Result<Step, HookError> {
+        let Resume {
+            next,
+            mut payload,
+            mut runs,
+        } = from;
+        for (index, hook) in self.matching(event, names).enumerate().skip(next) {
+            if inline && hook.needs_thread() {
+                return Ok(Step::Deferred(Resume {
+                    next: index,
+                    payload,
+                    runs,
+                }));
+            }
             let span = tracing::info_span!(
                 SPAN_HOOK,
                 hook.name = %hook.name,
@@ -181,6 +252,16 @@ impl HookSet {
                 otel.status_code = Empty,
             );
             let _entered = span.enter();
+            let call = |script: &harness_builtins::Script, function: &str, payload: &Value| {
+                let event_value = Value::String(event.as_str().to_owned());
+                if inline {
+                    script.call_inline(&self.sandbox, function, &[&event_value, payload])
+                } else {
+                    script.call(&self.sandbox, function, &[&event_value, payload])
+                }
+            };
+            let deferred =
+                |e: &harness_builtins::Error| e.kind() == harness_builtins::ErrorKind::WouldBlock;
             let fail = |message: String| {
                 span.record("hook.action", "error");
                 span.record("otel.status_code", "ERROR");
@@ -190,11 +271,26 @@ impl HookSet {
                     message,
                 }
             };
-            let event_value = Value::String(event.as_str().to_owned());
             if let Some(when) = &hook.when {
-                let out = when
-                    .call(&self.sandbox, "when", &[&event_value, &payload])
-                    .map_err(|e| fail(format!("`when` failed: {} [{}]", e, e.kind().as_str())))?;
+                let out = match call(when, "when", &payload) {
+                    Ok(out) => out,
+                    Err(e) if deferred(&e) => {
+                        // Ran past the inline budget; the blocking pass runs this hook again.
+                        span.record("hook.action", "deferred");
+                        return Ok(Step::Deferred(Resume {
+                            next: index,
+                            payload,
+                            runs,
+                        }));
+                    }
+                    Err(e) => {
+                        return Err(fail(format!(
+                            "`when` failed: {} [{}]",
+                            e,
+                            e.kind().as_str()
+                        )));
+                    }
+                };
                 match out.value {
                     Value::Bool(true) => {}
                     Value::Bool(false) => {
@@ -206,10 +302,18 @@ impl HookSet {
                     }
                 }
             }
-            let out = hook
-                .script
-                .call(&self.sandbox, "handle", &[&event_value, &payload])
-                .map_err(|e| fail(format!("{} [{}]", e, e.kind().as_str())))?;
+            let out = match call(&hook.script, "handle", &payload) {
+                Ok(out) => out,
+                Err(e) if deferred(&e) => {
+                    span.record("hook.action", "deferred");
+                    return Ok(Step::Deferred(Resume {
+                        next: index,
+                        payload,
+                        runs,
+                    }));
+                }
+                Err(e) => return Err(fail(format!("{} [{}]", e, e.kind().as_str()))),
+            };
             let decision = Decision::from_value(out.value).map_err(fail)?;
             span.record("hook.action", decision.action());
             match decision {
@@ -231,11 +335,11 @@ impl HookSet {
                         reason,
                     };
                     runs.push(run.clone());
-                    return Ok(Dispatch {
+                    return Ok(Step::Done(Dispatch {
                         payload,
                         blocked: Some(run),
                         runs,
-                    });
+                    }));
                 }
                 Decision::Modify(patch) => {
                     merge(&mut payload, &patch);
@@ -250,10 +354,27 @@ impl HookSet {
                 }
             }
         }
-        Ok(Dispatch {
+        Ok(Step::Done(Dispatch {
             payload,
             blocked: None,
             runs,
-        })
+        }))
     }
+}
+
+/// Where an inline dispatch stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    next: usize,
+    payload: Value,
+    runs: Vec<HookRun>,
+}
+
+/// The outcome of [`HookSet::dispatch_inline`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Every hook ran.
+    Done(Dispatch),
+    /// A hook needs a blocking thread; finish with [`HookSet::resume`].
+    Deferred(Resume),
 }

@@ -166,6 +166,14 @@ pub struct Hook {
     pub(crate) when: Option<Script>,
 }
 
+impl Hook {
+    /// Returns true when the hook's `handle` or `when` uses builtins that wait on the outside
+    /// world, so it only runs on a blocking thread.
+    pub fn needs_thread(&self) -> bool {
+        self.script.needs_thread() || self.when.as_ref().is_some_and(Script::needs_thread)
+    }
+}
+
 /// Splits `---` front matter from the body; returns the YAML and the 1-based line it starts on.
 fn front_matter(text: &str) -> Option<(&str, usize)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

@@ -27,6 +27,6 @@ mod event;
 mod hook;
 
 pub use decision::{Decision, merge};
-pub use dispatcher::{Dispatch, HookError, HookRun, HookSet, SPAN_HOOK, engine};
+pub use dispatcher::{Dispatch, HookError, HookRun, HookSet, Resume, SPAN_HOOK, Step, engine};
 pub use event::Event;
 pub use hook::{Hook, Matcher, Problem};

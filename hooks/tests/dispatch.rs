@@ -840,3 +840,62 @@ fn single_files_and_directories_load_together() {
     assert_eq!(names(&set), ["one", "two"]);
     assert!(set.hooks()[1].path.ends_with("b/two.md"));
 }
+
+#[test]
+fn inline_dispatch_stops_before_a_hook_that_needs_a_thread_and_resume_runs_each_hook_once() {
+    let dir = HookDir::new();
+    dir.raw("marker.txt", "present");
+    dir.hook(
+        "a.md",
+        "event: tool.pre\npriority: 1\n",
+        &returns(r#"modify({"arguments": {"path": "src/a.txt"}})"#),
+    );
+    dir.hook(
+        "b.md",
+        "event: tool.pre\npriority: 2\n",
+        "def handle(event, payload):\n    return allow() if fs.exists('marker.txt') else block('no marker')\n",
+    );
+    dir.hook(
+        "c.md",
+        "event: tool.pre\npriority: 3\n",
+        "def handle(event, payload):\n    return allow() if payload['arguments']['path'] == 'src/a.txt' else block('unmodified')\n",
+    );
+    let set = dir.load();
+    let step = set
+        .dispatch_inline(Event::ToolPre, call(), &["write_file"])
+        .expect("no hook is broken");
+    let harness_hooks::Step::Deferred(from) = step else {
+        panic!("the fs hook must defer the dispatch to a blocking thread");
+    };
+    let done = set
+        .resume(Event::ToolPre, from, &["write_file"])
+        .expect("resumes");
+    assert_eq!(
+        runs(&done),
+        vec![("a", "modify"), ("b", "allow"), ("c", "allow")]
+    );
+    assert_eq!(done.payload["arguments"]["path"], "src/a.txt");
+    assert!(done.blocked.is_none());
+    // The same hooks through the blocking dispatch decide exactly the same.
+    assert_eq!(
+        dispatch(&set, Event::ToolPre, call(), &["write_file"]),
+        done
+    );
+}
+
+#[test]
+fn inline_dispatch_of_pure_hooks_finishes_on_the_calling_thread() {
+    let dir = HookDir::new();
+    dir.hook("a.md", "event: tool.pre\n", &returns("allow()"));
+    dir.hook("b.md", "event: tool.pre\n", &returns(r#"block("no")"#));
+    let set = dir.load();
+    match set
+        .dispatch_inline(Event::ToolPre, call(), &["write_file"])
+        .expect("no hook is broken")
+    {
+        harness_hooks::Step::Done(done) => {
+            assert_eq!(runs(&done), vec![("a", "allow"), ("b", "block")]);
+        }
+        harness_hooks::Step::Deferred(_) => panic!("pure hooks need no thread"),
+    }
+}

@@ -13,6 +13,11 @@ use crate::args::BatchArgs;
 use crate::exit;
 use crate::telemetry;
 
+/// How long the journal writer gathers records before writing them together.
+const JOURNAL_GATHER: Duration = Duration::from_millis(20);
+/// The most records written in one transaction.
+const JOURNAL_BATCH: usize = 1024;
+
 /// Records reports on a thread of its own, so SQLite never blocks the async workers.
 struct JournalWriter {
     path: PathBuf,
@@ -26,10 +31,17 @@ impl JournalWriter {
         let (sender, receiver) = std::sync::mpsc::channel::<(Report, RecordMeta)>();
         let writer = std::thread::spawn(move || {
             let mut failures = Vec::new();
-            // Write whatever has queued up in one transaction: far cheaper than one per record.
+            // Gather records for a moment and write them in one transaction: a wake-up and a
+            // commit per record would cost more than the record itself.
             while let Ok(first) = receiver.recv() {
                 let mut queued = vec![first];
-                queued.extend(receiver.try_iter().take(1023));
+                let until = Instant::now() + JOURNAL_GATHER;
+                while queued.len() < JOURNAL_BATCH {
+                    match receiver.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                        Ok(record) => queued.push(record),
+                        Err(_) => break,
+                    }
+                }
                 match journal.record_all(queued.iter().map(|(r, m)| (r, m))) {
                     Ok(failed) => failures.extend(
                         failed

@@ -143,6 +143,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Value<'v>> {
         let host = Host::of(eval)?;
+        host.needs_thread("exec.run")?;
         let argv = Some(argv.items)
             .filter(|a| !a.is_empty())
             .ok_or_else(|| anyhow::anyhow!("exec.run: argv must be a non-empty list of strings"))?;

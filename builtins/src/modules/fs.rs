@@ -28,6 +28,7 @@ fn require_fs(host: &Host, func: &str) -> anyhow::Result<()> {
 
 /// Resolves `path` for builtin `func`, refusing escapes and a missing `fs` capability.
 fn resolve(host: &Host, func: &str, path: &str) -> anyhow::Result<PathBuf> {
+    host.needs_thread(func)?;
     require_fs(host, func)?;
     host.sandbox.workspace.resolve(path).map_err(|e| match e {
         PathError::Escapes { .. } => host.refuse(format!("{func}: {e}")),

@@ -189,6 +189,7 @@ fn describe(error: &reqwest::Error) -> String {
 }
 
 fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_json::Value> {
+    host.needs_thread(func)?;
     let client = client(host)?;
     let cap = host.sandbox.limits.max_http_body_bytes;
     let mut url = Url::parse(&request.url)

@@ -153,6 +153,21 @@ impl Delegate for ScriptedDelegate {
             "turn": request.turn,
             "tools": request.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
         });
+        // Scripted delegates are usually tiny and pure: answer inline when that is cheap.
+        match self.script.call_inline(&self.sandbox, "respond", &[&value]) {
+            Ok(output) => {
+                let turn = parse_turn(self.script.name(), output.value);
+                return Box::pin(async move { turn });
+            }
+            Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                let error = Error::new(
+                    ErrorKind::Delegate,
+                    format!("delegate script {e} [{}]", e.kind().as_str()),
+                );
+                return Box::pin(async move { Err(error) });
+            }
+        }
         let this = self.clone();
         let span = tracing::Span::current();
         Box::pin(async move {
