@@ -14,7 +14,7 @@ use crate::exit;
 use crate::telemetry;
 
 /// How long the journal writer gathers records before writing them together.
-const JOURNAL_GATHER: Duration = Duration::from_millis(20);
+const JOURNAL_GATHER: Duration = Duration::from_millis(10);
 /// The most records written in one transaction.
 const JOURNAL_BATCH: usize = 1024;
 
@@ -70,8 +70,15 @@ impl JournalWriter {
             source: None,
             workdir: None,
         };
+        // The journal keeps verdicts, reasons, timings and tokens, never the results themselves:
+        // queue a copy without them so waiting records stay small.
+        let mut record = report.clone();
+        record.delivered = None;
+        for attempt in &mut record.attempts {
+            attempt.result = None;
+        }
         // A send only fails when the writer thread died; finish() reports that.
-        let _ = self.sender.send((report.clone(), meta));
+        let _ = self.sender.send((record, meta));
     }
 
     /// Waits for every record to be written and warns about any that were not.
