@@ -1,6 +1,6 @@
 //! Exit codes (DESIGN §4.6).
 
-use harness::ErrorKind;
+use harness::{Error, ErrorKind};
 
 /// Passed, or skipped because nothing was configured to verify.
 pub const OK: u8 = 0;
@@ -26,4 +26,18 @@ pub fn for_error(kind: ErrorKind) -> u8 {
         ErrorKind::Blocked => BLOCKED,
         ErrorKind::VerificationFailed => NOT_VERIFIED,
     }
+}
+
+/// Prints `error` — as `{"error": {"kind", "message"}}` on stdout with `json`, else as
+/// `error[kind]: message` on stderr — and returns its exit code.
+pub fn fail(error: &Error, json: bool) -> u8 {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"error": {"kind": error.kind().as_str(), "message": error.message()}})
+        );
+    } else {
+        eprintln!("error[{}]: {}", error.kind().as_str(), error.message());
+    }
+    for_error(error.kind())
 }

@@ -169,12 +169,7 @@ impl HookSet {
         payload: Value,
         names: &[&str],
     ) -> Result<Dispatch, HookError> {
-        let start = Resume {
-            next: 0,
-            payload,
-            runs: Vec::new(),
-        };
-        self.resume(event, start, names)
+        self.resume(event, Resume::start(payload), names)
     }
 
     /// Runs on the caller's thread the hooks that can run inline (pure scripts that finish
@@ -190,12 +185,7 @@ impl HookSet {
         payload: Value,
         names: &[&str],
     ) -> Result<Step, HookError> {
-        let start = Resume {
-            next: 0,
-            payload,
-            runs: Vec::new(),
-        };
-        self.run(event, start, names, true)
+        self.run(event, Resume::start(payload), names, true)
     }
 
     /// Finishes a dispatch from where [`HookSet::dispatch_inline`] stopped, blocking the calling
@@ -368,6 +358,17 @@ pub struct Resume {
     next: usize,
     payload: Value,
     runs: Vec<HookRun>,
+}
+
+impl Resume {
+    /// The beginning of a dispatch of `payload`.
+    fn start(payload: Value) -> Self {
+        Resume {
+            next: 0,
+            payload,
+            runs: Vec::new(),
+        }
+    }
 }
 
 /// The outcome of [`HookSet::dispatch_inline`].

@@ -120,17 +120,11 @@ struct Counts {
 pub async fn run(args: BatchArgs) -> u8 {
     let reader = match BatchReader::open(&args.file) {
         Ok(reader) => reader,
-        Err(e) => {
-            eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
-            return exit::USAGE;
-        }
+        Err(e) => return exit::fail(&e, false),
     };
     let runtime = match Runtime::new() {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
-            return exit::USAGE;
-        }
+        Err(e) => return exit::fail(&e, false),
     };
     let workdir = args.sandbox.workdir.clone();
     let items = reader.map(move |mut item| {

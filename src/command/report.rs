@@ -11,17 +11,7 @@ use crate::settings;
 pub async fn run(args: ReportArgs) -> u8 {
     match report(&args).await {
         Ok(()) => exit::OK,
-        Err(e) => {
-            if args.json {
-                println!(
-                    "{}",
-                    json!({"error": {"kind": e.kind().as_str(), "message": e.message()}})
-                );
-            } else {
-                eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
-            }
-            exit::for_error(e.kind())
-        }
+        Err(e) => exit::fail(&e, args.json),
     }
 }
 

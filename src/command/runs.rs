@@ -18,17 +18,7 @@ pub async fn run(command: RunsCommand) -> u8 {
     };
     match done {
         Ok(()) => exit::OK,
-        Err(e) => {
-            if json_output {
-                println!(
-                    "{}",
-                    json!({"error": {"kind": e.kind().as_str(), "message": e.message()}})
-                );
-            } else {
-                eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
-            }
-            exit::for_error(e.kind())
-        }
+        Err(e) => exit::fail(&e, json_output),
     }
 }
 
