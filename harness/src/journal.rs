@@ -305,6 +305,11 @@ impl Journal {
         self.conn
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| self.error("cannot set the sync mode of", &e))?;
+        // The journal is written far more than read: a 256 KiB page cache (SQLite's default is
+        // 2 MiB) is plenty and keeps the memory of long batches down.
+        self.conn
+            .pragma_update(None, "cache_size", -256)
+            .map_err(|e| self.error("cannot set the cache size of", &e))?;
         self.conn
             .pragma_update(None, "foreign_keys", true)
             .map_err(|e| self.error("cannot enable foreign keys in", &e))?;
