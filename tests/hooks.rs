@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::util::{Output, TempDir, copy_tree, harness, repo_root};
+use crate::util::{Output, TempDir, copy_tree, expect_error_kind, harness, repo_root, response};
 
 /// The task every delegation here gets.
 const TASK: &str = "Create out.txt containing data";
@@ -67,22 +67,6 @@ fn run_json(dir: &TempDir, extra: &[&str]) -> (Output, Value) {
         .run();
     let report = out.json();
     (out, report)
-}
-
-/// Returns `result.response` decoded as JSON (the agents here answer with JSON).
-fn response(report: &Value) -> Value {
-    let text = report["result"]["response"]
-        .as_str()
-        .expect("result.response is a string");
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("response is not JSON ({e}): {text}"))
-}
-
-#[track_caller]
-fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
-    out.expect_code(code);
-    assert_eq!(report["outcome"], json!("error"), "{out:?}");
-    assert_eq!(report["verified"], json!(false), "{out:?}");
-    assert_eq!(report["error"]["kind"], json!(kind), "{out:?}");
 }
 
 // --- verification with hooks ---------------------------------------------------------------

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::util::{Output, TempDir, copy_tree, harness, repo_root};
+use crate::util::{Output, TempDir, copy_tree, expect_error_kind, harness, repo_root};
 
 /// The task every delegation here gets.
 const TASK: &str = "Create hello.txt containing the word hi";
@@ -310,14 +310,6 @@ fn usage_per_attempt(report: &Value) -> Vec<(u64, u64, u64)> {
             (n("input_tokens"), n("output_tokens"), n("requests"))
         })
         .collect()
-}
-
-#[track_caller]
-fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
-    out.expect_code(code);
-    assert_eq!(report["outcome"], json!("error"), "{out:?}");
-    assert_eq!(report["verified"], json!(false), "{out:?}");
-    assert_eq!(report["error"]["kind"], json!(kind), "{out:?}");
 }
 
 // --- the Ralph loop ------------------------------------------------------------------------------

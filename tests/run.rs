@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::util::{HttpServer, Output, TempDir, harness, keys};
+use crate::util::{HttpServer, Output, TempDir, expect_error_kind, harness, keys, response};
 
 /// The task every delegation here gets.
 const TASK: &str = "Create hello.txt containing the word hi";
@@ -95,22 +95,6 @@ fn requests_per_attempt(report: &Value) -> Vec<u64> {
         .iter()
         .map(|a| a["requests"].as_u64().expect("requests is a number"))
         .collect()
-}
-
-/// Returns `result.response` decoded as JSON (the agents here answer with JSON).
-fn response(report: &Value) -> Value {
-    let text = report["result"]["response"]
-        .as_str()
-        .expect("result.response is a string");
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("response is not JSON ({e}): {text}"))
-}
-
-#[track_caller]
-fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
-    out.expect_code(code);
-    assert_eq!(report["outcome"], json!("error"), "{out:?}");
-    assert_eq!(report["verified"], json!(false), "{out:?}");
-    assert_eq!(report["error"]["kind"], json!(kind), "{out:?}");
 }
 
 // --- the Ralph loop ------------------------------------------------------------------------------

@@ -286,3 +286,20 @@ pub fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     listener.local_addr().expect("local address").port()
 }
+
+/// Returns a `--json` report's `result.response` decoded as JSON (for agents that answer in JSON).
+pub fn response(report: &Value) -> Value {
+    let text = report["result"]["response"]
+        .as_str()
+        .expect("result.response is a string");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("response is not JSON ({e}): {text}"))
+}
+
+/// Asserts that a `--json` report ended in an error of `kind` with exit `code`.
+#[track_caller]
+pub fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
+    out.expect_code(code);
+    assert_eq!(report["outcome"], serde_json::json!("error"), "{out:?}");
+    assert_eq!(report["verified"], serde_json::json!(false), "{out:?}");
+    assert_eq!(report["error"]["kind"], serde_json::json!(kind), "{out:?}");
+}
