@@ -91,21 +91,12 @@ pub fn script_args(file: Option<&Path>, pairs: &[String]) -> Result<Value, Error
 }
 
 /// Loads hooks from `paths` for a command, every problem listed in one configuration error.
-pub async fn hook_set(
+pub async fn policy(
     sandbox: std::sync::Arc<harness_builtins::Sandbox>,
     paths: Vec<PathBuf>,
-) -> Result<harness_hooks::HookSet, Error> {
+) -> Result<harness::Policy, Error> {
     tokio::task::spawn_blocking(move || {
-        harness_hooks::HookSet::load(&harness_hooks::engine(), sandbox, &paths).map_err(
-            |problems| {
-                let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-                Error::config(format!(
-                    "{} problem(s) in hooks:\n{}",
-                    problems.len(),
-                    list.join("\n")
-                ))
-            },
-        )
+        harness::Policy::load(&harness_hooks::engine(), sandbox, &paths)
     })
     .await
     .map_err(|e| Error::config(format!("loading hooks failed: {e}")))?

@@ -64,6 +64,12 @@ impl Pipeline {
         let mut reasons = Vec::new();
         let mut inline = None;
         let mut logs = Vec::new();
+        // Converted once: the verifier and the hooks see the same Result.
+        let mut value = result.to_value();
+        let policy = self
+            .policy
+            .as_ref()
+            .filter(|p| p.applies(Event::DelegationPostVerify, &self.names));
         if let Some(verifier) = &self.verifier {
             let span = tracing::info_span!(
                 telemetry::SPAN_VERIFY,
@@ -72,7 +78,14 @@ impl Pipeline {
                 verify.reason = tracing::field::Empty,
             );
             let clock = std::time::Instant::now();
-            let (outcome, lines) = verifier.verify(result).instrument(span.clone()).await?;
+            let (outcome, lines) = verifier
+                .verify_value(if policy.is_some() {
+                    value.clone()
+                } else {
+                    std::mem::take(&mut value)
+                })
+                .instrument(span.clone())
+                .await?;
             telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
             logs = lines;
             span.record(
@@ -85,14 +98,10 @@ impl Pipeline {
             }
             inline = Some(outcome);
         }
-        if let Some(policy) = self
-            .policy
-            .as_ref()
-            .filter(|p| p.applies(Event::DelegationPostVerify, &self.names))
-        {
+        if let Some(policy) = policy {
             let clock = std::time::Instant::now();
             let dispatch = policy
-                .dispatch(Event::DelegationPostVerify, result.to_value(), &self.names)
+                .dispatch(Event::DelegationPostVerify, value, &self.names)
                 .await?;
             telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
             if dispatch.runs.iter().any(|r| r.action == "modify") {

@@ -1,6 +1,10 @@
 //! The operator's hooks as the runtime uses them: async dispatch that never blocks a worker, broken
 //! hooks as `hook` errors, blocks as decisions.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harness_builtins::{Engine, Sandbox};
 use harness_hooks::{Dispatch, Event, HookSet, Step};
 use serde_json::Value;
 
@@ -16,6 +20,29 @@ impl Policy {
     /// Wraps a loaded hook set.
     pub fn new(hooks: HookSet) -> Self {
         Policy { hooks }
+    }
+
+    /// Loads the hooks under `paths` (compiling them with `engine`, see `harness_hooks::engine`)
+    /// on the calling thread, which it blocks while top-level script code runs.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] listing every problem in every hook file, one per line.
+    pub fn load(engine: &Engine, sandbox: Arc<Sandbox>, paths: &[PathBuf]) -> Result<Self> {
+        HookSet::load(engine, sandbox, paths)
+            .map(Policy::new)
+            .map_err(|problems| {
+                let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+                Error::config(format!(
+                    "{} problem(s) in hooks:\n{}",
+                    problems.len(),
+                    list.join("\n")
+                ))
+            })
+    }
+
+    /// Returns the hooks, in dispatch order.
+    pub fn hooks(&self) -> &HookSet {
+        &self.hooks
     }
 
     /// Returns true when any hook for `event` matches `names`.

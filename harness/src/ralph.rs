@@ -6,7 +6,7 @@ use std::sync::Arc;
 use harness_builtins::{
     Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, Workspace,
 };
-use harness_hooks::{Event as HookEvent, HookSet};
+use harness_hooks::Event as HookEvent;
 use tracing::Instrument;
 use tracing::field::Empty;
 
@@ -107,7 +107,7 @@ pub struct Runtime {
     engine: Arc<Engine>,
     hook_engine: Arc<Engine>,
     http: reqwest::Client,
-    hooks: Arc<Cache<HookSet>>,
+    hooks: Arc<Cache<Policy>>,
     verifiers: Arc<Cache<Verifier>>,
     scripts: Arc<Cache<(Arc<Script>, Arc<Sandbox>)>>,
 }
@@ -328,20 +328,11 @@ impl Runtime {
             ));
             let engine = Arc::clone(&self.hook_engine);
             let key = format!("{shape}\n{paths:?}");
-            let hooks = self
+            let policy = self
                 .hooks
-                .get_or_compile(key, move || {
-                    HookSet::load(&engine, sandbox, &paths).map_err(|problems| {
-                        let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-                        Error::config(format!(
-                            "{} problem(s) in hooks:\n{}",
-                            problems.len(),
-                            list.join("\n")
-                        ))
-                    })
-                })
+                .get_or_compile(key, move || Policy::load(&engine, sandbox, &paths))
                 .await?;
-            Some(Policy::new(hooks))
+            Some(policy)
         };
         let mut delegation = delegation.clone();
         if let Some(policy) = &policy {

@@ -108,10 +108,18 @@ impl Verifier {
         &self,
         result: &DelegationResult,
     ) -> Result<(VerifyOutcome, Vec<String>)> {
-        let output = self
-            .script
-            .call(&self.sandbox, "run", &[&result.to_value()])
-            .map_err(broken)?;
+        self.judge(
+            self.script
+                .call(&self.sandbox, "run", &[&result.to_value()]),
+        )
+    }
+
+    /// Applies the contract to what `run` returned, or to how it failed.
+    fn judge(
+        &self,
+        called: Result<harness_builtins::CallOutput, harness_builtins::Error>,
+    ) -> Result<(VerifyOutcome, Vec<String>)> {
+        let output = called.map_err(broken)?;
         let outcome = interpret(self.name(), output.value)?;
         Ok((outcome, output.logs))
     }
@@ -123,24 +131,35 @@ impl Verifier {
     /// # Errors
     /// As [`Verifier::verify_blocking`].
     pub async fn verify(&self, result: &DelegationResult) -> Result<(VerifyOutcome, Vec<String>)> {
+        self.verify_value(result.to_value()).await
+    }
+
+    /// Like [`Verifier::verify`], for a Result already converted with
+    /// [`DelegationResult::to_value`] (the pipeline converts once per attempt).
+    ///
+    /// # Errors
+    /// As [`Verifier::verify_blocking`].
+    pub async fn verify_value(
+        &self,
+        value: serde_json::Value,
+    ) -> Result<(VerifyOutcome, Vec<String>)> {
         // Small pure verifiers run right here; anything else goes to a blocking thread.
-        let value = result.to_value();
         match self.script.call_inline(&self.sandbox, "run", &[&value]) {
-            Ok(output) => return Ok((interpret(self.name(), output.value)?, output.logs)),
             Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(broken(e)),
+            called => return self.judge(called),
         }
         let this = self.clone();
-        let result = result.clone();
         let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || span.in_scope(|| this.verify_blocking(&result)))
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Verifier,
-                    format!("verifier {}: {e}", self.name()),
-                )
-            })?
+        tokio::task::spawn_blocking(move || {
+            span.in_scope(|| this.judge(this.script.call(&this.sandbox, "run", &[&value])))
+        })
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Verifier,
+                format!("verifier {}: {e}", self.name()),
+            )
+        })?
     }
 }
 

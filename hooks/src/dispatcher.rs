@@ -264,15 +264,7 @@ impl HookSet {
             if let Some(when) = &hook.when {
                 let out = match call(when, "when", &payload) {
                     Ok(out) => out,
-                    Err(e) if deferred(&e) => {
-                        // Ran past the inline budget; the blocking pass runs this hook again.
-                        span.record("hook.action", "deferred");
-                        return Ok(Step::Deferred(Resume {
-                            next: index,
-                            payload,
-                            runs,
-                        }));
-                    }
+                    Err(e) if deferred(&e) => return Ok(defer(&span, index, payload, runs)),
                     Err(e) => {
                         return Err(fail(format!(
                             "`when` failed: {} [{}]",
@@ -294,14 +286,7 @@ impl HookSet {
             }
             let out = match call(&hook.script, "handle", &payload) {
                 Ok(out) => out,
-                Err(e) if deferred(&e) => {
-                    span.record("hook.action", "deferred");
-                    return Ok(Step::Deferred(Resume {
-                        next: index,
-                        payload,
-                        runs,
-                    }));
-                }
+                Err(e) if deferred(&e) => return Ok(defer(&span, index, payload, runs)),
                 Err(e) => return Err(fail(format!("{} [{}]", e, e.kind().as_str()))),
             };
             let decision = Decision::from_value(out.value).map_err(fail)?;
@@ -350,6 +335,17 @@ impl HookSet {
             runs,
         }))
     }
+}
+
+/// Gives up the inline pass at the hook `index`, which ran past the inline budget: the blocking
+/// pass runs it again, so its inline span says `deferred`.
+fn defer(span: &tracing::Span, index: usize, payload: Value, runs: Vec<HookRun>) -> Step {
+    span.record("hook.action", "deferred");
+    Step::Deferred(Resume {
+        next: index,
+        payload,
+        runs,
+    })
 }
 
 /// Where an inline dispatch stopped.

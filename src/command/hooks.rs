@@ -22,16 +22,17 @@ pub async fn run(command: HooksCommand) -> u8 {
         args.paths.clone()
     };
     let loaded = match settings::sandbox(Surface::Hook, &args.sandbox) {
-        Ok(sandbox) => settings::hook_set(sandbox, paths.clone()).await,
+        Ok(sandbox) => settings::policy(sandbox, paths.clone()).await,
         Err(e) => Err(e),
     };
-    let hooks = match loaded {
-        Ok(hooks) => hooks,
+    let policy = match loaded {
+        Ok(policy) => policy,
         Err(e) => {
             report_problems(&e, args.json);
             return exit::USAGE;
         }
     };
+    let hooks = policy.hooks();
     if check {
         if args.json {
             println!(

@@ -1,6 +1,6 @@
 //! `harness verify`: judge a recorded Result with a verifier script and/or post-verify hooks.
 
-use harness::{DelegationResult, Error, ErrorKind, Pipeline, Policy, Verdict, Verifier};
+use harness::{DelegationResult, Error, ErrorKind, Pipeline, Verdict, Verifier};
 use harness_builtins::{Engine, Surface};
 use serde_json::json;
 
@@ -94,9 +94,7 @@ async fn judge(args: VerifyArgs) -> Result<Judgement, Error> {
         None
     } else {
         let sandbox = settings::sandbox(Surface::Hook, &args.sandbox)?;
-        Some(Policy::new(
-            settings::hook_set(sandbox, args.hooks.clone()).await?,
-        ))
+        Some(settings::policy(sandbox, args.hooks.clone()).await?)
     };
     let inline_only = policy.is_none();
     let pipeline = Pipeline::new(verifier, policy, args.delegate.clone());
