@@ -188,9 +188,30 @@ impl TempDir {
 
 /// Copies the directory tree `from` into `to` (which must exist).
 pub fn copy_tree(from: &Path, to: &Path) {
+    // What an earlier run left behind (files a directory's `.gitignore` lists, run journals) is
+    // not part of an example: copying it would let a lying delegate find the work already done.
+    let ignored: Vec<String> = std::fs::read_to_string(from.join(".gitignore"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let is_ignored = |name: &str| {
+        ignored
+            .iter()
+            .any(|pattern| match pattern.strip_prefix('*') {
+                Some(suffix) => name.ends_with(suffix),
+                None => name == pattern,
+            })
+    };
     for entry in std::fs::read_dir(from).expect("read the source directory") {
         let entry = entry.expect("a directory entry");
-        let target = to.join(entry.file_name());
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == ".harness" || is_ignored(&name) {
+            continue;
+        }
+        let target = to.join(&name);
         if entry.file_type().expect("a file type").is_dir() {
             std::fs::create_dir_all(&target).expect("create a directory");
             copy_tree(&entry.path(), &target);
