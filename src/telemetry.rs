@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -37,6 +37,12 @@ pub struct Telemetry {
 enum Protocol {
     Grpc,
     HttpProtobuf,
+}
+
+/// How the exporters send: tonic's own gRPC channel, or [`RuntimeHttp`].
+enum Transport {
+    Grpc,
+    Http(RuntimeHttp),
 }
 
 fn env(name: &str) -> Option<String> {
@@ -84,8 +90,17 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
             Protocol::HttpProtobuf
         }
     };
-    // The HTTP exporter's client needs the process's TLS provider for https endpoints.
-    drop(harness_builtins::http_client_builder());
+    let transport = match protocol {
+        Protocol::Grpc => Transport::Grpc,
+        Protocol::HttpProtobuf => match RuntimeHttp::new() {
+            Ok(http) => Transport::Http(http),
+            Err(e) => {
+                eprintln!("warning: OTLP export disabled: cannot build its HTTP client: {e}");
+                let _ = tracing_subscriber::registry().with(log_layer).try_init();
+                return Telemetry::default();
+            }
+        },
+    };
     let from_flag = flag_endpoint.is_some();
     let signal_url = |path: &str| -> Option<String> {
         // An endpoint from the flag is a base URL, like OTEL_EXPORTER_OTLP_ENDPOINT; the
@@ -96,8 +111,8 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
         })
     };
 
-    let spans = match protocol {
-        Protocol::Grpc => {
+    let spans = match &transport {
+        Transport::Grpc => {
             let mut b = SpanExporter::builder()
                 .with_tonic()
                 .with_timeout(EXPORT_TIMEOUT);
@@ -106,9 +121,10 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
             }
             b.build()
         }
-        Protocol::HttpProtobuf => {
+        Transport::Http(http) => {
             let mut b = SpanExporter::builder()
                 .with_http()
+                .with_http_client(http.clone())
                 .with_timeout(EXPORT_TIMEOUT);
             if let Some(url) = signal_url("v1/traces") {
                 b = b.with_endpoint(url);
@@ -116,8 +132,8 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
             b.build()
         }
     };
-    let metrics = match protocol {
-        Protocol::Grpc => {
+    let metrics = match &transport {
+        Transport::Grpc => {
             let mut b = MetricExporter::builder()
                 .with_tonic()
                 .with_timeout(EXPORT_TIMEOUT);
@@ -126,9 +142,10 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
             }
             b.build()
         }
-        Protocol::HttpProtobuf => {
+        Transport::Http(http) => {
             let mut b = MetricExporter::builder()
                 .with_http()
+                .with_http_client(http.clone())
                 .with_timeout(EXPORT_TIMEOUT);
             if let Some(url) = signal_url("v1/metrics") {
                 b = b.with_endpoint(url);
@@ -158,6 +175,8 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
                     .with_location(false)
                     .with_threads(false)
                     .with_tracked_inactivity(false)
+                    .with_target(false)
+                    .with_context_activation(false)
                     .with_filter(targets),
             )
         }
@@ -206,6 +225,45 @@ impl Telemetry {
                 SHUTDOWN_BUDGET.as_secs()
             );
         }
+    }
+}
+
+/// The OTLP/HTTP exporters' client: one async `reqwest` client (with the process's TLS provider)
+/// whose requests run on the process's Tokio runtime. The exporters call it from their own
+/// background threads (the batch span processor and the periodic metric reader block on each
+/// export), so each request is spawned onto the runtime and its result awaited from there; the
+/// runtime outlives [`Telemetry::shutdown`], which `main` runs inside it. This replaces the
+/// blocking client the exporter would otherwise build per signal, each with its own client, its
+/// own single-threaded runtime and thread, and its own copy of the TLS roots.
+#[derive(Debug, Clone)]
+struct RuntimeHttp {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Handle,
+}
+
+impl RuntimeHttp {
+    /// Must be called inside the runtime.
+    fn new() -> Result<Self, String> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        let client = harness_builtins::http_client_builder()
+            .timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(RuntimeHttp { client, runtime })
+    }
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for RuntimeHttp {
+    async fn send_bytes(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> Result<http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
+        let client = self.client.clone();
+        let sent = self
+            .runtime
+            .spawn(async move { client.send_bytes(request).await });
+        sent.await?
     }
 }
 
