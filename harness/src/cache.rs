@@ -86,7 +86,8 @@ mod tests {
             })
         });
         for caller in callers.collect::<Vec<_>>() {
-            assert_eq!(caller.await.unwrap().unwrap(), 7);
+            let value = caller.await.expect("the caller task ran");
+            assert_eq!(value.expect("compiled"), 7);
         }
         assert_eq!(compiled.load(Ordering::SeqCst), 1);
     }
@@ -97,8 +98,8 @@ mod tests {
         let first = cache
             .get_or_compile("key".to_owned(), || Err(Error::config("broken")))
             .await;
-        assert_eq!(first.unwrap_err().kind(), ErrorKind::Config);
+        assert_eq!(first.expect_err("compile failed").kind(), ErrorKind::Config);
         let second = cache.get_or_compile("key".to_owned(), || Ok(3)).await;
-        assert_eq!(second.unwrap(), 3);
+        assert_eq!(second.expect("compiled on the second call"), 3);
     }
 }
