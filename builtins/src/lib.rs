@@ -28,6 +28,7 @@ mod error;
 mod host;
 mod limits;
 mod modules;
+mod tls;
 mod workspace;
 
 pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};

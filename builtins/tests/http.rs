@@ -490,3 +490,71 @@ fn scripts_can_run_without_an_ambient_runtime() {
         assert_eq!(out.value, json!(["hello", "hello"]));
     }
 }
+
+/// A TLS server on 127.0.0.1 whose certificate (tests/fixtures/tls, self-signed, for localhost
+/// and 127.0.0.1) no system root vouches for. Returns its address and what its one handshake
+/// ended with.
+fn start_untrusted_tls_server() -> (SocketAddr, std::sync::mpsc::Receiver<String>) {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
+    let certs = CertificateDer::pem_file_iter(format!("{dir}/self-signed.crt"))
+        .expect("certificate file")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("certificate");
+    let key = PrivateKeyDer::from_pem_file(format!("{dir}/self-signed.key")).expect("key");
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("protocol versions")
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .expect("server config");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (socket, _) = listener.accept().expect("accept");
+        let connection =
+            rustls::ServerConnection::new(std::sync::Arc::new(config)).expect("connection");
+        let mut stream = rustls::StreamOwned::new(connection, socket);
+        let mut buf = [0u8; 1024];
+        let ended = match std::io::Read::read(&mut stream, &mut buf) {
+            Ok(n) => format!("read {n} bytes"),
+            Err(e) => e.to_string(),
+        };
+        let _ = tx.send(ended);
+    });
+    (addr, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_certificate_is_refused_not_read() {
+    let (addr, handshake) = start_untrusted_tls_server();
+    let r = run(
+        allow(&["127.0.0.1"]),
+        Limits::default(),
+        GET,
+        json!(format!("https://{addr}/")),
+    )
+    .await
+    .expect("a TLS failure is a value");
+    assert_eq!(r["status"], json!(0), "{r}");
+    assert_eq!(r["ok"], json!(false));
+    let error = r["error"].as_str().unwrap_or_default().to_ascii_lowercase();
+    assert!(
+        error.contains("certificate"),
+        "the error names the certificate: {r}"
+    );
+    // The client checked the certificate against the system's roots and said so to the server.
+    let ended = handshake
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the server saw a handshake");
+    assert!(
+        ["UnknownCA", "BadCertificate", "CertificateUnknown"]
+            .iter()
+            .any(|alert| ended.contains(alert)),
+        "the client rejected the certificate during the handshake: {ended}"
+    );
+}

@@ -94,10 +94,15 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
 });
 
 /// Records a finished delegation.
-pub(crate) fn record_delegation(kind: &str, outcome: &str, attempts: u64, usage: crate::Usage) {
+pub(crate) fn record_delegation(
+    kind: &'static str,
+    outcome: &'static str,
+    attempts: u64,
+    usage: crate::Usage,
+) {
     let labels = [
-        KeyValue::new(attr::DELEGATION_KIND, kind.to_owned()),
-        KeyValue::new(attr::OUTCOME, outcome.to_owned()),
+        KeyValue::new(attr::DELEGATION_KIND, kind),
+        KeyValue::new(attr::OUTCOME, outcome),
     ];
     let m = &*INSTRUMENTS;
     m.delegations.add(1, &labels);
@@ -110,7 +115,7 @@ pub(crate) fn record_delegation(kind: &str, outcome: &str, attempts: u64, usage:
             m.tokens.add(
                 count,
                 &[
-                    KeyValue::new(attr::DELEGATION_KIND, kind.to_owned()),
+                    KeyValue::new(attr::DELEGATION_KIND, kind),
                     KeyValue::new("direction", direction),
                 ],
             );

@@ -21,12 +21,21 @@ use crate::host::Host;
 /// Redirect hops followed before giving up.
 const MAX_REDIRECTS: usize = 10;
 
-/// Returns a `reqwest` client builder with the process's TLS provider installed (ring, unless the
-/// host installed another first). Every HTTP client of the harness starts here.
+/// Returns a `reqwest` client builder with the process's TLS provider (ring, unless the host
+/// installed another first) and its one shared TLS configuration, whose system roots are loaded
+/// on the first TLS handshake of the process rather than per client (see `tls.rs`). Every HTTP
+/// client of the harness starts here.
 pub fn client_builder() -> reqwest::ClientBuilder {
-    // Err means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder().user_agent(concat!("harness/", env!("CARGO_PKG_VERSION")))
+    let builder =
+        reqwest::Client::builder().user_agent(concat!("harness/", env!("CARGO_PKG_VERSION")));
+    match crate::tls::client_config() {
+        Ok(config) => builder.tls_backend_preconfigured(config),
+        // Cannot happen with ring's defaults; reqwest's own configuration verifies the same way.
+        Err(_) => {
+            let _ = crate::tls::provider();
+            builder
+        }
+    }
 }
 
 /// True for addresses that reach the local machine or network rather than the internet.
