@@ -219,8 +219,10 @@ impl Runtime {
             id: &report.id,
             span: &span,
         });
-        let ended = self
-            .execute(delegation, options, observer, &mut report)
+        // Boxed here and at the other seams below: async state machines nest by value, so
+        // without a box the delegation's future is tens of kilobytes, copied by every move (into
+        // `instrument`, into `timeout`, into the spawned task) and held per running delegation.
+        let ended = Box::pin(self.execute(delegation, options, observer, &mut report))
             .instrument(span.clone())
             .await;
         report.outcome = match ended {
@@ -264,9 +266,9 @@ impl Runtime {
         observer: &dyn Observer,
         report: &mut Report,
     ) -> Result<Outcome> {
-        let mut prepared = self.prepare(delegation, options, &report.id).await?;
+        let mut prepared = Box::pin(self.prepare(delegation, options, &report.id)).await?;
         report.model = prepared.delegate.model().map(str::to_owned);
-        let work = self.attempts(&mut prepared, observer, report);
+        let work = Box::pin(self.attempts(&mut prepared, observer, report));
         match delegation.timeout {
             None => work.await,
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
@@ -473,19 +475,18 @@ impl Runtime {
             });
             let clock = std::time::Instant::now();
             let record = report.attempts.last_mut().expect("pushed above");
-            let produced = self
-                .attempt(
-                    delegation,
-                    prepared,
-                    &mut messages,
-                    &mut calls_made,
-                    attempt,
-                    &report.id,
-                    observer,
-                    &mut record.usage,
-                )
-                .instrument(span.clone())
-                .await;
+            let produced = Box::pin(self.attempt(
+                delegation,
+                prepared,
+                &mut messages,
+                &mut calls_made,
+                attempt,
+                &report.id,
+                observer,
+                &mut record.usage,
+            ))
+            .instrument(span.clone())
+            .await;
             record.duration = clock.elapsed();
             let mut result = produced?;
             observer.on_event(&Event::Responded {
@@ -504,7 +505,7 @@ impl Runtime {
             record.result = Some(result);
             record.duration = clock.elapsed();
             let Some(verdict) = verdict? else {
-                self.deliver(prepared, report).await?;
+                Box::pin(self.deliver(prepared, report)).await?;
                 return Ok(Outcome::Skipped);
             };
             span.record("verify.passed", verdict.passed);
@@ -515,7 +516,7 @@ impl Runtime {
                 verdict: &verdict,
             });
             if verdict.passed {
-                self.deliver(prepared, report).await?;
+                Box::pin(self.deliver(prepared, report)).await?;
                 return Ok(Outcome::Passed);
             }
             span.record("verify.reasons", verdict.reasons.join("\n").as_str());
@@ -625,7 +626,7 @@ impl Runtime {
                 tool_calls: calls.clone(),
             });
             for call in calls {
-                let (call, output) = self.call_tool(prepared, call).await?;
+                let (call, output) = Box::pin(self.call_tool(prepared, call)).await?;
                 observer.on_event(&Event::ToolCalled {
                     attempt,
                     call: &call,
