@@ -46,7 +46,7 @@ pub use pipeline::{Pipeline, Verdict};
 pub use policy::Policy;
 pub use prompt::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, retry_prompt, retry_template_sha256};
 pub use ralph::{Event, Observer, RunOptions, Runtime};
-pub use report::{AttemptRecord, Outcome, Report};
+pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use result::{DelegationResult, ToolCall, ToolResult};
 pub use spec::{
     DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, VerifySource,

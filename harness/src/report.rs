@@ -1,6 +1,7 @@
 //! How a delegation ended, as the caller and `harness run --json` see it.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::conversation::Usage;
 use crate::error::{Error, ErrorKind};
@@ -115,29 +116,219 @@ impl Report {
 
     /// Returns the `harness run --json` object.
     pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.json()).expect("a report always serialises")
+    }
+
+    /// Returns the `harness run --json` object as a borrowed view that serialises straight to
+    /// text: what [`Report::to_json`] returns, without building the JSON tree first (batch writes
+    /// one per delegation).
+    pub fn json(&self) -> ReportJson<'_> {
         let usage = self.usage();
+        ReportJson {
+            id: &self.id,
+            outcome: self.outcome.as_str(),
+            verified: self.verified(),
+            attempts: self.attempts.len(),
+            reasons: self
+                .attempts
+                .iter()
+                .filter(|a| a.passed.is_some())
+                .map(|a| a.reasons.as_slice())
+                .collect(),
+            result: self.result(),
+            error: self.error.as_ref().map(|e| ErrorJson {
+                kind: e.kind().as_str(),
+                message: e.message(),
+            }),
+            usage: UsageJson {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                requests: usage.requests,
+                per_attempt: self
+                    .attempts
+                    .iter()
+                    .map(|a| AttemptUsageJson {
+                        duration_ms: millis(a.duration),
+                        input_tokens: a.usage.input_tokens,
+                        output_tokens: a.usage.output_tokens,
+                        requests: a.usage.requests,
+                    })
+                    .collect(),
+            },
+            delegate: DelegateJson {
+                kind: &self.delegate_kind,
+                model: self.model.as_deref(),
+            },
+            duration_ms: millis(self.duration),
+            retry_template: TemplateJson {
+                version: RETRY_TEMPLATE_VERSION,
+                sha256: retry_template_sha256(),
+            },
+        }
+    }
+}
+
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The `harness run --json` object of a [`Report`], borrowed from it (see [`Report::json`]).
+/// Fields serialise in this order.
+#[derive(Debug, Serialize)]
+pub struct ReportJson<'a> {
+    id: &'a str,
+    outcome: &'static str,
+    verified: bool,
+    attempts: usize,
+    reasons: Vec<&'a [String]>,
+    result: Option<&'a DelegationResult>,
+    error: Option<ErrorJson<'a>>,
+    usage: UsageJson,
+    delegate: DelegateJson<'a>,
+    duration_ms: u64,
+    retry_template: TemplateJson,
+}
+
+#[derive(Debug, Serialize)]
+struct ErrorJson<'a> {
+    kind: &'static str,
+    message: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct UsageJson {
+    input_tokens: u64,
+    output_tokens: u64,
+    requests: u64,
+    per_attempt: Vec<AttemptUsageJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct AttemptUsageJson {
+    duration_ms: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    requests: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct DelegateJson<'a> {
+    kind: &'a str,
+    model: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct TemplateJson {
+    version: &'static str,
+    sha256: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::result::ToolCall;
+
+    fn attempt(n: u32, passed: Option<bool>, reasons: &[&str], response: &str) -> AttemptRecord {
+        AttemptRecord {
+            attempt: n,
+            result: Some(DelegationResult {
+                id: "d-0000000000000001".to_owned(),
+                parent_id: None,
+                attempt: n,
+                response: response.to_owned(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1".to_owned(),
+                    name: "write_file".to_owned(),
+                    arguments: json!({"path": "a.txt", "content": "é\n\"q\""})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                }],
+                tool_results: Vec::new(),
+            }),
+            passed,
+            reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+            usage: Usage {
+                input_tokens: 10 + u64::from(n),
+                output_tokens: 3,
+                requests: 1,
+            },
+            duration: Duration::from_micros(1_500_700 + u64::from(n)),
+        }
+    }
+
+    /// The object as the JSON tree was built before the typed view, key for key.
+    fn reference(report: &Report) -> Value {
+        let usage = report.usage();
         json!({
-            "id": self.id,
-            "outcome": self.outcome.as_str(),
-            "verified": self.verified(),
-            "attempts": self.attempts.len(),
-            "reasons": self.reasons(),
-            "result": self.result().map(DelegationResult::to_value),
-            "error": self.error.as_ref().map(|e| json!({"kind": e.kind().as_str(), "message": e.message()})),
+            "id": report.id,
+            "outcome": report.outcome.as_str(),
+            "verified": report.verified(),
+            "attempts": report.attempts.len(),
+            "reasons": report.reasons(),
+            "result": report.result().map(DelegationResult::to_value),
+            "error": report.error.as_ref().map(|e| json!({"kind": e.kind().as_str(), "message": e.message()})),
             "usage": {
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "requests": usage.requests,
-                "per_attempt": self.attempts.iter().map(|a| json!({
+                "per_attempt": report.attempts.iter().map(|a| json!({
                     "duration_ms": u64::try_from(a.duration.as_millis()).unwrap_or(u64::MAX),
                     "input_tokens": a.usage.input_tokens,
                     "output_tokens": a.usage.output_tokens,
                     "requests": a.usage.requests,
                 })).collect::<Vec<_>>(),
             },
-            "delegate": {"kind": self.delegate_kind, "model": self.model},
-            "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            "delegate": {"kind": report.delegate_kind, "model": report.model},
+            "duration_ms": u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
             "retry_template": {"version": RETRY_TEMPLATE_VERSION, "sha256": retry_template_sha256()},
         })
+    }
+
+    #[test]
+    fn the_typed_view_writes_exactly_the_run_json_object() {
+        let failed = Report {
+            id: "d-0000000000000001".to_owned(),
+            outcome: Outcome::Failed,
+            delegate_kind: "openai".to_owned(),
+            model: Some("m".to_owned()),
+            attempts: vec![
+                attempt(0, Some(false), &["no `id`", "line two"], "{\"name\": 1}"),
+                attempt(1, Some(false), &["still no `id`"], "tab\there"),
+            ],
+            error: Some(Error::new(
+                ErrorKind::VerificationFailed,
+                "verification failed after 2 attempts",
+            )),
+            delivered: None,
+            started_at: std::time::SystemTime::UNIX_EPOCH,
+            duration: Duration::from_millis(3_001),
+        };
+        let mut errored = failed.clone();
+        errored.outcome = Outcome::Error(ErrorKind::Timeout);
+        errored.attempts.push(AttemptRecord {
+            result: None,
+            passed: None,
+            ..attempt(2, None, &[], "")
+        });
+        errored.model = None;
+        let mut passed = failed.clone();
+        passed.outcome = Outcome::Passed;
+        passed.error = None;
+        passed.delivered = Some(DelegationResult {
+            response: "[redacted]".to_owned(),
+            ..attempt(1, None, &[], "")
+                .result
+                .expect("attempt() makes a result")
+        });
+        for report in [&failed, &errored, &passed] {
+            let text = serde_json::to_string(&report.json()).expect("serialises");
+            assert_eq!(text, reference(report).to_string());
+            assert_eq!(report.to_json(), reference(report));
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::batch::{BatchOutcome, BatchReader, BatchSettings, run_batch};
-use harness::{Error, Journal, Outcome, RecordMeta, Report, RunOptions, Runtime};
+use harness::{AttemptRecord, Error, Journal, Outcome, RecordMeta, Report, RunOptions, Runtime};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -72,11 +72,23 @@ impl JournalWriter {
         };
         // The journal keeps verdicts, reasons, timings and tokens, never the results themselves:
         // queue a copy without them so waiting records stay small.
-        let mut record = report.clone();
-        record.delivered = None;
-        for attempt in &mut record.attempts {
-            attempt.result = None;
-        }
+        let record = Report {
+            attempts: report
+                .attempts
+                .iter()
+                .map(|a| AttemptRecord {
+                    result: None,
+                    reasons: a.reasons.clone(),
+                    ..*a
+                })
+                .collect(),
+            delivered: None,
+            error: report.error.clone(),
+            id: report.id.clone(),
+            delegate_kind: report.delegate_kind.clone(),
+            model: report.model.clone(),
+            ..*report
+        };
         // A send only fails when the writer thread died; finish() reports that.
         let _ = self.sender.send((record, meta));
     }
@@ -186,10 +198,21 @@ pub async fn run(args: BatchArgs) -> u8 {
                     Outcome::Error(_) => counts.errors += 1,
                 }
                 if json_output {
-                    let mut object = report.to_json();
-                    object["line"] = json!(line);
-                    object["trace_id"] = json!(outcome.trace_id);
-                    object.to_string()
+                    // The `harness run --json` object plus `line` and `trace_id`, written
+                    // straight from the report.
+                    #[derive(serde::Serialize)]
+                    struct Line<'a> {
+                        #[serde(flatten)]
+                        report: harness::ReportJson<'a>,
+                        line: usize,
+                        trace_id: Option<&'a str>,
+                    }
+                    serde_json::to_string(&Line {
+                        report: report.json(),
+                        line,
+                        trace_id: outcome.trace_id.as_deref(),
+                    })
+                    .expect("a report always serialises")
                 } else {
                     let detail = report.error.as_ref().map_or(String::new(), |e| {
                         format!(
