@@ -117,11 +117,8 @@ impl Iterator for BatchReader {
                 if text.trim().is_empty() {
                     continue;
                 }
-                let delegation = serde_json::from_str::<Value>(&text)
-                    .map_err(|e| Error::config(format!("{label}: not valid JSON: {e}")))
-                    .and_then(|value| {
-                        Delegation::from_json(&self.source, &label, value, &self.base)
-                    });
+                let delegation =
+                    Delegation::from_json_text(&self.source, &label, &text, &self.base);
                 return Some(BatchItem {
                     line: *line,
                     delegation,

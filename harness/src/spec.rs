@@ -204,15 +204,27 @@ impl Delegation {
         value: serde_json::Value,
         base: &Path,
     ) -> Result<Self> {
-        let raw: RawFile = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let place = if path == "." {
-                String::new()
-            } else {
-                format!("`{path}`: ")
-            };
-            Error::config(format!("{label}: {place}{} ({KEYS_HINT})", e.inner()))
-        })?;
+        let raw: RawFile = serde_path_to_error::deserialize(value)
+            .map_err(|e| shape_error(label, e.path(), e.inner()))?;
+        Self::from_raw(source, label, raw, base)
+    }
+
+    /// Like [`Delegation::from_json`], from the JSON text itself (a batch line): read straight
+    /// into the delegation, without a JSON tree in between. Text that is not JSON is reported as
+    /// such; JSON of the wrong shape names the field, and where in the line it is.
+    ///
+    /// # Errors
+    /// As [`Delegation::from_json`].
+    pub fn from_json_text(source: &Path, label: &str, text: &str, base: &Path) -> Result<Self> {
+        let not_json =
+            |e: serde_json::Error| Error::config(format!("{label}: not valid JSON: {e}"));
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let raw: RawFile = match serde_path_to_error::deserialize(&mut reader) {
+            Ok(raw) => raw,
+            Err(e) if e.inner().is_data() => return Err(shape_error(label, e.path(), e.inner())),
+            Err(e) => return Err(not_json(e.into_inner())),
+        };
+        reader.end().map_err(not_json)?;
         Self::from_raw(source, label, raw, base)
     }
 
@@ -344,6 +356,21 @@ impl Delegation {
             timeout,
         })
     }
+}
+
+/// A delegation of the wrong shape: the file or line, the field, what is wrong, and the keys.
+fn shape_error(
+    label: &str,
+    path: &serde_path_to_error::Path,
+    what: impl std::fmt::Display,
+) -> Error {
+    let path = path.to_string();
+    let place = if path == "." {
+        String::new()
+    } else {
+        format!("`{path}`: ")
+    };
+    Error::config(format!("{label}: {place}{what} ({KEYS_HINT})"))
 }
 
 #[cfg(test)]
