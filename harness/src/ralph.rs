@@ -337,7 +337,11 @@ impl Runtime {
             Some(policy)
         };
         let mut delegation = delegation.clone();
-        if let Some(policy) = &policy {
+        // Only build the request payload when some delegation.pre hook will read it.
+        if let Some(policy) = policy
+            .as_ref()
+            .filter(|p| p.applies(HookEvent::DelegationPre, &names))
+        {
             let dispatch = policy
                 .dispatch(
                     HookEvent::DelegationPre,
