@@ -16,7 +16,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 /// The process's crypto provider: whichever was installed first, else ring (installed now).
-pub(crate) fn provider() -> Arc<CryptoProvider> {
+fn provider() -> Arc<CryptoProvider> {
     // Err means a provider is already installed, which is what we want.
     let _ = rustls::crypto::ring::default_provider().install_default();
     CryptoProvider::get_default()

@@ -30,11 +30,9 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         reqwest::Client::builder().user_agent(concat!("harness/", env!("CARGO_PKG_VERSION")));
     match crate::tls::client_config() {
         Ok(config) => builder.tls_backend_preconfigured(config),
-        // Cannot happen with ring's defaults; reqwest's own configuration verifies the same way.
-        Err(_) => {
-            let _ = crate::tls::provider();
-            builder
-        }
+        // Cannot happen with ring's defaults (the provider is installed either way); reqwest's
+        // own configuration verifies the same way.
+        Err(_) => builder,
     }
 }
 
