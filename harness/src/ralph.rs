@@ -244,7 +244,7 @@ impl Runtime {
             report.attempts.len() as u64,
             report.usage(),
         );
-        // As i64: tracing-opentelemetry exports u64 fields as strings.
+        // As i64: OTLP integers are signed, and a count is always one.
         span.record(
             attr::VERIFY_ATTEMPTS,
             i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),

@@ -9,13 +9,16 @@
 //! [`EXPORT_TIMEOUT`], and flushing at exit waits at most [`SHUTDOWN_BUDGET`], so a collector that
 //! is down or slow never fails a delegation and delays exit by at most that long.
 
+mod otlp;
+mod spans;
+
+use std::sync::Arc;
 use std::time::Duration;
 
-use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SpanProcessor as _};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -29,7 +32,7 @@ pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 /// The installed exporters; [`Telemetry::shutdown`] flushes them.
 #[derive(Default)]
 pub struct Telemetry {
-    tracer: Option<SdkTracerProvider>,
+    spans: Option<Arc<BatchSpanProcessor>>,
     meter: Option<SdkMeterProvider>,
 }
 
@@ -111,7 +114,7 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
         })
     };
 
-    let spans = match &transport {
+    let spans: Result<BatchSpanProcessor, String> = match &transport {
         Transport::Grpc => {
             let mut b = SpanExporter::builder()
                 .with_tonic()
@@ -120,17 +123,13 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
                 b = b.with_endpoint(url);
             }
             b.build()
+                .map(|exporter| BatchSpanProcessor::builder(exporter).build())
+                .map_err(|e| e.to_string())
         }
-        Transport::Http(http) => {
-            let mut b = SpanExporter::builder()
-                .with_http()
-                .with_http_client(http.clone())
-                .with_timeout(EXPORT_TIMEOUT);
-            if let Some(url) = signal_url("v1/traces") {
-                b = b.with_endpoint(url);
-            }
-            b.build()
-        }
+        Transport::Http(http) => otlp::traces_url(flag_endpoint)
+            .ok_or_else(|| "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is empty".to_owned())
+            .and_then(|url| otlp::HttpSpanExporter::new(http.clone(), &url))
+            .map(|exporter| BatchSpanProcessor::builder(exporter).build()),
     };
     let metrics = match &transport {
         Transport::Grpc => {
@@ -156,29 +155,17 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
     let resource = resource();
     let mut telemetry = Telemetry::default();
     let trace_layer = match spans {
-        Ok(exporter) => {
-            let provider = SdkTracerProvider::builder()
-                .with_batch_exporter(exporter)
-                .with_resource(resource.clone())
-                .build();
-            let tracer = provider.tracer("harness");
-            telemetry.tracer = Some(provider);
+        Ok(mut processor) => {
+            processor.set_resource(&resource);
+            let processor = Arc::new(processor);
+            telemetry.spans = Some(Arc::clone(&processor));
             // Only the harness crates' spans and events: never the HTTP or gRPC stack's own,
             // which would also trace the exporter itself.
             let targets = Targets::new()
                 .with_target("harness", LevelFilter::DEBUG)
                 .with_target("harness_hooks", LevelFilter::DEBUG)
                 .with_target("harness_builtins", LevelFilter::DEBUG);
-            Some(
-                tracing_opentelemetry::layer()
-                    .with_tracer(tracer)
-                    .with_location(false)
-                    .with_threads(false)
-                    .with_tracked_inactivity(false)
-                    .with_target(false)
-                    .with_context_activation(false)
-                    .with_filter(targets),
-            )
+            Some(spans::SpanLayer::new(processor).with_filter(targets))
         }
         Err(e) => {
             eprintln!("warning: OTLP trace export disabled: {e}");
@@ -206,13 +193,13 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
 impl Telemetry {
     /// Flushes and stops the exporters, waiting at most [`SHUTDOWN_BUDGET`].
     pub fn shutdown(self) {
-        if self.tracer.is_none() && self.meter.is_none() {
+        if self.spans.is_none() && self.meter.is_none() {
             return;
         }
         let (done, wait) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            if let Some(tracer) = self.tracer {
-                let _ = tracer.shutdown();
+            if let Some(spans) = self.spans {
+                let _ = spans.shutdown();
             }
             if let Some(meter) = self.meter {
                 let _ = meter.shutdown();
@@ -267,16 +254,7 @@ impl opentelemetry_http::HttpClient for RuntimeHttp {
     }
 }
 
-/// Returns the trace id of `span` as 32 hex digits, when spans are being exported.
-pub fn trace_id(span: &tracing::Span) -> Option<String> {
-    use opentelemetry::trace::TraceContextExt as _;
-    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    let context = span.context();
-    let span_context = context.span().span_context().clone();
-    span_context
-        .is_valid()
-        .then(|| span_context.trace_id().to_string())
-}
+pub use spans::trace_id;
 
 /// Returns the trace link from `HARNESS_TRACE_URL` (e.g.
 /// `http://localhost:16686/trace/{trace_id}`), when set.
