@@ -58,6 +58,13 @@ impl HttpSpanExporter {
                 "the traces URL {url} must start with http:// or https://"
             ));
         }
+        let compression = super::env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION")
+            .or_else(|| super::env("OTEL_EXPORTER_OTLP_COMPRESSION"));
+        if let Some(other) = compression.filter(|c| c != "none") {
+            return Err(format!(
+                "OTLP compression {other:?} is not supported (unset OTEL_EXPORTER_OTLP_COMPRESSION or set it to none)"
+            ));
+        }
         let mut headers = vec![(
             USER_AGENT,
             HeaderValue::from_static(concat!("harness/", env!("CARGO_PKG_VERSION"))),

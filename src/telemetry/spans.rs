@@ -321,18 +321,12 @@ where
         let Some(span) = ctx.event_span(event) else {
             return;
         };
-        let mut extensions = span.extensions_mut();
-        let Some(open) = extensions.get_mut::<Open>().filter(|o| o.sampled) else {
+        if !span.extensions().get::<Open>().is_some_and(|o| o.sampled) {
             return;
-        };
+        }
+        // The fields are formatted with no lock on the span held: formatting a value may itself
+        // log into this span.
         let metadata = event.metadata();
-        if *metadata.level() == Level::ERROR && open.status == Status::Unset {
-            open.status = Status::error("");
-        }
-        if open.events.len() >= self.limits.max_events_per_span as usize {
-            open.dropped_events = open.dropped_events.saturating_add(1);
-            return;
-        }
         let mut otel_event = OtelEvent::new(
             metadata.name(),
             SystemTime::now(),
@@ -346,7 +340,18 @@ where
             event: &mut otel_event,
             limit: self.limits.max_attributes_per_event,
         });
-        open.events.push(otel_event);
+        let mut extensions = span.extensions_mut();
+        let Some(open) = extensions.get_mut::<Open>() else {
+            return;
+        };
+        if *metadata.level() == Level::ERROR && open.status == Status::Unset {
+            open.status = Status::error("");
+        }
+        if open.events.len() >= self.limits.max_events_per_span as usize {
+            open.dropped_events = open.dropped_events.saturating_add(1);
+        } else {
+            open.events.push(otel_event);
+        }
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
@@ -630,5 +635,31 @@ mod tests {
         // level and target count too: one of x and y is dropped.
         assert_eq!(span.events.events[0].attributes.len(), 3);
         assert_eq!(span.events.events[0].dropped_attributes_count, 1);
+    }
+
+    /// A value whose formatting logs into the same span (a `Display` that calls `tracing`).
+    struct Chatty;
+
+    impl fmt::Display for Chatty {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            tracing::info!("formatting a field");
+            f.write_str("chatty")
+        }
+    }
+
+    #[test]
+    fn fields_whose_formatting_logs_do_not_deadlock() {
+        let (spans, ()) = traced(Config::default(), || {
+            let span = tracing::info_span!("verify.inline", late = tracing::field::Empty);
+            span.in_scope(|| {
+                tracing::info!(value = %Chatty, "outer line");
+                span.record("late", tracing::field::display(Chatty));
+            });
+        });
+        assert_eq!(spans.len(), 1);
+        assert_eq!(attr(&spans[0], "late"), Some(&Value::from("chatty")));
+        // tracing drops an event logged while another is being dispatched; the outer one stays.
+        let names: Vec<&str> = spans[0].events.iter().map(|e| e.name.as_ref()).collect();
+        assert!(names.contains(&"outer line"), "{names:?}");
     }
 }
