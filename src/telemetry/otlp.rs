@@ -550,22 +550,14 @@ fn span_flags(span: &SpanData) -> u32 {
     flags
 }
 
-fn parent_id(span: &SpanData) -> [u8; 8] {
-    if span.parent_span_id == opentelemetry::trace::SpanId::INVALID {
-        [0; 8]
-    } else {
-        span.parent_span_id.to_bytes()
-    }
-}
-
-/// The parent id as written: nothing for a root span.
+/// The parent id as written: nothing for a root span (whose parent id is all zeros).
 fn parent_bytes(id: &[u8; 8]) -> &[u8] {
     if id == &[0; 8] { &[] } else { id }
 }
 
 fn span_len(span: &SpanData) -> usize {
     let context = &span.span_context;
-    let parent = parent_id(span);
+    let parent = span.parent_span_id.to_bytes();
     bytes_len(field::SPAN_TRACE_ID, &context.trace_id().to_bytes())
         + bytes_len(field::SPAN_SPAN_ID, &context.span_id().to_bytes())
         + string_len(field::SPAN_TRACE_STATE, &context.trace_state().header())
@@ -603,7 +595,7 @@ fn span_len(span: &SpanData) -> usize {
 
 fn put_span(buf: &mut Vec<u8>, span: &SpanData) {
     let context = &span.span_context;
-    let parent = parent_id(span);
+    let parent = span.parent_span_id.to_bytes();
     put_bytes(buf, field::SPAN_TRACE_ID, &context.trace_id().to_bytes());
     put_bytes(buf, field::SPAN_SPAN_ID, &context.span_id().to_bytes());
     put_string(

@@ -145,7 +145,23 @@ struct SpanFields<'a> {
     limit: u32,
 }
 
-impl SpanFields<'_> {
+/// Records an event's message and fields into a span event.
+struct EventFields<'a> {
+    event: &'a mut OtelEvent,
+    limit: u32,
+}
+
+/// Where [`Fields`] puts what it visits: typed values, and text (which a span may read as one of
+/// the `otel.*` controls).
+trait Sink {
+    fn value(&mut self, field: &Field, value: Value);
+
+    fn text(&mut self, field: &Field, text: &str) {
+        self.value(field, Value::from(text.to_owned()));
+    }
+}
+
+impl Sink for SpanFields<'_> {
     fn value(&mut self, field: &Field, value: Value) {
         self.open.set(self.limit, field.name(), value);
     }
@@ -161,43 +177,7 @@ impl SpanFields<'_> {
     }
 }
 
-impl Visit for SpanFields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.text(field, value);
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.value(field, Value::I64(value));
-    }
-
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.value(field, unsigned(value));
-    }
-
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.value(field, Value::F64(value));
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.value(field, Value::Bool(value));
-    }
-
-    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.text(field, &value.to_string());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.text(field, &format!("{value:?}"));
-    }
-}
-
-/// Records an event's message and fields into a span event.
-struct EventFields<'a> {
-    event: &'a mut OtelEvent,
-    limit: u32,
-}
-
-impl EventFields<'_> {
+impl Sink for EventFields<'_> {
     fn value(&mut self, field: &Field, value: Value) {
         if field.name() == "message" {
             self.event.name = Cow::Owned(value.as_str().into_owned());
@@ -210,35 +190,47 @@ impl EventFields<'_> {
                 self.event.dropped_attributes_count.saturating_add(1);
         }
     }
+
+    fn text(&mut self, field: &Field, text: &str) {
+        if field.name() == "message" {
+            self.event.name = Cow::Owned(text.to_owned());
+        } else {
+            self.value(field, Value::from(text.to_owned()));
+        }
+    }
 }
 
-impl Visit for EventFields<'_> {
+/// Visits `tracing` fields as OpenTelemetry values: integers, floats and booleans as they are,
+/// an unsigned integer beyond `i64` and anything formatted (`?`, `%`, errors) as text.
+struct Fields<'a, T>(&'a mut T);
+
+impl<T: Sink> Visit for Fields<'_, T> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.value(field, Value::from(value.to_owned()));
+        self.0.text(field, value);
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.value(field, Value::I64(value));
+        self.0.value(field, Value::I64(value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.value(field, unsigned(value));
+        self.0.value(field, unsigned(value));
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.value(field, Value::F64(value));
+        self.0.value(field, Value::F64(value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.value(field, Value::Bool(value));
+        self.0.value(field, Value::Bool(value));
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.value(field, Value::from(value.to_string()));
+        self.0.text(field, &value.to_string());
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.value(field, Value::from(format!("{value:?}")));
+        self.0.text(field, &format!("{value:?}"));
     }
 }
 
@@ -277,18 +269,18 @@ where
                 open.parent = span_id;
                 open.sampled = sampled;
                 if sampled {
-                    attrs.record(&mut SpanFields {
+                    attrs.record(&mut Fields(&mut SpanFields {
                         open: &mut open,
                         limit: self.limits.max_attributes_per_span,
-                    });
+                    }));
                 }
             }
             None => {
                 open.trace_id = self.ids.new_trace_id();
-                attrs.record(&mut SpanFields {
+                attrs.record(&mut Fields(&mut SpanFields {
                     open: &mut open,
                     limit: self.limits.max_attributes_per_span,
-                });
+                }));
                 let decision = self.sampler.should_sample(
                     None,
                     open.trace_id,
@@ -310,10 +302,10 @@ where
         let Some(span) = ctx.span(id) else { return };
         let mut extensions = span.extensions_mut();
         if let Some(open) = extensions.get_mut::<Open>().filter(|o| o.sampled) {
-            values.record(&mut SpanFields {
+            values.record(&mut Fields(&mut SpanFields {
                 open,
                 limit: self.limits.max_attributes_per_span,
-            });
+            }));
         }
     }
 
@@ -336,10 +328,10 @@ where
             ],
             0,
         );
-        event.record(&mut EventFields {
+        event.record(&mut Fields(&mut EventFields {
             event: &mut otel_event,
             limit: self.limits.max_attributes_per_event,
-        });
+        }));
         let mut extensions = span.extensions_mut();
         let Some(open) = extensions.get_mut::<Open>() else {
             return;
