@@ -32,7 +32,15 @@ fn main() -> ExitCode {
         let _entered = runtime.enter();
         telemetry::init(cli.otlp_endpoint.as_deref())
     };
-    let code = runtime.block_on(command::dispatch(cli));
+    // The command runs as a task on the workers rather than on this thread: a batch driver woken
+    // on this thread for every finished delegation would cost a cross-thread wake-up each time.
+    let code = runtime.block_on(async {
+        match tokio::spawn(command::dispatch(cli)).await {
+            Ok(code) => code,
+            // Nothing cancels the task, so a join error is its panic: pass it on.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    });
     runtime.block_on(async {
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     });

@@ -121,6 +121,70 @@ impl Workspace {
     }
 }
 
+/// Opens workspaces, reusing the last root it resolved while the directory at that path is still
+/// the same one: one `stat` instead of resolving every component of the path again. Many
+/// delegations of a batch share one working directory.
+#[derive(Debug, Default)]
+pub struct Workspaces {
+    last: std::sync::Mutex<Option<Opened>>,
+}
+
+#[derive(Debug)]
+struct Opened {
+    given: PathBuf,
+    /// Device and inode of the directory `given` led to.
+    identity: (u64, u64),
+    workspace: Workspace,
+}
+
+impl Workspaces {
+    /// A memo with nothing opened yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// As [`Workspace::new`]. When `root` names the directory it named last time (same device
+    /// and inode), the root resolved then is reused.
+    ///
+    /// # Errors
+    /// As [`Workspace::new`].
+    pub fn open(&self, root: &Path) -> io::Result<Workspace> {
+        let Some(identity) = identity(root) else {
+            return Workspace::new(root);
+        };
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(opened) = last
+            .as_ref()
+            .filter(|o| o.identity == identity && o.given == root)
+        {
+            return Ok(opened.workspace.clone());
+        }
+        let workspace = Workspace::new(root)?;
+        *last = Some(Opened {
+            given: root.to_path_buf(),
+            identity,
+            workspace: workspace.clone(),
+        });
+        Ok(workspace)
+    }
+}
+
+/// The device and inode of the directory `path` leads to, when it is one.
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(path).ok()?;
+    metadata.is_dir().then(|| (metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_path: &Path) -> Option<(u64, u64)> {
+    None
+}
+
 /// Removes `.` and `..` components without touching the file system; `None` when `..` climbs
 /// above the file-system root.
 fn normalise(path: &Path) -> Option<PathBuf> {
@@ -142,6 +206,36 @@ fn normalise(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_remembered_root_is_reused_only_while_the_path_leads_to_the_same_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        let link = dir.path().join("work");
+        std::fs::create_dir(&a).expect("mkdir a");
+        std::fs::create_dir(&b).expect("mkdir b");
+        std::os::unix::fs::symlink(&a, &link).expect("work -> a");
+        let workspaces = Workspaces::new();
+        let canonical_a = a.canonicalize().expect("canonical a");
+        assert_eq!(workspaces.open(&link).expect("open").root(), canonical_a);
+        assert_eq!(workspaces.open(&link).expect("again").root(), canonical_a);
+        // The link now leads elsewhere: resolved afresh, not the remembered root.
+        std::fs::remove_file(&link).expect("unlink");
+        std::os::unix::fs::symlink(&b, &link).expect("work -> b");
+        assert_eq!(
+            workspaces
+                .open(&link)
+                .expect("open after the switch")
+                .root(),
+            b.canonicalize().expect("canonical b")
+        );
+        // A path that is no longer a directory is an error, as for `Workspace::new`.
+        std::fs::remove_file(&link).expect("unlink");
+        std::fs::write(&link, "not a directory").expect("a file in its place");
+        assert!(workspaces.open(&link).is_err());
+    }
 
     #[test]
     fn resolves_inside_and_refuses_escapes() {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use harness_builtins::{
-    Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, Workspace,
+    Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, Workspace, Workspaces,
 };
 use harness_hooks::Event as HookEvent;
 use tracing::Instrument;
@@ -110,6 +110,7 @@ pub struct Runtime {
     hooks: Arc<Cache<Policy>>,
     verifiers: Arc<Cache<Verifier>>,
     scripts: Arc<Cache<(Arc<Script>, Arc<Sandbox>)>>,
+    workspaces: Arc<Workspaces>,
 }
 
 struct Prepared {
@@ -178,6 +179,7 @@ impl Runtime {
             hooks: Arc::new(Cache::new()),
             verifiers: Arc::new(Cache::new()),
             scripts: Arc::new(Cache::new()),
+            workspaces: Arc::new(Workspaces::new()),
         })
     }
 
@@ -193,7 +195,7 @@ impl Runtime {
         let kind = delegation.delegate.kind();
         let span = tracing::info_span!(
             telemetry::SPAN_DELEGATION,
-            { attr::DELEGATION_ID } = %id,
+            { attr::DELEGATION_ID } = id.as_str(),
             { attr::DELEGATION_KIND } = kind,
             { attr::RETRY_TEMPLATE_VERSION } = RETRY_TEMPLATE_VERSION,
             { attr::VERIFY_ATTEMPTS } = Empty,
@@ -291,7 +293,9 @@ impl Runtime {
         id: &str,
     ) -> Result<Prepared> {
         let file = delegation.source.display().to_string();
-        let workspace = Workspace::new(&delegation.workdir)
+        let workspace = self
+            .workspaces
+            .open(&delegation.workdir)
             .map_err(|e| Error::config(format!("{file}: workdir: {e}")))?;
         let hosts = HostAllowList::new(delegation.allow_hosts.iter().chain(&options.allow_hosts))
             .map_err(|e| Error::config(format!("{file}: network.allow: {e}")))?;
@@ -707,8 +711,8 @@ impl Runtime {
         let span = tracing::info_span!(
             telemetry::SPAN_TOOL,
             gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %call.name,
-            gen_ai.tool.call.id = %call.id,
+            gen_ai.tool.name = call.name.as_str(),
+            gen_ai.tool.call.id = call.id.as_str(),
             tool.is_error = Empty,
         );
         let work = async {

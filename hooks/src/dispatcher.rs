@@ -235,7 +235,7 @@ impl HookSet {
             }
             let span = tracing::info_span!(
                 SPAN_HOOK,
-                hook.name = %hook.name,
+                hook.name = hook.name.as_str(),
                 hook.event = event.as_str(),
                 hook.action = Empty,
                 hook.reason = Empty,

@@ -9,6 +9,7 @@
 //! [`EXPORT_TIMEOUT`], and flushing at exit waits at most [`SHUTDOWN_BUDGET`], so a collector that
 //! is down or slow never fails a delegation and delays exit by at most that long.
 
+mod layer;
 mod otlp;
 mod spans;
 
@@ -19,7 +20,6 @@ use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig, WithHtt
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SpanProcessor as _};
-use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -68,16 +68,21 @@ fn resource() -> Resource {
 pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
     let log_filter =
         EnvFilter::try_from_env("HARNESS_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let log_layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_filter(log_filter);
+    // Without span events: `layer::Outputs` relies on the log doing nothing on enter, exit and
+    // close.
+    let log = || tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let only_log = |log_filter: EnvFilter| {
+        let _ = tracing_subscriber::registry()
+            .with(log().with_filter(log_filter))
+            .try_init();
+    };
 
     let endpoint = flag_endpoint
         .map(str::to_owned)
         .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
         .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"));
     let Some(endpoint) = endpoint else {
-        let _ = tracing_subscriber::registry().with(log_layer).try_init();
+        only_log(log_filter);
         return Telemetry::default();
     };
     let protocol = match env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -99,7 +104,7 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
             Ok(http) => Transport::Http(http),
             Err(e) => {
                 eprintln!("warning: OTLP export disabled: cannot build its HTTP client: {e}");
-                let _ = tracing_subscriber::registry().with(log_layer).try_init();
+                only_log(log_filter);
                 return Telemetry::default();
             }
         },
@@ -154,18 +159,12 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
     };
     let resource = resource();
     let mut telemetry = Telemetry::default();
-    let trace_layer = match spans {
+    let spans = match spans {
         Ok(mut processor) => {
             processor.set_resource(&resource);
             let processor = Arc::new(processor);
             telemetry.spans = Some(Arc::clone(&processor));
-            // Only the harness crates' spans and events: never the HTTP or gRPC stack's own,
-            // which would also trace the exporter itself.
-            let targets = Targets::new()
-                .with_target("harness", LevelFilter::DEBUG)
-                .with_target("harness_hooks", LevelFilter::DEBUG)
-                .with_target("harness_builtins", LevelFilter::DEBUG);
-            Some(spans::SpanLayer::new(processor).with_filter(targets))
+            Some(spans::SpanLayer::new(processor))
         }
         Err(e) => {
             eprintln!("warning: OTLP trace export disabled: {e}");
@@ -183,10 +182,14 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
         }
         Err(e) => eprintln!("warning: OTLP metric export disabled: {e}"),
     }
-    let _ = tracing_subscriber::registry()
-        .with(log_layer)
-        .with(trace_layer)
-        .try_init();
+    match spans {
+        Some(spans) => {
+            let _ = tracing_subscriber::registry()
+                .with(layer::Outputs::new(log(), log_filter, spans))
+                .try_init();
+        }
+        None => only_log(log_filter),
+    }
     telemetry
 }
 

@@ -437,14 +437,20 @@ fn put_any(buf: &mut Vec<u8>, value: &Value) {
 }
 
 fn key_value_len(key: &str, value: &Value) -> usize {
-    string_len(field::KEY_VALUE_KEY, key) + message_len(field::KEY_VALUE_VALUE, any_len(value))
+    key_value_body_len(key, any_len(value))
+}
+
+/// The length of a `KeyValue` whose `AnyValue` is `any` bytes long.
+fn key_value_body_len(key: &str, any: usize) -> usize {
+    string_len(field::KEY_VALUE_KEY, key) + message_len(field::KEY_VALUE_VALUE, any)
 }
 
 /// Writes one `KeyValue` as field `field` of the enclosing message.
 fn put_key_value(buf: &mut Vec<u8>, field: u32, key: &str, value: &Value) {
-    put_message_header(buf, field, key_value_len(key, value));
+    let any = any_len(value);
+    put_message_header(buf, field, key_value_body_len(key, any));
     put_string(buf, field::KEY_VALUE_KEY, key);
-    put_message_header(buf, field::KEY_VALUE_VALUE, any_len(value));
+    put_message_header(buf, field::KEY_VALUE_VALUE, any);
     put_any(buf, value);
 }
 

@@ -641,7 +641,7 @@ impl Delegate for OpenAiDelegate {
             crate::telemetry::SPAN_MODEL_CALL,
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = "openai",
-            gen_ai.request.model = %self.spec.model,
+            gen_ai.request.model = self.spec.model.as_str(),
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
             gen_ai.response.finish_reasons = Empty,
