@@ -40,7 +40,7 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 /// Turns closed spans into [`SpanData`] for `processor`.
 pub struct SpanLayer<P> {
@@ -234,6 +234,12 @@ impl<T: Sink> Visit for Fields<'_, T> {
     }
 }
 
+/// Whether this layer took `span`. Spans it did not take (ones only the log wanted) are skipped
+/// when looking for a parent: a span's parent here is the nearest enclosing span it took.
+fn took<S: for<'a> LookupSpan<'a>>(span: &SpanRef<'_, S>) -> bool {
+    span.extensions().get::<Open>().is_some()
+}
+
 impl<S, P> Layer<S> for SpanLayer<P>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -241,11 +247,14 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let parent = span.parent().and_then(|parent| {
-            let extensions = parent.extensions();
+        let ids = |span: &SpanRef<'_, S>| {
+            let extensions = span.extensions();
             extensions
                 .get::<Open>()
                 .map(|p| (p.trace_id, p.span_id, p.sampled))
+        };
+        let parent = span.parent().and_then(|parent| {
+            ids(&parent).or_else(|| parent.scope().skip(1).find_map(|above| ids(&above)))
         });
         let metadata = attrs.metadata();
         let mut open = Open {
@@ -310,7 +319,13 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let Some(span) = ctx.event_span(event) else {
+        let Some(span) = ctx.event_span(event).and_then(|span| {
+            if took(&span) {
+                Some(span)
+            } else {
+                span.scope().skip(1).find(took)
+            }
+        }) else {
             return;
         };
         if !span.extensions().get::<Open>().is_some_and(|o| o.sampled) {
@@ -453,6 +468,38 @@ mod tests {
     }
 
     impl std::error::Error for Oops {}
+
+    #[test]
+    fn spans_only_the_log_took_are_skipped_when_finding_a_parent() {
+        let collect = Arc::new(Collect::default());
+        let subscriber =
+            tracing_subscriber::registry().with(crate::telemetry::layer::Outputs::new(
+                tracing_subscriber::layer::Identity::new(),
+                tracing_subscriber::EnvFilter::new("warn,hyper=info"),
+                SpanLayer::with_config(Arc::clone(&collect), Config::default()),
+            ));
+        tracing::subscriber::with_default(subscriber, || {
+            let root = tracing::info_span!("delegation.execute");
+            let _root = root.enter();
+            // A span of another crate that only the log wanted, between ours.
+            let theirs = tracing::info_span!(target: "hyper::client", "theirs");
+            let _theirs = theirs.enter();
+            tracing::info!("between");
+            let _child = tracing::info_span!("gen_ai.chat").entered();
+        });
+        let spans = std::mem::take(&mut *collect.0.lock().expect("not poisoned"));
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+        assert_eq!(names, ["gen_ai.chat", "delegation.execute"]);
+        let (child, root) = (&spans[0], &spans[1]);
+        assert_eq!(child.parent_span_id, root.span_context.span_id());
+        assert_eq!(child.span_context.trace_id(), root.span_context.trace_id());
+        let events: Vec<&str> = root.events.iter().map(|e| e.name.as_ref()).collect();
+        assert_eq!(
+            events,
+            ["between"],
+            "the event lands on the nearest span of ours"
+        );
+    }
 
     #[test]
     fn spans_carry_their_fields_structure_events_and_status() {
