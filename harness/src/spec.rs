@@ -216,6 +216,11 @@ impl Delegation {
     /// # Errors
     /// As [`Delegation::from_json`].
     pub fn from_json_text(source: &Path, label: &str, text: &str, base: &Path) -> Result<Self> {
+        // The usual line reads without tracking where the reader is; only a line that fails is
+        // read again, with its path, for the message.
+        if let Ok(raw) = serde_json::from_str::<RawFile>(text) {
+            return Self::from_raw(source, label, raw, base);
+        }
         let not_json =
             |e: serde_json::Error| Error::config(format!("{label}: not valid JSON: {e}"));
         let mut reader = serde_json::Deserializer::from_str(text);

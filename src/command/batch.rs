@@ -32,16 +32,12 @@ impl JournalWriter {
         let writer = std::thread::spawn(move || {
             let mut failures = Vec::new();
             // Gather records for a moment and write them in one transaction: a wake-up and a
-            // commit per record would cost more than the record itself.
+            // commit per record would cost more than the record itself. The writer sleeps while
+            // they gather rather than waiting on the channel, which would wake it for each one.
             while let Ok(first) = receiver.recv() {
+                std::thread::sleep(JOURNAL_GATHER);
                 let mut queued = vec![first];
-                let until = Instant::now() + JOURNAL_GATHER;
-                while queued.len() < JOURNAL_BATCH {
-                    match receiver.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                        Ok(record) => queued.push(record),
-                        Err(_) => break,
-                    }
-                }
+                queued.extend(receiver.try_iter().take(JOURNAL_BATCH - 1));
                 match journal.record_all(queued.iter().map(|(r, m)| (r, m))) {
                     Ok(failed) => failures.extend(
                         failed
