@@ -377,6 +377,26 @@ impl Journal {
         items: impl IntoIterator<Item = (&'a Report, &'a RecordMeta)>,
     ) -> Result<Vec<(String, Error)>> {
         let path = self.path.clone();
+        let items: Vec<_> = items.into_iter().collect();
+        // Usually every record goes in: one transaction and nothing else. A savepoint per record
+        // would copy every page it touches aside first, in case it has to be undone.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(&path, "cannot start writing to", &e))?;
+        if items
+            .iter()
+            .try_for_each(|(report, meta)| insert(&tx, report, meta))
+            .is_ok()
+        {
+            tx.commit()
+                .map_err(|e| sql_error(&path, "cannot commit to", &e))?;
+            return Ok(Vec::new());
+        }
+        // Some record failed, and with it the transaction: write them again, a savepoint each,
+        // so that only the failing ones are lost.
+        tx.rollback()
+            .map_err(|e| sql_error(&path, "cannot roll back", &e))?;
         let mut tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -716,6 +736,45 @@ mod tests {
         let kept = journal.get("d-1").expect("get").expect("there");
         assert_eq!(kept.outcome, "passed");
         assert_eq!(kept.attempts.len(), 1);
+    }
+
+    #[test]
+    fn in_a_batch_only_the_failing_record_is_lost() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        let meta = RecordMeta::default();
+        journal
+            .record(&report("d-1", Outcome::Passed, &[(Some(true), &[])]), &meta)
+            .expect("record");
+        let batch = [
+            report("d-2", Outcome::Passed, &[(Some(true), &[])]),
+            // Taken already: fails after its delegation row would have gone in.
+            report(
+                "d-1",
+                Outcome::Failed,
+                &[(Some(false), &["verify: x"]), (Some(false), &["verify: y"])],
+            ),
+            report("d-3", Outcome::Failed, &[(Some(false), &["verify: z"])]),
+        ];
+        let failures = journal
+            .record_all(batch.iter().map(|r| (r, &meta)))
+            .expect("the batch is written");
+        let failed: Vec<&str> = failures.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(failed, ["d-1"]);
+        let ids: Vec<String> = journal
+            .list(&Filter::default())
+            .expect("list")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids.len(), 3, "{ids:?}");
+        for id in ["d-1", "d-2", "d-3"] {
+            assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
+        }
+        let kept = journal.get("d-1").expect("get").expect("there");
+        assert_eq!((kept.outcome.as_str(), kept.attempts.len()), ("passed", 1));
+        let third = journal.get("d-3").expect("get").expect("there");
+        assert_eq!(third.attempts[0].reasons, ["verify: z"]);
     }
 
     #[test]
