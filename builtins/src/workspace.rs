@@ -152,18 +152,20 @@ impl Workspaces {
         let Some(identity) = identity(root) else {
             return Workspace::new(root);
         };
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(opened) = last
+        let last = || {
+            self.last
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if let Some(opened) = last()
             .as_ref()
             .filter(|o| o.identity == identity && o.given == root)
         {
             return Ok(opened.workspace.clone());
         }
+        // Resolved without the lock held: other delegations need not wait on these system calls.
         let workspace = Workspace::new(root)?;
-        *last = Some(Opened {
+        *last() = Some(Opened {
             given: root.to_path_buf(),
             identity,
             workspace: workspace.clone(),
