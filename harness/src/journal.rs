@@ -602,6 +602,16 @@ mod tests {
     use crate::error::ErrorKind;
     use crate::report::{AttemptRecord, Outcome};
 
+    /// The ids of every record, newest first.
+    fn all_ids(journal: &Journal) -> Vec<String> {
+        journal
+            .list(&Filter::default())
+            .expect("list")
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    }
+
     fn report(id: &str, outcome: Outcome, attempts: &[(Option<bool>, &[&str])]) -> Report {
         Report {
             id: id.to_owned(),
@@ -761,12 +771,7 @@ mod tests {
             .expect("the batch is written");
         let failed: Vec<&str> = failures.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(failed, ["d-1"]);
-        let ids: Vec<String> = journal
-            .list(&Filter::default())
-            .expect("list")
-            .into_iter()
-            .map(|r| r.id)
-            .collect();
+        let ids = all_ids(&journal);
         assert_eq!(ids.len(), 3, "{ids:?}");
         for id in ["d-1", "d-2", "d-3"] {
             assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
@@ -882,12 +887,7 @@ mod tests {
             // Dropped without COMMIT.
         }
         let reopened = Journal::open(&path).expect("reopen");
-        let ids: Vec<String> = reopened
-            .list(&Filter::default())
-            .expect("list")
-            .into_iter()
-            .map(|r| r.id)
-            .collect();
+        let ids = all_ids(&reopened);
         assert_eq!(ids, ["d-1"]);
     }
 }

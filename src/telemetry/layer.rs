@@ -201,24 +201,28 @@ mod tests {
         drop(span);
     }
 
-    #[test]
-    fn each_output_gets_what_it_asked_for_and_nothing_else() {
+    /// Runs [`emit`] with the log filtered by `filter`; returns what the log and the exporter
+    /// received.
+    fn outputs_with(filter: &str) -> (Vec<String>, Vec<String>) {
         let (log, spans) = (Seen::default(), Seen::default());
         let subscriber = tracing_subscriber::registry().with(Outputs::new(
             log.clone(),
-            EnvFilter::new("warn"),
+            EnvFilter::new(filter),
             spans.clone(),
         ));
         tracing::subscriber::with_default(subscriber, emit);
+        (log.take(), spans.take())
+    }
+
+    #[test]
+    fn each_output_gets_what_it_asked_for_and_nothing_else() {
+        let (log, spans) = outputs_with("warn");
         // The log: warnings from anyone, and no spans (at `warn` it takes none).
-        assert_eq!(
-            log.take(),
-            ["event harness::x WARN", "event hyper::proto WARN"]
-        );
+        assert_eq!(log, ["event harness::x WARN", "event hyper::proto WARN"]);
         // The exporter: the harness span, its record, its events down to DEBUG, and its close.
         // Nobody wanted the `hyper` span, so it was never created.
         assert_eq!(
-            spans.take(),
+            spans,
             [
                 "span ours",
                 "record ours",
@@ -231,15 +235,9 @@ mod tests {
 
     #[test]
     fn a_log_filter_that_takes_spans_sees_their_records() {
-        let (log, spans) = (Seen::default(), Seen::default());
-        let subscriber = tracing_subscriber::registry().with(Outputs::new(
-            log.clone(),
-            EnvFilter::new("harness=info,hyper=trace"),
-            spans.clone(),
-        ));
-        tracing::subscriber::with_default(subscriber, emit);
+        let (log, spans) = outputs_with("harness=info,hyper=trace");
         assert_eq!(
-            log.take(),
+            log,
             [
                 "span ours",
                 "record ours",
@@ -251,7 +249,7 @@ mod tests {
         // The exporter takes the same as before; the `hyper` span exists now (the log wanted it),
         // and its close passes through: the exporter skips spans it never took.
         assert_eq!(
-            spans.take(),
+            spans,
             [
                 "span ours",
                 "record ours",
