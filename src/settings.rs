@@ -56,6 +56,22 @@ pub fn sandbox(surface: Surface, args: &SandboxArgs) -> Result<Arc<Sandbox>, Err
     )))
 }
 
+/// Returns what the command line sets over every delegation file (`run` and `batch`).
+pub fn overrides(
+    sandbox: &SandboxArgs,
+    hooks: &[PathBuf],
+    max_verify_retries: Option<u32>,
+) -> harness::Overrides {
+    harness::Overrides {
+        workdir: sandbox.workdir.clone(),
+        max_verify_retries,
+        allow_hosts: sandbox.allow_host.clone(),
+        allow_exec: sandbox.allow_exec.clone(),
+        allow_env: sandbox.allow_env.clone(),
+        hooks: hooks.to_vec(),
+    }
+}
+
 /// Builds the `args` object from `--args-file` and then `--arg KEY=VALUE` pairs.
 pub fn script_args(file: Option<&Path>, pairs: &[String]) -> Result<Value, Error> {
     let mut args = Map::new();

@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::assembly::{Assembler, base_of};
 use crate::error::{Error, Result};
-use crate::ralph::{Event, RunOptions, Runtime};
+use crate::ralph::{Event, Runtime};
 use crate::report::Report;
 use crate::spec::Delegation;
 
@@ -37,6 +38,7 @@ pub struct BatchItem {
 pub struct BatchReader {
     source: PathBuf,
     base: PathBuf,
+    assembler: Arc<Assembler>,
     entries: Entries,
 }
 
@@ -57,16 +59,13 @@ impl std::fmt::Debug for BatchReader {
 }
 
 impl BatchReader {
-    /// Opens a batch file.
+    /// Opens a batch file whose entries `assembler` turns into delegations.
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the file cannot be read, has an
     /// unknown extension, or (YAML) is not a template with an `args` list.
-    pub fn open(path: &Path) -> Result<Self> {
-        let base = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+    pub fn open(path: &Path, assembler: Arc<Assembler>) -> Result<Self> {
+        let base = base_of(path).to_path_buf();
         let name = path.display().to_string();
         let extension = path
             .extension()
@@ -81,7 +80,7 @@ impl BatchReader {
                     line: 0,
                 }
             }
-            "yaml" | "yml" => Entries::Fanout(fan_out(path, &name, &base)?.into_iter()),
+            "yaml" | "yml" => Entries::Fanout(fan_out(&assembler, path, &name, &base)?.into_iter()),
             _ => {
                 return Err(Error::config(format!(
                     "batch file {name}: expected a .jsonl (one delegation per line) or .yaml (template + args) file"
@@ -91,6 +90,7 @@ impl BatchReader {
         Ok(BatchReader {
             source: path.to_path_buf(),
             base,
+            assembler,
             entries,
         })
     }
@@ -117,8 +117,9 @@ impl Iterator for BatchReader {
                 if text.trim().is_empty() {
                     continue;
                 }
-                let delegation =
-                    Delegation::from_json_text(&self.source, &label, &text, &self.base);
+                let delegation = self
+                    .assembler
+                    .json_text(&self.source, &label, &text, &self.base);
                 return Some(BatchItem {
                     line: *line,
                     delegation,
@@ -129,7 +130,7 @@ impl Iterator for BatchReader {
 }
 
 /// Expands a YAML template batch into its delegations.
-fn fan_out(path: &Path, name: &str, base: &Path) -> Result<Vec<BatchItem>> {
+fn fan_out(assembler: &Assembler, path: &Path, name: &str, base: &Path) -> Result<Vec<BatchItem>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
     let doc: Value =
@@ -163,7 +164,7 @@ fn fan_out(path: &Path, name: &str, base: &Path) -> Result<Vec<BatchItem>> {
         let delegation = match entry {
             Value::Object(entry) => {
                 let value = instantiate(&template, &entry);
-                Delegation::from_json(path, &label, value, base)
+                assembler.json(path, &label, value, base)
             }
             other => Err(Error::config(format!(
                 "{label}: expected a mapping, got {other}"
@@ -243,7 +244,6 @@ pub struct BatchSummary {
 pub async fn run_batch<I, S, F>(
     runtime: &Runtime,
     items: I,
-    options: &RunOptions,
     settings: &BatchSettings,
     trace_id_of: fn(&tracing::Span) -> Option<String>,
     stop: S,
@@ -258,7 +258,6 @@ where
     let (tx, mut rx) = mpsc::unbounded_channel::<BatchOutcome>();
     let mut tasks = JoinSet::new();
     let mut summary = BatchSummary::default();
-    let options = Arc::new(options.clone());
     tokio::pin!(stop);
     let mut items = items;
     'dispatch: loop {
@@ -298,7 +297,6 @@ where
             Ok(delegation) => {
                 let runtime = runtime.clone();
                 let tx = tx.clone();
-                let options = Arc::clone(&options);
                 let line = item.line;
                 tasks.spawn(async move {
                     let trace = OnceLock::new();
@@ -309,7 +307,7 @@ where
                             }
                         }
                     };
-                    let report = runtime.run(&delegation, &options, &observer).await;
+                    let report = runtime.run(&delegation, &observer).await;
                     let _ = tx.send(BatchOutcome {
                         line,
                         report: Ok(report),

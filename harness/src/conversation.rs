@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::result::ToolCall;
+use harness_hooks::ToolCall;
 
 /// One chat message.
 #[derive(Debug, Clone, PartialEq)]

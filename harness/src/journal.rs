@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use crate::conversation::Usage;
 use crate::error::{Error, Result};
-use crate::prompt::RETRY_TEMPLATE_VERSION;
 use crate::report::Report;
+use crate::retry::RETRY_TEMPLATE_VERSION;
 
 /// The schema, one migration per version, applied in order: `MIGRATIONS[n]` takes a journal
 /// from version `n` to `n + 1`. Append new versions; never edit a released one.
@@ -581,11 +581,11 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for attempt in &report.attempts {
-        let reasons = Value::from(attempt.reasons.clone()).to_string();
+        let reasons = Value::from(attempt.reasons()).to_string();
         statement.execute(params![
             report.id,
             attempt.attempt,
-            attempt.passed,
+            attempt.passed(),
             reasons,
             millis(attempt.duration),
             tokens(attempt.usage.input_tokens),
@@ -624,8 +624,8 @@ mod tests {
                 .map(|(i, (passed, reasons))| AttemptRecord {
                     attempt: i as u32,
                     result: None,
-                    passed: *passed,
-                    reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+                    verdict: crate::verdict::test_verdict(i as u32, *passed, reasons),
+                    retry_prompt: None,
                     usage: Usage {
                         input_tokens: 10,
                         output_tokens: 5,
@@ -643,6 +643,7 @@ mod tests {
                 _ => None,
             },
             delivered: None,
+            warnings: Vec::new(),
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(1234),
         }

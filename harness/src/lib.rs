@@ -20,8 +20,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod assembly;
 pub mod batch;
 mod cache;
+mod checks;
 mod conversation;
 mod dashboard;
 pub mod delegate;
@@ -29,27 +31,33 @@ mod error;
 mod journal;
 mod pipeline;
 mod policy;
-mod prompt;
+mod project;
 mod ralph;
 mod report;
-mod result;
+mod retry;
+mod session;
 mod spec;
 pub mod telemetry;
 mod tools;
+mod turn;
+mod verdict;
 mod verifier;
 
+pub use assembly::{Assembler, Overrides};
 pub use conversation::{Message, ToolSpec, Usage};
 pub use dashboard::{Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise};
 pub use error::{Error, ErrorKind, Result};
+pub use harness_hooks::{DelegationResult, ToolCall, ToolResult};
 pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
-pub use pipeline::{Pipeline, Verdict};
+pub use pipeline::Pipeline;
 pub use policy::Policy;
-pub use prompt::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, retry_prompt, retry_template_sha256};
-pub use ralph::{Event, Observer, RunOptions, Runtime};
+pub use project::{PROJECT_POLICY, ProjectPolicy};
+pub use ralph::{Event, Observer, Runtime};
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
-pub use result::{DelegationResult, ToolCall, ToolResult};
+pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
 pub use spec::{
     DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, VerifySource,
 };
 pub use tools::{Tool, ToolOutput, Toolbox};
+pub use verdict::{Decision, Finding, Severity, Source, Verdict};
 pub use verifier::{EMPTY_REASON, FALSE_REASON, Verifier, VerifyOutcome};

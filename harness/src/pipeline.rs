@@ -1,126 +1,76 @@
-//! The verification pipeline (DESIGN §4.5): the inline verifier, then the post-verify hooks.
-//! An attempt passes only if every stage passes; every stage runs so all reasons are known.
+//! The verification pipeline (DESIGN §3): the stages in authority order, run on every attempt.
+//! Every stage runs, so the delegate hears every reason at once; an attempt passes only when no
+//! stage found a blocking problem.
 
 use harness_hooks::Event;
-use tracing::Instrument;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::checks::{Check, InlineVerifier, PostVerifyHooks, Subject};
+use crate::error::Result;
 use crate::policy::Policy;
-use crate::result::DelegationResult;
-use crate::telemetry;
-use crate::verifier::{Verifier, VerifyOutcome};
+use crate::verdict::{Decision, Verdict};
+use crate::verifier::Verifier;
+use harness_hooks::DelegationResult;
 
-/// The verdict on one attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
-    /// True when every stage passed.
-    pub passed: bool,
-    /// Why not, one per failing stage, prefixed by the source (`verify: …`, `hook NAME: …`).
-    pub reasons: Vec<String>,
-    /// The inline verifier's own verdict, when there is an inline verifier.
-    pub inline: Option<VerifyOutcome>,
-    /// Lines the inline verifier logged.
-    pub logs: Vec<String>,
-}
-
-/// Everything that judges an attempt.
-#[derive(Debug, Clone, Default)]
+/// Everything that judges an attempt, in order.
+#[derive(Debug, Default)]
 pub struct Pipeline {
-    verifier: Option<Verifier>,
-    policy: Option<Policy>,
-    names: Vec<String>,
+    stages: Vec<Box<dyn Check>>,
 }
 
 impl Pipeline {
     /// Creates a pipeline: an optional inline verifier, then the `delegation.post_verify` hooks
     /// of `policy` that match `names` (the delegate's kind and model).
     pub fn new(verifier: Option<Verifier>, policy: Option<Policy>, names: Vec<String>) -> Self {
-        Pipeline {
-            verifier,
-            policy,
-            names,
+        let mut stages: Vec<Box<dyn Check>> = Vec::new();
+        if let Some(verifier) = verifier {
+            stages.push(Box::new(InlineVerifier(verifier)));
         }
+        if let Some(policy) = policy.filter(|p| p.applies(Event::DelegationPostVerify, &names)) {
+            stages.push(Box::new(PostVerifyHooks { policy, names }));
+        }
+        Pipeline { stages }
     }
 
     /// Returns true when anything verifies; otherwise delegations are `skipped`.
     pub fn is_active(&self) -> bool {
-        self.verifier.is_some()
-            || self
-                .policy
-                .as_ref()
-                .is_some_and(|p| p.applies(Event::DelegationPostVerify, &self.names))
+        !self.stages.is_empty()
     }
 
-    /// Judges one attempt. Returns `None` when nothing is configured to verify. A post-verify
-    /// `modify` rewrites `result` for later hooks and for the caller.
+    /// Judges one attempt. Returns the Result as the stages left it (a post-verify `modify`
+    /// rewrites it for the caller), and the verdict: `pass` or `retry` (the loop decides when
+    /// the budget makes a retry a `fail`), `None` when nothing is configured to verify.
     ///
     /// # Errors
-    /// [`ErrorKind::Verifier`] or [`ErrorKind::Hook`] when a verifier or hook is broken: the
+    /// [`ErrorKind::Verifier`](crate::ErrorKind::Verifier) or
+    /// [`ErrorKind::Hook`](crate::ErrorKind::Hook) when a verifier or hook is broken: the
     /// delegation must stop without a retry.
-    pub async fn check(&self, result: &mut DelegationResult) -> Result<Option<Verdict>> {
+    pub async fn judge(
+        &self,
+        result: DelegationResult,
+    ) -> (DelegationResult, Result<Option<Verdict>>) {
         if !self.is_active() {
-            return Ok(None);
+            return (result, Ok(None));
         }
-        let mut reasons = Vec::new();
-        let mut inline = None;
-        let mut logs = Vec::new();
-        // Converted once: the verifier and the hooks see the same Result.
-        let mut value = result.to_value();
-        let policy = self
-            .policy
-            .as_ref()
-            .filter(|p| p.applies(Event::DelegationPostVerify, &self.names));
-        if let Some(verifier) = &self.verifier {
-            let span = tracing::info_span!(
-                telemetry::SPAN_VERIFY,
-                verifier = verifier.name(),
-                verify.outcome = tracing::field::Empty,
-                verify.reason = tracing::field::Empty,
-            );
-            let clock = std::time::Instant::now();
-            let (outcome, lines) = verifier
-                .verify_value(if policy.is_some() {
-                    value.clone()
-                } else {
-                    std::mem::take(&mut value)
-                })
-                .instrument(span.clone())
-                .await?;
-            telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
-            logs = lines;
-            span.record(
-                "verify.outcome",
-                if outcome.verified { "passed" } else { "failed" },
-            );
-            if !outcome.verified {
-                span.record("verify.reason", outcome.reason.as_str());
-                reasons.push(format!("verify: {}", outcome.reason));
-            }
-            inline = Some(outcome);
-        }
-        if let Some(policy) = policy {
-            let clock = std::time::Instant::now();
-            let dispatch = policy
-                .dispatch(Event::DelegationPostVerify, value, &self.names)
-                .await?;
-            telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
-            if dispatch.runs.iter().any(|r| r.action == "modify") {
-                *result = serde_json::from_value(dispatch.payload).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Hook,
-                        format!("a delegation.post_verify modify produced an invalid Result: {e}"),
-                    )
-                })?;
-            }
-            if let Some(block) = dispatch.blocked {
-                reasons.push(format!("hook {}: {}", block.hook, block.reason));
+        let attempt = result.attempt;
+        let mut subject = Subject::new(result);
+        for stage in &self.stages {
+            if let Err(e) = stage.check(&mut subject).await {
+                return (subject.result, Err(e));
             }
         }
-        Ok(Some(Verdict {
-            passed: reasons.is_empty(),
-            reasons,
-            inline,
-            logs,
-        }))
+        let decision = if subject.findings.iter().any(|f| f.blocking) {
+            Decision::Retry
+        } else {
+            Decision::Pass
+        };
+        let verdict = Verdict {
+            attempt,
+            decision,
+            findings: subject.findings,
+            evidence: subject.evidence,
+            critic: None,
+            logs: subject.logs,
+        };
+        (subject.result, Ok(Some(verdict)))
     }
 }

@@ -98,7 +98,7 @@ impl Policy {
             }
         };
         for run in &dispatch.runs {
-            crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action);
+            crate::telemetry::record_hook_decision(event.as_str(), &run.hook, run.action.as_str());
         }
         Ok(dispatch)
     }

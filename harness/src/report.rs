@@ -5,8 +5,9 @@ use serde_json::Value;
 
 use crate::conversation::Usage;
 use crate::error::{Error, ErrorKind};
-use crate::prompt::{RETRY_TEMPLATE_VERSION, retry_template_sha256};
-use crate::result::DelegationResult;
+use crate::retry::{RETRY_TEMPLATE_VERSION, retry_template_sha256};
+use crate::verdict::{Decision, Finding, Verdict};
+use harness_hooks::DelegationResult;
 
 /// The outcome of one delegation (DESIGN §4.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,20 @@ impl Outcome {
         }
     }
 
+    /// Returns the kind of a `failed` or `error` outcome (`verification_failed`, `verifier`, …).
+    pub fn kind(self) -> Option<ErrorKind> {
+        match self {
+            Outcome::Passed | Outcome::Skipped => None,
+            Outcome::Failed => Some(ErrorKind::VerificationFailed),
+            Outcome::Error(kind) => Some(kind),
+        }
+    }
+
+    /// Returns true when a human should look at the run: it enters the review queue.
+    pub fn needs_review(self) -> bool {
+        self == Outcome::Failed
+    }
+
     /// Returns `passed`, `failed` or `skipped`: how verification went, whatever else happened.
     pub fn verify_outcome(self) -> &'static str {
         match self {
@@ -49,14 +64,29 @@ pub struct AttemptRecord {
     pub attempt: u32,
     /// What the attempt produced (absent when it ended in an error before producing a result).
     pub result: Option<DelegationResult>,
-    /// Whether it passed verification (None when not verified).
-    pub passed: Option<bool>,
-    /// Why it failed verification.
-    pub reasons: Vec<String>,
+    /// The pipeline's verdict (absent when nothing verified it or it ended in an error first).
+    pub verdict: Option<Verdict>,
+    /// The retry prompt sent after it, when one was.
+    pub retry_prompt: Option<String>,
     /// Tokens it cost.
     pub usage: Usage,
     /// How long it took, delegate and verification together.
     pub duration: std::time::Duration,
+}
+
+impl AttemptRecord {
+    /// Returns whether it passed verification (`None` when it was not verified).
+    pub fn passed(&self) -> Option<bool> {
+        self.verdict.as_ref().map(Verdict::passed)
+    }
+
+    /// Returns why it failed verification, one reason line per blocking finding.
+    pub fn reasons(&self) -> Vec<String> {
+        self.verdict
+            .as_ref()
+            .map(Verdict::reasons)
+            .unwrap_or_default()
+    }
 }
 
 /// Everything known about a finished delegation.
@@ -76,6 +106,8 @@ pub struct Report {
     pub error: Option<Error>,
     /// The Result after `delegation.post` hooks rewrote it, when they did.
     pub delivered: Option<DelegationResult>,
+    /// What the run wants a human to know (nothing verified it, …).
+    pub warnings: Vec<String>,
     /// When the delegation started.
     pub started_at: std::time::SystemTime,
     /// How long it took.
@@ -109,9 +141,23 @@ impl Report {
     pub fn reasons(&self) -> Vec<Vec<String>> {
         self.attempts
             .iter()
-            .filter(|a| a.passed.is_some())
-            .map(|a| a.reasons.clone())
+            .filter(|a| a.verdict.is_some())
+            .map(AttemptRecord::reasons)
             .collect()
+    }
+
+    /// Returns what each attempt's verdict decided, in order: the verdict's own decision; an
+    /// attempt that ended the run in an error is `error`; one nothing judged is `None`.
+    fn decisions(&self) -> impl Iterator<Item = Option<Decision>> + '_ {
+        let last = self.attempts.len().checked_sub(1);
+        self.attempts
+            .iter()
+            .enumerate()
+            .map(move |(i, a)| match (&a.verdict, self.outcome) {
+                (Some(verdict), _) => Some(verdict.decision),
+                (None, Outcome::Error(_)) if Some(i) == last => Some(Decision::Error),
+                (None, _) => None,
+            })
     }
 
     /// Returns the `harness run --json` object.
@@ -127,14 +173,10 @@ impl Report {
         ReportJson {
             id: &self.id,
             outcome: self.outcome.as_str(),
+            kind: self.outcome.kind().map(ErrorKind::as_str),
             verified: self.verified(),
             attempts: self.attempts.len(),
-            reasons: self
-                .attempts
-                .iter()
-                .filter(|a| a.passed.is_some())
-                .map(|a| a.reasons.as_slice())
-                .collect(),
+            reasons: self.reasons(),
             result: self.result(),
             error: self.error.as_ref().map(|e| ErrorJson {
                 kind: e.kind().as_str(),
@@ -164,6 +206,24 @@ impl Report {
                 version: RETRY_TEMPLATE_VERSION,
                 sha256: retry_template_sha256(),
             },
+            history: self
+                .attempts
+                .iter()
+                .zip(self.decisions())
+                .map(|(a, decision)| HistoryJson {
+                    attempt: a.attempt,
+                    decision: decision.map(Decision::as_str),
+                    findings: a.verdict.as_ref().map_or(&[], |v| v.findings.as_slice()),
+                    evidence: a.verdict.as_ref().map_or(&[], |v| v.evidence.as_slice()),
+                    critic: a.verdict.as_ref().and_then(|v| v.critic.as_ref()),
+                    retry_prompt: a.retry_prompt.as_deref(),
+                })
+                .collect(),
+            debt: &[],
+            warnings: &self.warnings,
+            review: ReviewJson {
+                status: self.outcome.needs_review().then_some("pending"),
+            },
         }
     }
 }
@@ -178,15 +238,37 @@ fn millis(duration: std::time::Duration) -> u64 {
 pub struct ReportJson<'a> {
     id: &'a str,
     outcome: &'static str,
+    kind: Option<&'static str>,
     verified: bool,
     attempts: usize,
-    reasons: Vec<&'a [String]>,
+    reasons: Vec<Vec<String>>,
     result: Option<&'a DelegationResult>,
     error: Option<ErrorJson<'a>>,
     usage: UsageJson,
     delegate: DelegateJson<'a>,
     duration_ms: u64,
     retry_template: TemplateJson,
+    history: Vec<HistoryJson<'a>>,
+    debt: &'a [Finding],
+    warnings: &'a [String],
+    review: ReviewJson,
+}
+
+/// One attempt of `history`: its verdict (DESIGN §4.3) with what it produced and the retry
+/// prompt it led to.
+#[derive(Debug, Serialize)]
+struct HistoryJson<'a> {
+    attempt: u32,
+    decision: Option<&'static str>,
+    findings: &'a [Finding],
+    evidence: &'a [Value],
+    critic: Option<&'a Value>,
+    retry_prompt: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct ReviewJson {
+    status: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -230,7 +312,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::result::ToolCall;
+    use harness_hooks::ToolCall;
 
     fn attempt(n: u32, passed: Option<bool>, reasons: &[&str], response: &str) -> AttemptRecord {
         AttemptRecord {
@@ -250,8 +332,8 @@ mod tests {
                 }],
                 tool_results: Vec::new(),
             }),
-            passed,
-            reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+            verdict: crate::verdict::test_verdict(n, passed, reasons),
+            retry_prompt: None,
             usage: Usage {
                 input_tokens: 10 + u64::from(n),
                 output_tokens: 3,
@@ -267,6 +349,7 @@ mod tests {
         json!({
             "id": report.id,
             "outcome": report.outcome.as_str(),
+            "kind": report.outcome.kind().map(ErrorKind::as_str),
             "verified": report.verified(),
             "attempts": report.attempts.len(),
             "reasons": report.reasons(),
@@ -286,6 +369,21 @@ mod tests {
             "delegate": {"kind": report.delegate_kind, "model": report.model},
             "duration_ms": u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
             "retry_template": {"version": RETRY_TEMPLATE_VERSION, "sha256": retry_template_sha256()},
+            "history": report.attempts.iter().enumerate().map(|(i, a)| json!({
+                "attempt": a.attempt,
+                "decision": match (&a.verdict, report.outcome) {
+                    (Some(v), _) => Some(v.decision.as_str()),
+                    (None, Outcome::Error(_)) if i + 1 == report.attempts.len() => Some("error"),
+                    (None, _) => None,
+                },
+                "findings": a.verdict.as_ref().map_or(json!([]), |v| json!(v.findings)),
+                "evidence": a.verdict.as_ref().map_or(json!([]), |v| json!(v.evidence)),
+                "critic": a.verdict.as_ref().and_then(|v| v.critic.clone()),
+                "retry_prompt": a.retry_prompt,
+            })).collect::<Vec<_>>(),
+            "debt": [],
+            "warnings": report.warnings,
+            "review": {"status": report.outcome.needs_review().then_some("pending")},
         })
     }
 
@@ -305,6 +403,7 @@ mod tests {
                 "verification failed after 2 attempts",
             )),
             delivered: None,
+            warnings: Vec::new(),
             started_at: std::time::SystemTime::UNIX_EPOCH,
             duration: Duration::from_millis(3_001),
         };
@@ -312,7 +411,7 @@ mod tests {
         errored.outcome = Outcome::Error(ErrorKind::Timeout);
         errored.attempts.push(AttemptRecord {
             result: None,
-            passed: None,
+            verdict: None,
             ..attempt(2, None, &[], "")
         });
         errored.model = None;

@@ -8,6 +8,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use harness_builtins::Limits;
+
+use crate::assembly::Assembler;
 use crate::delegate::{CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::tools::Tool;
@@ -124,7 +127,8 @@ pub struct VerifySource {
     pub source: String,
 }
 
-/// A validated delegation, ready to run.
+/// A validated delegation, ready to run: the delegation file with the project policy's defaults
+/// and the caller's overrides applied (see [`Assembler`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delegation {
     /// Where it was read from (for messages).
@@ -143,10 +147,18 @@ pub struct Delegation {
     pub max_verify_retries: u32,
     /// Hook files and directories, when the file lists them.
     pub hooks: Option<Vec<PathBuf>>,
+    /// Hook files and directories added by the caller (`--hooks`), after the file's own.
+    pub extra_hooks: Vec<PathBuf>,
     /// The workspace root.
     pub workdir: PathBuf,
     /// Hosts verifiers and hooks may reach.
     pub allow_hosts: Vec<String>,
+    /// Programs verifiers and hooks may run with `exec.run`.
+    pub allow_exec: Vec<String>,
+    /// Environment variables verifiers and hooks may read with `env.get`.
+    pub allow_env: Vec<String>,
+    /// The budgets every script of this delegation runs under (project policy `limits:`).
+    pub limits: Limits,
     /// Turns allowed per attempt.
     pub max_turns: u32,
     /// Wall-clock budget of the whole delegation.
@@ -165,40 +177,23 @@ fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Du
 }
 
 impl Delegation {
-    /// Reads and validates a delegation file; relative paths inside it are relative to its
-    /// directory.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the file, the key and the fix.
-    pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        let base = if base.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            base
-        };
-        Self::from_yaml(path, &text, base)
-    }
-
     /// Validates delegation YAML named `source`, resolving relative paths against `base`.
-    ///
-    /// # Errors
-    /// As [`Delegation::from_file`].
-    pub fn from_yaml(source: &Path, text: &str, base: &Path) -> Result<Self> {
+    pub(crate) fn from_yaml(
+        assembler: &Assembler,
+        source: &Path,
+        text: &str,
+        base: &Path,
+    ) -> Result<Self> {
         let file = source.display().to_string();
         let raw: RawFile = serde_norway::from_str(text)
             .map_err(|e| Error::config(format!("{file}: {e} ({KEYS_HINT})")))?;
-        Self::from_raw(source, &file, raw, base)
+        Self::from_raw(assembler, source, &file, raw, base)
     }
 
-    /// Validates one delegation given as a JSON object (a line of a batch file); `label` names
-    /// it in messages (e.g. `batch.jsonl:7`).
-    ///
-    /// # Errors
-    /// As [`Delegation::from_file`], naming the field.
-    pub fn from_json(
+    /// Validates one delegation given as a JSON object (an entry of a batch file); `label` names
+    /// it in messages (e.g. `batch.yaml: args[3]`).
+    pub(crate) fn from_json(
+        assembler: &Assembler,
         source: &Path,
         label: &str,
         value: serde_json::Value,
@@ -206,20 +201,23 @@ impl Delegation {
     ) -> Result<Self> {
         let raw: RawFile = serde_path_to_error::deserialize(value)
             .map_err(|e| shape_error(label, e.path(), e.inner()))?;
-        Self::from_raw(source, label, raw, base)
+        Self::from_raw(assembler, source, label, raw, base)
     }
 
     /// Like [`Delegation::from_json`], from the JSON text itself (a batch line): read straight
     /// into the delegation, without a JSON tree in between. Text that is not JSON is reported as
     /// such; JSON of the wrong shape names the field, and where in the line it is.
-    ///
-    /// # Errors
-    /// As [`Delegation::from_json`].
-    pub fn from_json_text(source: &Path, label: &str, text: &str, base: &Path) -> Result<Self> {
+    pub(crate) fn from_json_text(
+        assembler: &Assembler,
+        source: &Path,
+        label: &str,
+        text: &str,
+        base: &Path,
+    ) -> Result<Self> {
         // The usual line reads without tracking where the reader is; only a line that fails is
         // read again, with its path, for the message.
         if let Ok(raw) = serde_json::from_str::<RawFile>(text) {
-            return Self::from_raw(source, label, raw, base);
+            return Self::from_raw(assembler, source, label, raw, base);
         }
         let not_json =
             |e: serde_json::Error| Error::config(format!("{label}: not valid JSON: {e}"));
@@ -230,10 +228,16 @@ impl Delegation {
             Err(e) => return Err(not_json(e.into_inner())),
         };
         reader.end().map_err(not_json)?;
-        Self::from_raw(source, label, raw, base)
+        Self::from_raw(assembler, source, label, raw, base)
     }
 
-    fn from_raw(source: &Path, file: &str, raw: RawFile, base: &Path) -> Result<Self> {
+    fn from_raw(
+        assembler: &Assembler,
+        source: &Path,
+        file: &str,
+        raw: RawFile,
+        base: &Path,
+    ) -> Result<Self> {
         let file = file.to_owned();
         if raw.task.trim().is_empty() {
             return Err(Error::config(format!(
@@ -346,6 +350,14 @@ impl Delegation {
             Some(s) => Some(seconds(&file, "limits.timeout_s", Some(s), 0.0)?),
             None => None,
         };
+        let overrides = assembler.overrides();
+        let workdir = match &overrides.workdir {
+            Some(dir) => dir.clone(),
+            None => base.join(raw.workdir.unwrap_or_else(|| PathBuf::from("."))),
+        };
+        let project = assembler.project_policy(&workdir)?;
+        let mut allow_hosts = raw.network.map(|n| n.allow).unwrap_or_default();
+        allow_hosts.extend(overrides.allow_hosts.iter().cloned());
         Ok(Delegation {
             source: source.to_path_buf(),
             task: raw.task,
@@ -353,10 +365,18 @@ impl Delegation {
             tools: raw.tools,
             args: Value::Object(raw.args.unwrap_or_default()),
             verify,
-            max_verify_retries: raw.max_verify_retries.unwrap_or(DEFAULT_MAX_VERIFY_RETRIES),
+            max_verify_retries: overrides
+                .max_verify_retries
+                .or(raw.max_verify_retries)
+                .or(project.max_verify_retries)
+                .unwrap_or(DEFAULT_MAX_VERIFY_RETRIES),
             hooks: raw.hooks.map(|h| h.iter().map(|p| base.join(p)).collect()),
-            workdir: base.join(raw.workdir.unwrap_or_else(|| PathBuf::from("."))),
-            allow_hosts: raw.network.map(|n| n.allow).unwrap_or_default(),
+            extra_hooks: overrides.hooks.clone(),
+            workdir,
+            allow_hosts,
+            allow_exec: overrides.allow_exec.clone(),
+            allow_env: overrides.allow_env.clone(),
+            limits: project.limits.clone(),
             max_turns,
             timeout,
         })
@@ -389,7 +409,7 @@ mod tests {
             "def respond(r):\n    return 'ok'\n",
         )
         .expect("write");
-        Delegation::from_yaml(Path::new("d.yaml"), text, dir.path())
+        Delegation::from_yaml(&Assembler::default(), Path::new("d.yaml"), text, dir.path())
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::result::DelegationResult;
+use harness_hooks::DelegationResult;
 
 /// The verdict on one attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,13 +20,41 @@ pub enum Decision {
     Modify(Map<String, Value>),
 }
 
-impl Decision {
-    /// Returns `allow`, `block` or `modify`.
-    pub fn action(&self) -> &'static str {
+/// What a hook did with a payload: the kind of its [`Decision`], without the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    /// Let it through unchanged.
+    Allow,
+    /// Stopped it.
+    Block,
+    /// Changed it.
+    Modify,
+}
+
+impl Action {
+    /// Returns `allow`, `block` or `modify`: the stable name on spans and metrics.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Decision::Allow => "allow",
-            Decision::Block { .. } => "block",
-            Decision::Modify(_) => "modify",
+            Action::Allow => "allow",
+            Action::Block => "block",
+            Action::Modify => "modify",
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Decision {
+    /// Returns the decision's action.
+    pub fn action(&self) -> Action {
+        match self {
+            Decision::Allow => Action::Allow,
+            Decision::Block { .. } => Action::Block,
+            Decision::Modify(_) => Action::Modify,
         }
     }
 

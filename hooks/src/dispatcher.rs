@@ -8,7 +8,7 @@ use harness_builtins::{Engine, Sandbox};
 use serde_json::Value;
 use tracing::field::Empty;
 
-use crate::decision::{Decision, merge};
+use crate::decision::{Action, Decision, merge};
 use crate::event::Event;
 use crate::hook::{self, Hook, Problem};
 
@@ -33,8 +33,8 @@ pub struct HookError {
 pub struct HookRun {
     /// The hook's name.
     pub hook: String,
-    /// `allow`, `block` or `modify`.
-    pub action: &'static str,
+    /// What it decided.
+    pub action: Action,
     /// The reason it gave (blocks always have one).
     pub reason: String,
 }
@@ -290,11 +290,11 @@ impl HookSet {
                 Err(e) => return Err(fail(format!("{} [{}]", e, e.kind().as_str()))),
             };
             let decision = Decision::from_value(out.value).map_err(fail)?;
-            span.record("hook.action", decision.action());
+            span.record("hook.action", decision.action().as_str());
             match decision {
                 Decision::Allow => runs.push(HookRun {
                     hook: hook.name.clone(),
-                    action: "allow",
+                    action: Action::Allow,
                     reason: String::new(),
                 }),
                 Decision::Block { reason } => {
@@ -306,7 +306,7 @@ impl HookSet {
                     span.record("hook.reason", reason.as_str());
                     let run = HookRun {
                         hook: hook.name.clone(),
-                        action: "block",
+                        action: Action::Block,
                         reason,
                     };
                     runs.push(run.clone());
@@ -323,7 +323,7 @@ impl HookSet {
                         .map_err(|e| fail(format!("its modify broke the payload: {e}")))?;
                     runs.push(HookRun {
                         hook: hook.name.clone(),
-                        action: "modify",
+                        action: Action::Modify,
                         reason: String::new(),
                     });
                 }

@@ -25,8 +25,10 @@ mod decision;
 mod dispatcher;
 mod event;
 mod hook;
+mod payload;
 
-pub use decision::{Decision, merge};
+pub use decision::{Action, Decision, merge};
 pub use dispatcher::{Dispatch, HookError, HookRun, HookSet, Resume, SPAN_HOOK, Step, engine};
 pub use event::Event;
 pub use hook::{Hook, Matcher, Problem};
+pub use payload::{DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};

@@ -126,7 +126,7 @@ fn runs(dispatch: &Dispatch) -> Vec<(&str, &str)> {
     dispatch
         .runs
         .iter()
-        .map(|r| (r.hook.as_str(), r.action))
+        .map(|r| (r.hook.as_str(), r.action.as_str()))
         .collect()
 }
 
@@ -238,7 +238,7 @@ fn the_first_block_wins_and_later_hooks_do_not_run() {
     let out = dispatch(&dir.load(), Event::ToolPre, call(), &["write_file"]);
     let block = HookRun {
         hook: "2-block".to_owned(),
-        action: "block",
+        action: harness_hooks::Action::Block,
         reason: "no writes today".to_owned(),
     };
     assert_eq!(out.blocked.as_ref(), Some(&block));

@@ -2,15 +2,17 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::batch::{BatchOutcome, BatchReader, BatchSettings, run_batch};
-use harness::{AttemptRecord, Error, Journal, Outcome, RecordMeta, Report, RunOptions, Runtime};
+use harness::{Assembler, AttemptRecord, Error, Journal, Outcome, RecordMeta, Report, Runtime};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::args::BatchArgs;
 use crate::exit;
+use crate::settings;
 use crate::telemetry;
 
 /// How long the journal writer gathers records before writing them together.
@@ -74,7 +76,8 @@ impl JournalWriter {
                 .iter()
                 .map(|a| AttemptRecord {
                     result: None,
-                    reasons: a.reasons.clone(),
+                    verdict: a.verdict.clone(),
+                    retry_prompt: a.retry_prompt.clone(),
                     ..*a
                 })
                 .collect(),
@@ -83,6 +86,7 @@ impl JournalWriter {
             id: report.id.clone(),
             delegate_kind: report.delegate_kind.clone(),
             model: report.model.clone(),
+            warnings: report.warnings.clone(),
             ..*report
         };
         // A send only fails when the writer thread died; finish() reports that.
@@ -126,26 +130,18 @@ struct Counts {
 
 /// Runs the command and returns its exit code.
 pub async fn run(args: BatchArgs) -> u8 {
-    let reader = match BatchReader::open(&args.file) {
+    let assembler = Arc::new(Assembler::new(settings::overrides(
+        &args.sandbox,
+        &args.hooks,
+        None,
+    )));
+    let reader = match BatchReader::open(&args.file, assembler) {
         Ok(reader) => reader,
         Err(e) => return exit::fail(&e, false),
     };
     let runtime = match Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => return exit::fail(&e, false),
-    };
-    let workdir = args.sandbox.workdir.clone();
-    let items = reader.map(move |mut item| {
-        if let (Ok(delegation), Some(dir)) = (&mut item.delegation, &workdir) {
-            delegation.workdir.clone_from(dir);
-        }
-        item
-    });
-    let options = RunOptions {
-        allow_hosts: args.sandbox.allow_host.clone(),
-        allow_exec: args.sandbox.allow_exec.clone(),
-        allow_env: args.sandbox.allow_env.clone(),
-        hooks: args.hooks.clone(),
     };
     let settings = BatchSettings {
         concurrency: usize::from(args.concurrency),
@@ -261,16 +257,7 @@ pub async fn run(args: BatchArgs) -> u8 {
             settings.grace.as_secs()
         );
     };
-    let summary = run_batch(
-        &runtime,
-        items,
-        &options,
-        &settings,
-        telemetry::trace_id,
-        stop,
-        sink,
-    )
-    .await;
+    let summary = run_batch(&runtime, reader, &settings, telemetry::trace_id, stop, sink).await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

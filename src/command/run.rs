@@ -2,16 +2,17 @@
 
 use std::sync::OnceLock;
 
-use harness::{Delegation, Error, Event, Outcome, Report, RunOptions, Runtime};
+use harness::{Assembler, Delegation, Error, Event, Outcome, Report, Runtime};
 
 use crate::args::RunArgs;
 use crate::exit;
+use crate::settings;
 use crate::telemetry;
 
 /// Runs the command and returns its exit code.
 pub async fn run(args: RunArgs) -> u8 {
     let json_output = args.json;
-    let (delegation, options, runtime) = match prepare(&args) {
+    let (delegation, runtime) = match prepare(&args) {
         Ok(prepared) => prepared,
         Err(e) => {
             if json_output {
@@ -38,7 +39,7 @@ pub async fn run(args: RunArgs) -> u8 {
             print_event(&delegation, event);
         }
     };
-    let report = runtime.run(&delegation, &options, &observer).await;
+    let report = runtime.run(&delegation, &observer).await;
     let trace_id = trace_id.into_inner();
     record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
     if json_output {
@@ -55,21 +56,14 @@ pub async fn run(args: RunArgs) -> u8 {
     }
 }
 
-fn prepare(args: &RunArgs) -> Result<(Delegation, RunOptions, Runtime), Error> {
-    let mut delegation = Delegation::from_file(&args.file)?;
-    if let Some(retries) = args.max_verify_retries {
-        delegation.max_verify_retries = retries;
-    }
-    if let Some(dir) = &args.sandbox.workdir {
-        delegation.workdir.clone_from(dir);
-    }
-    let options = RunOptions {
-        allow_hosts: args.sandbox.allow_host.clone(),
-        allow_exec: args.sandbox.allow_exec.clone(),
-        allow_env: args.sandbox.allow_env.clone(),
-        hooks: args.hooks.clone(),
-    };
-    Ok((delegation, options, Runtime::new()?))
+fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
+    let delegation = Assembler::new(settings::overrides(
+        &args.sandbox,
+        &args.hooks,
+        args.max_verify_retries,
+    ))
+    .file(&args.file)?;
+    Ok((delegation, Runtime::new()?))
 }
 
 fn print_event(delegation: &Delegation, event: &Event<'_>) {
@@ -102,11 +96,11 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
             response.chars().count()
         ),
         Event::Judged { verdict, .. } => {
-            if verdict.passed {
+            if verdict.passed() {
                 eprintln!("  verified");
             } else {
                 eprintln!("  NOT VERIFIED:");
-                for reason in &verdict.reasons {
+                for reason in verdict.reasons() {
                     eprintln!("    {reason}");
                 }
             }

@@ -17,10 +17,17 @@ struct Judgement {
 }
 
 impl Judgement {
+    /// The reason: the verifier's own words when only it ran, else every reason line.
     fn reason(&self) -> String {
-        match (&self.verdict.inline, self.inline_only) {
-            (Some(inline), true) => inline.reason.clone(),
-            _ => self.verdict.reasons.join("\n"),
+        if self.inline_only {
+            self.verdict
+                .findings
+                .iter()
+                .find(|f| f.source == harness::Source::Verify)
+                .map(|f| f.message.clone())
+                .unwrap_or_default()
+        } else {
+            self.verdict.reasons().join("\n")
         }
     }
 }
@@ -38,18 +45,18 @@ pub async fn run(args: VerifyArgs) -> u8 {
         Ok(j) if json_output => println!(
             "{}",
             json!({
-                "verified": j.verdict.passed,
+                "verified": j.verdict.passed(),
                 "reason": j.reason(),
-                "reasons": j.verdict.reasons,
+                "reasons": j.verdict.reasons(),
                 "result": j.result.to_value(),
                 "error": null,
             })
         ),
-        Ok(j) if j.verdict.passed => println!("verified"),
+        Ok(j) if j.verdict.passed() => println!("verified"),
         Ok(j) if j.inline_only => println!("not verified: {}", j.reason()),
         Ok(j) => {
             println!("not verified:");
-            for reason in &j.verdict.reasons {
+            for reason in j.verdict.reasons() {
                 println!("  {reason}");
             }
         }
@@ -61,7 +68,7 @@ pub async fn run(args: VerifyArgs) -> u8 {
         Err(e) => eprintln!("error[{}]: {}", e.kind().as_str(), e.message()),
     }
     match judged {
-        Ok(j) if j.verdict.passed => exit::OK,
+        Ok(j) if j.verdict.passed() => exit::OK,
         Ok(_) => exit::NOT_VERIFIED,
         Err(e) => exit::for_error(e.kind()),
     }
@@ -76,7 +83,7 @@ async fn judge(args: VerifyArgs) -> Result<Judgement, Error> {
         None => None,
     };
     let (result_name, result_text) = settings::read_input("--result", &args.result)?;
-    let mut result = DelegationResult::from_json(&result_name, &result_text)?;
+    let result = DelegationResult::from_json(&result_name, &result_text).map_err(Error::config)?;
     let script_args = settings::script_args(args.args_file.as_deref(), &args.arg)?;
     let verifier = match source {
         None => None,
@@ -98,7 +105,8 @@ async fn judge(args: VerifyArgs) -> Result<Judgement, Error> {
     };
     let inline_only = policy.is_none();
     let pipeline = Pipeline::new(verifier, policy, args.delegate.clone());
-    let verdict = match pipeline.check(&mut result).await? {
+    let (result, judged) = pipeline.judge(result).await;
+    let verdict = match judged? {
         Some(verdict) => verdict,
         None => {
             return Err(Error::config(

@@ -8,8 +8,6 @@ use std::time::{Duration, SystemTime};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::{Map, Value, json};
-use tracing::Instrument;
-use tracing::field::Empty;
 
 use super::{BoxFuture, Delegate, RequestedCall, Turn, TurnRequest};
 use crate::conversation::Usage;
@@ -637,40 +635,14 @@ impl Delegate for OpenAiDelegate {
 
     fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>> {
         let body = self.request_body(&request);
-        let span = tracing::info_span!(
-            crate::telemetry::SPAN_MODEL_CALL,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = "openai",
-            gen_ai.request.model = self.spec.model.as_str(),
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            gen_ai.response.finish_reasons = Empty,
-            error.type = Empty,
-        );
-        Box::pin(
-            async move {
-                tracing::trace!(request = %body, "openai: request");
-                let result = self.call(&body).await;
-                let span = tracing::Span::current();
-                match &result {
-                    Ok(turn) => {
-                        // OTLP integers are signed; a token count past i64::MAX saturates.
-                        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                        span.record("gen_ai.usage.input_tokens", count(turn.usage.input_tokens));
-                        span.record("gen_ai.usage.output_tokens", count(turn.usage.output_tokens));
-                        if let Some(reason) = &turn.finish_reason {
-                            span.record("gen_ai.response.finish_reasons", reason.as_str());
-                        }
-                        tracing::trace!(content = ?turn.content, tool_calls = ?turn.tool_calls, "openai: response");
-                    }
-                    Err(e) => {
-                        span.record("error.type", e.kind().as_str());
-                    }
-                }
-                result
+        Box::pin(async move {
+            tracing::trace!(request = %body, "openai: request");
+            let result = self.call(&body).await;
+            if let Ok(turn) = &result {
+                tracing::trace!(content = ?turn.content, tool_calls = ?turn.tool_calls, "openai: response");
             }
-            .instrument(span),
-        )
+            result
+        })
     }
 }
 

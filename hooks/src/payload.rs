@@ -1,8 +1,37 @@
-//! The Result contract (DESIGN §4.1): what one attempt produced, as verifiers and hooks see it.
+//! The payloads hooks and verifiers see (DESIGN §4.1, §4.2), defined once: the runtime builds
+//! them, hooks receive and may modify them, `harness verify` and policy tests read them.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
+/// The request as `delegation.pre` hooks see it; a `modify` may change `task`, `tools`, `args`
+/// and `max_verify_retries`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The delegation's id (`d-…`).
+    pub id: String,
+    /// What the delegate is asked to do.
+    pub task: String,
+    /// Who does it.
+    pub delegate: DelegateInfo,
+    /// The tools offered to the delegate.
+    pub tools: Vec<String>,
+    /// The verifier's `args`.
+    pub args: Map<String, Value>,
+    /// Retries after a failed verification.
+    pub max_verify_retries: u32,
+}
+
+/// The delegate of a [`Request`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelegateInfo {
+    /// Its kind: `scripted`, `openai`, `command`, ….
+    pub kind: String,
+    /// Its model, when it has one.
+    pub model: Option<String>,
+}
 
 /// One tool call the delegate made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,17 +85,16 @@ impl DelegationResult {
     /// Parses a Result from JSON text; `source` names where it came from in messages.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the field, line and column when
-    /// the text is not a Result.
-    pub fn from_json(source: &str, text: &str) -> Result<Self> {
+    /// A message naming `source`, the field, line and column when the text is not a Result.
+    pub fn from_json(source: &str, text: &str) -> Result<Self, String> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
             let path = e.path().to_string();
             let place = if path == "." { String::new() } else { format!("field `{path}`: ") };
-            Error::config(format!(
+            format!(
                 "{source}: not a delegation result: {place}{} (expected an object with `id` and `response`, and optionally `parent_id`, `attempt`, `tool_calls`, `tool_results`)",
                 e.inner()
-            ))
+            )
         })
     }
 

@@ -1,0 +1,201 @@
+//! One assembly path: a delegation file (or a batch entry) plus the workspace's project policy
+//! plus the caller's overrides become one ready [`Delegation`]. `harness run`, `harness batch`
+//! (and the service and workers after them) all build their delegations here, so a flag, a
+//! default or a limit means the same thing everywhere.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::project::ProjectPolicy;
+use crate::spec::Delegation;
+
+/// What the caller sets over the delegation file (the command line's flags).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Replaces the file's `workdir`.
+    pub workdir: Option<PathBuf>,
+    /// Replaces the file's (and the project's) `max_verify_retries`.
+    pub max_verify_retries: Option<u32>,
+    /// Hosts verifiers and hooks may reach, besides the file's `network.allow`.
+    pub allow_hosts: Vec<String>,
+    /// Programs verifiers and hooks may run with `exec.run`.
+    pub allow_exec: Vec<String>,
+    /// Environment variables verifiers and hooks may read with `env.get`.
+    pub allow_env: Vec<String>,
+    /// Hook files and directories added to the delegation's own.
+    pub hooks: Vec<PathBuf>,
+}
+
+/// Builds ready [`Delegation`]s. Each workspace's project policy is read once, however many
+/// delegations run there.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    overrides: Overrides,
+    policies: Mutex<HashMap<PathBuf, Arc<ProjectPolicy>>>,
+}
+
+impl Assembler {
+    /// Creates an assembler applying `overrides` to every delegation it builds.
+    pub fn new(overrides: Overrides) -> Self {
+        Assembler {
+            overrides,
+            policies: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads and validates a delegation file; relative paths inside it are relative to its
+    /// directory.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the file (the delegation file or
+    /// the project policy), the key and the fix.
+    pub fn file(&self, path: &Path) -> Result<Delegation> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
+        Delegation::from_yaml(self, path, &text, base_of(path))
+    }
+
+    /// Validates delegation YAML named `source`, resolving relative paths against `base`.
+    ///
+    /// # Errors
+    /// As [`Assembler::file`].
+    pub fn yaml(&self, source: &Path, text: &str, base: &Path) -> Result<Delegation> {
+        Delegation::from_yaml(self, source, text, base)
+    }
+
+    /// Validates one delegation given as a JSON object (an entry of a batch file); `label`
+    /// names it in messages (e.g. `batch.yaml: args[3]`).
+    ///
+    /// # Errors
+    /// As [`Assembler::file`], naming the field.
+    pub fn json(
+        &self,
+        source: &Path,
+        label: &str,
+        value: serde_json::Value,
+        base: &Path,
+    ) -> Result<Delegation> {
+        Delegation::from_json(self, source, label, value, base)
+    }
+
+    /// Like [`Assembler::json`], from the JSON text itself (a line of a JSONL batch), read
+    /// without a JSON tree in between.
+    ///
+    /// # Errors
+    /// As [`Assembler::json`]; text that is not JSON is reported as such.
+    pub fn json_text(
+        &self,
+        source: &Path,
+        label: &str,
+        text: &str,
+        base: &Path,
+    ) -> Result<Delegation> {
+        Delegation::from_json_text(self, source, label, text, base)
+    }
+
+    pub(crate) fn overrides(&self) -> &Overrides {
+        &self.overrides
+    }
+
+    /// Returns the project policy of the workspace at `workdir` (read on first use).
+    pub(crate) fn project_policy(&self, workdir: &Path) -> Result<Arc<ProjectPolicy>> {
+        let mut policies = self
+            .policies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(policy) = policies.get(workdir) {
+            return Ok(Arc::clone(policy));
+        }
+        let policy = Arc::new(ProjectPolicy::load(workdir)?);
+        policies.insert(workdir.to_path_buf(), Arc::clone(&policy));
+        Ok(policy)
+    }
+}
+
+/// Returns the directory relative paths in the file at `path` are resolved against.
+pub(crate) fn base_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace(policy: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("agent.star"),
+            "def respond(r):\n    return 'ok'\n",
+        )
+        .expect("write");
+        if let Some(text) = policy {
+            std::fs::create_dir(dir.path().join(".harness")).expect("mkdir");
+            std::fs::write(dir.path().join(".harness/policy.yaml"), text).expect("write");
+        }
+        dir
+    }
+
+    const FILE: &str = "task: t\ndelegate: {kind: scripted, script: agent.star}\n";
+
+    #[test]
+    fn retries_come_from_the_flag_then_the_file_then_the_project() {
+        let dir = workspace(Some(
+            "verification_defaults: {max_verify_retries: 5}\nlimits: {steps: 2000}\n",
+        ));
+        let assemble = |overrides: Overrides, text: &str| {
+            Assembler::new(overrides)
+                .yaml(Path::new("d.yaml"), text, dir.path())
+                .expect("valid")
+        };
+        let project = assemble(Overrides::default(), FILE);
+        assert_eq!(project.max_verify_retries, 5);
+        assert_eq!(project.limits.max_steps, 2000);
+        let file = assemble(
+            Overrides::default(),
+            &format!("{FILE}max_verify_retries: 1\n"),
+        );
+        assert_eq!(file.max_verify_retries, 1);
+        let flag = assemble(
+            Overrides {
+                max_verify_retries: Some(0),
+                allow_hosts: vec!["example.com".to_owned()],
+                ..Overrides::default()
+            },
+            &format!("{FILE}max_verify_retries: 1\nnetwork: {{allow: [a.test]}}\n"),
+        );
+        assert_eq!(flag.max_verify_retries, 0);
+        assert_eq!(flag.allow_hosts, ["a.test", "example.com"]);
+    }
+
+    #[test]
+    fn a_broken_project_policy_is_a_config_error_naming_it() {
+        let dir = workspace(Some("limits: {steps: many}\n"));
+        let err = Assembler::default()
+            .yaml(Path::new("d.yaml"), FILE, dir.path())
+            .expect_err("invalid policy");
+        assert_eq!(err.kind(), crate::ErrorKind::Config);
+        assert!(err.message().contains("policy.yaml"), "{}", err.message());
+        assert!(err.message().contains("steps"), "{}", err.message());
+    }
+
+    #[test]
+    fn the_workdir_override_picks_the_project_policy() {
+        let plain = workspace(None);
+        let strict = workspace(Some("limits: {wall_ms: 500}\n"));
+        let delegation = Assembler::new(Overrides {
+            workdir: Some(strict.path().to_path_buf()),
+            ..Overrides::default()
+        })
+        .yaml(Path::new("d.yaml"), FILE, plain.path())
+        .expect("valid");
+        assert_eq!(
+            delegation.limits.timeout,
+            std::time::Duration::from_millis(500)
+        );
+    }
+}

@@ -1,0 +1,50 @@
+//! Stage 4: the `delegation.post_verify` hooks, in priority order (DESIGN §4.2).
+
+use harness_hooks::{Action, Event};
+
+use super::{Check, Subject};
+use crate::delegate::BoxFuture;
+use crate::error::{Error, ErrorKind, Result};
+use crate::policy::Policy;
+use crate::telemetry;
+use crate::verdict::{Finding, Source};
+
+/// The post-verify hooks that match the delegate, as a pipeline stage.
+#[derive(Debug)]
+pub(crate) struct PostVerifyHooks {
+    pub(crate) policy: Policy,
+    /// The delegate's kind and model, matched by hooks' `delegates:` globs.
+    pub(crate) names: Vec<String>,
+}
+
+impl Check for PostVerifyHooks {
+    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let clock = std::time::Instant::now();
+            let dispatch = self
+                .policy
+                .dispatch(
+                    Event::DelegationPostVerify,
+                    subject.value.clone(),
+                    &self.names,
+                )
+                .await?;
+            telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
+            if dispatch.runs.iter().any(|r| r.action == Action::Modify) {
+                subject.result = serde_json::from_value(dispatch.payload.clone()).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Hook,
+                        format!("a delegation.post_verify modify produced an invalid Result: {e}"),
+                    )
+                })?;
+                subject.value = dispatch.payload;
+            }
+            if let Some(block) = dispatch.blocked {
+                subject
+                    .findings
+                    .push(Finding::blocking(Source::Hook, block.hook, block.reason));
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,54 @@
+//! The stages of the verification pipeline (DESIGN §3), one file per kind, each a [`Check`]: a
+//! small thing that looks at one attempt and adds findings. The [`Pipeline`](crate::Pipeline)
+//! orders them by authority and turns what they found into a verdict.
+
+mod hooks;
+mod verifier;
+
+pub(crate) use hooks::PostVerifyHooks;
+pub(crate) use verifier::InlineVerifier;
+
+use serde_json::Value;
+
+use crate::delegate::BoxFuture;
+use crate::error::Result;
+use crate::verdict::Finding;
+use harness_hooks::DelegationResult;
+
+/// One attempt under judgement, handed from stage to stage.
+#[derive(Debug)]
+pub(crate) struct Subject {
+    /// The Result; a `delegation.post_verify` modify rewrites it for later stages and the caller.
+    pub(crate) result: DelegationResult,
+    /// The Result as scripts see it, converted once and kept in step with `result`.
+    pub(crate) value: Value,
+    /// What the stages found so far, in pipeline order.
+    pub(crate) findings: Vec<Finding>,
+    /// Evidence records (DESIGN §4.7).
+    pub(crate) evidence: Vec<Value>,
+    /// Lines scripts logged.
+    pub(crate) logs: Vec<String>,
+}
+
+impl Subject {
+    /// Starts judging `result`.
+    pub(crate) fn new(result: DelegationResult) -> Self {
+        Subject {
+            value: result.to_value(),
+            result,
+            findings: Vec::new(),
+            evidence: Vec::new(),
+            logs: Vec::new(),
+        }
+    }
+}
+
+/// One stage of the pipeline.
+pub(crate) trait Check: Send + Sync + std::fmt::Debug {
+    /// Judges the attempt in `subject`, adding findings (and evidence) to it.
+    ///
+    /// # Errors
+    /// The stage's broken-policy kind (`verifier`, `hook`, …): the delegation stops without a
+    /// retry, because nothing a broken judge says counts.
+    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>>;
+}

@@ -1,0 +1,52 @@
+//! Stage 3: the inline verifier, `run(result)` (DESIGN §4.2).
+
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use super::{Check, Subject};
+use crate::delegate::BoxFuture;
+use crate::error::Result;
+use crate::telemetry;
+use crate::verdict::{Finding, Source};
+use crate::verifier::Verifier;
+
+/// The delegation's inline verifier as a pipeline stage.
+#[derive(Debug)]
+pub(crate) struct InlineVerifier(pub(crate) Verifier);
+
+impl Check for InlineVerifier {
+    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let verifier = &self.0;
+            let span = tracing::info_span!(
+                telemetry::SPAN_VERIFY,
+                verifier = verifier.name(),
+                verify.outcome = Empty,
+                verify.reason = Empty,
+            );
+            let clock = std::time::Instant::now();
+            let (outcome, logs) = verifier
+                .verify_value(subject.value.clone())
+                .instrument(span.clone())
+                .await?;
+            telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
+            subject.logs.extend(logs);
+            span.record(
+                "verify.outcome",
+                if outcome.verified { "passed" } else { "failed" },
+            );
+            if !outcome.verified {
+                span.record("verify.reason", outcome.reason.as_str());
+                subject
+                    .findings
+                    .push(Finding::blocking(Source::Verify, "", outcome.reason));
+            } else if !outcome.reason.is_empty() {
+                // A pass with a note: said, never held against the attempt.
+                subject
+                    .findings
+                    .push(Finding::advisory(Source::Verify, "", outcome.reason));
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,190 @@
+//! The project policy, `.harness/policy.yaml` in the workspace (DESIGN §4.10): defaults for every
+//! delegation that runs there and the limits its scripts run under. Strict: unknown keys and
+//! values out of range are configuration errors naming the file, the key and the fix.
+
+use std::path::Path;
+use std::time::Duration;
+
+use harness_builtins::Limits;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// Where the project policy lives, relative to the workspace root.
+pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
+
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}) and `limits` ({steps, wall_ms, heap_mb, call_depth, read_mb, http_body_mb, output_kb})";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    verification_defaults: Option<RawDefaults>,
+    #[serde(default)]
+    limits: Option<RawLimits>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    #[serde(default)]
+    max_verify_retries: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    #[serde(default)]
+    steps: Option<u64>,
+    #[serde(default)]
+    wall_ms: Option<u64>,
+    #[serde(default)]
+    heap_mb: Option<u64>,
+    #[serde(default)]
+    call_depth: Option<u64>,
+    #[serde(default)]
+    read_mb: Option<u64>,
+    #[serde(default)]
+    http_body_mb: Option<u64>,
+    #[serde(default)]
+    output_kb: Option<u64>,
+}
+
+/// A workspace's project policy; [`ProjectPolicy::default`] when it has none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectPolicy {
+    /// `verification_defaults.max_verify_retries`: used when a delegation does not say.
+    pub max_verify_retries: Option<u32>,
+    /// The budgets every script (verifier, hook, scripted delegate) runs under.
+    pub limits: Limits,
+}
+
+impl ProjectPolicy {
+    /// Reads `<workspace>/.harness/policy.yaml`; a workspace without one gets the defaults.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the file cannot be read or is
+    /// invalid, naming the file, the key and the fix.
+    pub fn load(workspace: &Path) -> Result<Self> {
+        let path = workspace.join(PROJECT_POLICY);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::from_yaml(&path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(Error::config(format!(
+                "project policy {}: cannot read it: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// Validates project-policy YAML read from `path`.
+    ///
+    /// # Errors
+    /// As [`ProjectPolicy::load`].
+    pub fn from_yaml(path: &Path, text: &str) -> Result<Self> {
+        let file = path.display();
+        let raw: RawPolicy = if text.trim().is_empty() {
+            RawPolicy::default()
+        } else {
+            serde_norway::from_str(text)
+                .map_err(|e| Error::config(format!("project policy {file}: {e} ({KEYS_HINT})")))?
+        };
+        let defaults = raw.verification_defaults.unwrap_or_default();
+        let given = raw.limits.unwrap_or_default();
+        let mut limits = Limits::default();
+        let range = |key: &str, value: Option<u64>, min: u64, max: u64| -> Result<Option<u64>> {
+            match value {
+                Some(n) if !(min..=max).contains(&n) => Err(Error::config(format!(
+                    "project policy {file}: `limits.{key}` must be between {min} and {max}, got {n}"
+                ))),
+                other => Ok(other),
+            }
+        };
+        let mib = |n: u64| usize::try_from(n.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
+        if let Some(n) = range("steps", given.steps, 1_000, 10_000_000_000)? {
+            limits.max_steps = n;
+        }
+        if let Some(n) = range("wall_ms", given.wall_ms, 10, 3_600_000)? {
+            limits.timeout = Duration::from_millis(n);
+        }
+        if let Some(n) = range("heap_mb", given.heap_mb, 8, 16_384)? {
+            limits.max_heap_bytes = mib(n);
+        }
+        // Deep Starlark stacks need deep native stacks: the runtime's threads have 16 MiB.
+        if let Some(n) = range("call_depth", given.call_depth, 5, 200)? {
+            limits.max_call_depth = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = range("read_mb", given.read_mb, 1, 4_096)? {
+            limits.max_read_bytes = n * 1024 * 1024;
+        }
+        if let Some(n) = range("http_body_mb", given.http_body_mb, 1, 1_024)? {
+            limits.max_http_body_bytes = mib(n);
+        }
+        if let Some(n) = range("output_kb", given.output_kb, 1, 1_048_576)? {
+            limits.max_exec_output_bytes =
+                usize::try_from(n.saturating_mul(1024)).unwrap_or(usize::MAX);
+        }
+        Ok(ProjectPolicy {
+            max_verify_retries: defaults.max_verify_retries,
+            limits,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ProjectPolicy> {
+        ProjectPolicy::from_yaml(Path::new("w/.harness/policy.yaml"), text)
+    }
+
+    #[test]
+    fn an_empty_policy_keeps_todays_defaults() {
+        assert_eq!(parse("").expect("valid"), ProjectPolicy::default());
+        assert_eq!(parse("{}").expect("valid"), ProjectPolicy::default());
+    }
+
+    #[test]
+    fn limits_and_defaults_are_read_in_their_units() {
+        let policy = parse(
+            "verification_defaults: {max_verify_retries: 0}\nlimits: {steps: 5000000, wall_ms: 10000, heap_mb: 64, call_depth: 100, read_mb: 2, http_body_mb: 1, output_kb: 256}\n",
+        )
+        .expect("valid");
+        assert_eq!(policy.max_verify_retries, Some(0));
+        let limits = policy.limits;
+        assert_eq!(limits.max_steps, 5_000_000);
+        assert_eq!(limits.timeout, Duration::from_secs(10));
+        assert_eq!(limits.max_heap_bytes, 64 * 1024 * 1024);
+        assert_eq!(limits.max_call_depth, 100);
+        assert_eq!(limits.max_read_bytes, 2 * 1024 * 1024);
+        assert_eq!(limits.max_http_body_bytes, 1024 * 1024);
+        assert_eq!(limits.max_exec_output_bytes, 256 * 1024);
+    }
+
+    #[test]
+    fn bad_policies_name_the_file_and_the_key() {
+        let cases = [
+            ("limits: {stepz: 1}\n", "stepz"),
+            ("bogus: 1\n", "bogus"),
+            ("limits: {wall_ms: 0}\n", "limits.wall_ms"),
+            ("limits: {call_depth: 100000}\n", "limits.call_depth"),
+            ("limits: {heap_mb: lots}\n", "heap_mb"),
+            (
+                "verification_defaults: {max_verify_retries: -1}\n",
+                "max_verify_retries",
+            ),
+            ("limits: [1]\n", "limits"),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text).expect_err(text);
+            assert_eq!(err.kind(), crate::ErrorKind::Config, "{text}");
+            assert!(err.message().contains(needle), "{text}: {}", err.message());
+            assert!(
+                err.message().contains("w/.harness/policy.yaml"),
+                "{text}: {}",
+                err.message()
+            );
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! One attempt's turns: the delegate answers, its tool calls run through `tool.pre`, the tool and
+//! `tool.post`, and the results go back to it, until it answers without tool calls.
+
+use harness_hooks::Event as HookEvent;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use crate::conversation::{Message, Usage};
+use crate::delegate::TurnRequest;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ralph::{Event, Observer};
+use crate::session::Session;
+use crate::telemetry;
+use crate::tools::ToolOutput;
+use harness_hooks::{DelegationResult, ToolCall, ToolResult};
+
+/// Runs the delegate's turns of one attempt until it answers without tool calls; returns the
+/// attempt's Result. Tokens are added to `usage` as they are spent, so an attempt that fails
+/// still accounts for them.
+///
+/// # Errors
+/// [`ErrorKind::Delegate`] when the delegate fails, [`ErrorKind::Timeout`] when it runs out of
+/// turns, [`ErrorKind::Hook`] when a tool hook is broken.
+pub(crate) async fn attempt(
+    session: &mut Session,
+    attempt: u32,
+    id: &str,
+    observer: &dyn Observer,
+    usage: &mut Usage,
+) -> Result<DelegationResult> {
+    let mut tool_calls = Vec::new();
+    let mut tool_results = Vec::new();
+    let max_turns = session.delegation.max_turns;
+    for turn in 0..max_turns {
+        let answer = Box::pin(model_call(session, attempt, turn)).await?;
+        usage.add(answer.usage);
+        if answer.tool_calls.is_empty() {
+            let response = answer.content.unwrap_or_default();
+            session.messages.push(Message::Assistant {
+                content: Some(response.clone()),
+                tool_calls: Vec::new(),
+            });
+            return Ok(DelegationResult {
+                id: id.to_owned(),
+                parent_id: None,
+                attempt,
+                response,
+                tool_calls,
+                tool_results,
+            });
+        }
+        let calls: Vec<ToolCall> = answer
+            .tool_calls
+            .into_iter()
+            .map(|c| {
+                session.calls_made += 1;
+                ToolCall {
+                    id: c
+                        .id
+                        .unwrap_or_else(|| format!("call_{}", session.calls_made)),
+                    name: c.name,
+                    arguments: c.arguments,
+                }
+            })
+            .collect();
+        session.messages.push(Message::Assistant {
+            content: answer.content,
+            tool_calls: calls.clone(),
+        });
+        for call in calls {
+            let (call, output) = Box::pin(call_tool(session, call)).await?;
+            observer.on_event(&Event::ToolCalled {
+                attempt,
+                call: &call,
+                is_error: output.is_error,
+            });
+            session.messages.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output.content.clone(),
+            });
+            tool_results.push(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output.content,
+                is_error: output.is_error,
+            });
+            tool_calls.push(call);
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Timeout,
+        format!(
+            "the delegate used all {max_turns} turns of attempt {} without a final answer (limits.max_turns)",
+            attempt + 1
+        ),
+    ))
+}
+
+/// Asks the delegate for its next message, as one `chat` span whatever the delegate's kind.
+async fn model_call(
+    session: &mut Session,
+    attempt: u32,
+    turn: u32,
+) -> Result<crate::delegate::Turn> {
+    let kind = session.delegate.kind();
+    let model = session.delegate.model().map(str::to_owned);
+    let span = tracing::info_span!(
+        telemetry::SPAN_MODEL_CALL,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = kind,
+        gen_ai.request.model = model.as_deref(),
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.response.finish_reasons = Empty,
+        error.type = Empty,
+    );
+    let request = TurnRequest {
+        messages: &session.messages,
+        attempt,
+        turn,
+        tools: &session.tool_specs,
+    };
+    let answer = session
+        .delegate
+        .turn(request)
+        .instrument(span.clone())
+        .await;
+    match &answer {
+        Ok(turn) => {
+            if turn.usage.requests > 0 {
+                // OTLP integers are signed; a token count past i64::MAX saturates.
+                let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                span.record("gen_ai.usage.input_tokens", count(turn.usage.input_tokens));
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    count(turn.usage.output_tokens),
+                );
+            }
+            if let Some(reason) = &turn.finish_reason {
+                span.record("gen_ai.response.finish_reasons", reason.as_str());
+            }
+        }
+        Err(e) => {
+            span.record("error.type", e.kind().as_str());
+        }
+    }
+    answer
+}
+
+/// Runs one tool call through `tool.pre`, the tool, and `tool.post`. Returns the call as it was
+/// actually made (after any modify) and what the delegate reads.
+async fn call_tool(session: &Session, call: ToolCall) -> Result<(ToolCall, ToolOutput)> {
+    let span = tracing::info_span!(
+        telemetry::SPAN_TOOL,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        tool.is_error = Empty,
+    );
+    let work = async {
+        let Some(policy) = &session.policy else {
+            let output = session.toolbox.call(&call.name, &call.arguments).await;
+            return Ok((call.clone(), output));
+        };
+        let names = vec![call.name.clone()];
+        let payload = serde_json::to_value(&call).expect("a tool call always serialises");
+        let pre = policy.dispatch(HookEvent::ToolPre, payload, &names).await?;
+        if let Some(block) = pre.blocked {
+            return Ok((
+                call.clone(),
+                ToolOutput::error(format!("blocked by hook {}: {}", block.hook, block.reason)),
+            ));
+        }
+        let call: ToolCall = serde_json::from_value(pre.payload).map_err(|e| {
+            Error::new(
+                ErrorKind::Hook,
+                format!("a tool.pre modify produced an invalid call: {e}"),
+            )
+        })?;
+        let output = session.toolbox.call(&call.name, &call.arguments).await;
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: output.content,
+            is_error: output.is_error,
+        };
+        let payload = serde_json::to_value(&result).expect("a tool result always serialises");
+        let post = policy
+            .dispatch(HookEvent::ToolPost, payload, &names)
+            .await?;
+        if let Some(block) = post.blocked {
+            return Ok((
+                call,
+                ToolOutput::error(format!(
+                    "result blocked by hook {}: {}",
+                    block.hook, block.reason
+                )),
+            ));
+        }
+        let result: ToolResult = serde_json::from_value(post.payload).map_err(|e| {
+            Error::new(
+                ErrorKind::Hook,
+                format!("a tool.post modify produced an invalid result: {e}"),
+            )
+        })?;
+        let output = if result.is_error {
+            ToolOutput::error(result.content)
+        } else {
+            ToolOutput::ok(result.content)
+        };
+        Ok((call, output))
+    };
+    let (call, output) = work.instrument(span.clone()).await?;
+    span.record("tool.is_error", output.is_error);
+    Ok((call, output))
+}
