@@ -4,7 +4,8 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::util::{HttpServer, TempDir, closed_port, copy_tree, harness, repo_root};
+use crate::util::{TempDir, closed_port, copy_tree, harness, repo_root};
+use harness_testkit::web::WebServer;
 
 #[test]
 fn quickstart_lies_is_caught_and_passes_on_attempt_2() {
@@ -43,7 +44,7 @@ fn quickstart_lies_is_caught_and_passes_on_attempt_2() {
 
 /// The flags each verifier example needs for its `pass` and `fail` result, as
 /// `examples/verifiers/README.md` shows them. Every `*.star` must have an entry.
-fn verifier_flags(name: &str, case: &str, server: &HttpServer) -> Vec<String> {
+fn verifier_flags(name: &str, case: &str, server: &WebServer) -> Vec<String> {
     let strings = |flags: &[&str]| flags.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
     match (name, case) {
         ("exists", "pass") => strings(&[
@@ -81,7 +82,7 @@ fn verifier_flags(name: &str, case: &str, server: &HttpServer) -> Vec<String> {
 fn every_verifier_example_passes_and_fails_as_documented() {
     let root = repo_root();
     let examples = root.join("examples/verifiers");
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let readme =
         std::fs::read_to_string(examples.join("README.md")).expect("examples/verifiers/README.md");
     let mut names: Vec<String> = std::fs::read_dir(&examples)
@@ -146,7 +147,7 @@ fn the_reachability_example_says_the_endpoint_is_down() {
     assert!(reason.starts_with("endpoint is down: "), "{reason}");
 
     // A live endpoint that answers an error status is not reachable-and-healthy either.
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let out = harness([
         "verify",
         "examples/verifiers/reachable.star",

@@ -4,14 +4,9 @@
 //! sent, so the loop is exercised for real. Also runs `examples/openai/` (against the fake) and
 //! `examples/command/` (offline).
 
-use std::sync::{Arc, Mutex};
-
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use harness_testkit::model::{
+    ModelServer, Reply, after_tool, answer, is_retry, messages, status, tool_call,
+};
 use serde_json::{Value, json};
 
 use crate::util::{Output, TempDir, copy_tree, expect_error_kind, harness, repo_root};
@@ -37,199 +32,23 @@ const FILE_VERIFIER: &str = r#"
       return {"verified": True, "reason": ""}
 "#;
 
-// --- the fake server -----------------------------------------------------------------------------
-
-/// What the fake server sends back for one request.
-enum Reply {
-    /// A status, extra headers and a JSON body.
-    Json(u16, Vec<(&'static str, &'static str)>, Value),
-    /// Never answers.
-    Hang,
-}
-
-/// Decides the reply from the request's index (from 0, in arrival order) and JSON body.
-type Model = dyn Fn(usize, &Value) -> Reply + Send + Sync;
-
-/// One request the fake server received.
-#[derive(Debug, Clone)]
-struct Seen {
-    body: Value,
-    authorization: Option<String>,
-}
-
-#[derive(Clone)]
-struct ServerState {
-    model: Arc<Model>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-/// A fake OpenAI-compatible server serving `POST /v1/chat/completions` on 127.0.0.1, on its own
-/// runtime; it stops when dropped.
-struct FakeOpenAi {
-    base_url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl FakeOpenAi {
-    fn start(model: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime for the fake server");
-        let state = ServerState {
-            model: Arc::new(model),
-            seen: Arc::new(Mutex::new(Vec::new())),
-        };
-        let seen = Arc::clone(&state.seen);
-        let app = Router::new()
-            .route("/v1/chat/completions", post(chat_completions))
-            .with_state(state);
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local address");
-        runtime.spawn(async move {
-            axum::serve(listener, app)
-                .await
-                .expect("the fake server runs");
-        });
-        FakeOpenAi {
-            base_url: format!("http://{addr}/v1"),
-            seen,
-            runtime: Some(runtime),
-        }
-    }
-
-    /// Every request received so far, in order.
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("lock").clone()
-    }
-
-    /// The request bodies received so far, in order.
-    fn bodies(&self) -> Vec<Value> {
-        self.seen().into_iter().map(|s| s.body).collect()
-    }
-}
-
-impl Drop for FakeOpenAi {
-    fn drop(&mut self) {
-        // Do not wait for a handler that never answers.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-async fn chat_completions(
-    State(state): State<ServerState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).expect("the request body is JSON");
-    let authorization = headers
-        .get("authorization")
-        .map(|v| v.to_str().expect("an ASCII header").to_owned());
-    let index = {
-        let mut seen = state.seen.lock().expect("lock");
-        seen.push(Seen {
-            body: body.clone(),
-            authorization,
-        });
-        seen.len() - 1
-    };
-    match (state.model)(index, &body) {
-        Reply::Json(status, headers, body) => {
-            let status = StatusCode::from_u16(status).expect("a valid status");
-            let mut response = (status, axum::Json(body)).into_response();
-            for (name, value) in headers {
-                response
-                    .headers_mut()
-                    .insert(name, value.parse().expect("a valid header value"));
-            }
-            response
-        }
-        Reply::Hang => std::future::pending().await,
-    }
-}
-
 // --- the fake model ------------------------------------------------------------------------------
 
-fn messages(body: &Value) -> &Vec<Value> {
-    body["messages"].as_array().expect("messages is a list")
-}
-
-/// A 200 chat completion carrying `message`; usage: 10 prompt tokens per message sent, and
-/// `completion_tokens` as given, so the sums in the report are checkable.
-fn completion(body: &Value, message: Value, finish_reason: &str, completion_tokens: u64) -> Reply {
-    let prompt_tokens = 10 * messages(body).len() as u64;
-    Reply::Json(
-        200,
-        vec![],
-        json!({
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": 1_700_000_000,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }),
-    )
-}
-
-/// A plain answer (5 completion tokens).
-fn answer(body: &Value, content: &str) -> Reply {
-    completion(
-        body,
-        json!({"role": "assistant", "content": content}),
-        "stop",
-        5,
-    )
-}
-
-/// A `write_file` call for hello.txt, arguments as a JSON string (7 completion tokens).
+/// A `write_file` call for hello.txt (7 completion tokens).
 fn write_hello(body: &Value) -> Reply {
-    let arguments = json!({"path": "hello.txt", "content": "hi\n"}).to_string();
-    completion(
+    tool_call(
         body,
-        json!({
-            "role": "assistant",
-            "content": null,
-            "tool_calls": [{
-                "id": "call_w1",
-                "type": "function",
-                "function": {"name": "write_file", "arguments": arguments},
-            }],
-        }),
-        "tool_calls",
-        7,
-    )
-}
-
-/// An error status with an OpenAI-style error body.
-fn status(code: u16, headers: Vec<(&'static str, &'static str)>) -> Reply {
-    Reply::Json(
-        code,
-        headers,
-        json!({"error": {"message": format!("fake status {code}"), "type": "server_error"}}),
+        "call_w1",
+        "write_file",
+        &json!({"path": "hello.txt", "content": "hi\n"}),
     )
 }
 
 /// Lies until told that verification failed, then writes the file, then says so.
 fn lies_once(_: usize, body: &Value) -> Reply {
-    let last = messages(body).last().expect("at least one message");
-    if last["role"] == "tool" {
+    if after_tool(body) {
         answer(body, TRUTH)
-    } else if last["role"] == "user"
-        && last["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("VERIFICATION FAILED"))
-    {
+    } else if is_retry(body) {
         write_hello(body)
     } else {
         answer(body, LIE)
@@ -251,7 +70,7 @@ fn already_done(_: usize, body: &Value) -> Reply {
 /// Writes `delegation.yaml` into a fresh directory: the task, an openai delegate pointed at
 /// `server` (`delegate_extra` appended inside its mapping; a request timeout of 30 s unless it
 /// sets one), then `rest`.
-fn delegation(server: &FakeOpenAi, delegate_extra: &str, rest: &str) -> TempDir {
+fn delegation(server: &ModelServer, delegate_extra: &str, rest: &str) -> TempDir {
     let timeout = if delegate_extra.contains("timeout_s") {
         ""
     } else {
@@ -262,7 +81,7 @@ fn delegation(server: &FakeOpenAi, delegate_extra: &str, rest: &str) -> TempDir 
         "delegation.yaml",
         format!(
             "task: {TASK:?}\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: {NO_KEY_VAR}{timeout}{delegate_extra}}}\n{rest}",
-            server.base_url
+            server.base_url()
         ),
     );
     dir
@@ -270,7 +89,7 @@ fn delegation(server: &FakeOpenAi, delegate_extra: &str, rest: &str) -> TempDir 
 
 /// The file-verified delegation most tests use: `tools: [write_file, read_file]`,
 /// `args: {path: hello.txt}`, [`FILE_VERIFIER`], then `extra`.
-fn verified(server: &FakeOpenAi, delegate_extra: &str, extra: &str) -> TempDir {
+fn verified(server: &ModelServer, delegate_extra: &str, extra: &str) -> TempDir {
     delegation(
         server,
         delegate_extra,
@@ -316,7 +135,7 @@ fn usage_per_attempt(report: &Value) -> Vec<(u64, u64, u64)> {
 
 #[test]
 fn passes_first_try_with_one_request() {
-    let server = FakeOpenAi::start(already_done);
+    let server = ModelServer::start(already_done);
     let dir = verified(&server, "", "");
     dir.write("hello.txt", "hi\n");
     let (out, report) = run_json(&dir);
@@ -340,7 +159,7 @@ fn passes_first_try_with_one_request() {
 
 #[test]
 fn does_the_work_first_try_through_a_tool_call() {
-    let server = FakeOpenAi::start(|_, body| {
+    let server = ModelServer::start(|_, body| {
         if messages(body).last().expect("a message")["role"] == "tool" {
             answer(body, TRUTH)
         } else {
@@ -361,7 +180,7 @@ fn does_the_work_first_try_through_a_tool_call() {
 
 #[test]
 fn lies_then_tells_the_truth() {
-    let server = FakeOpenAi::start(lies_once);
+    let server = ModelServer::start(lies_once);
     let dir = verified(&server, "", "");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
@@ -450,7 +269,7 @@ fn lies_then_tells_the_truth() {
 
 #[test]
 fn always_lies_until_the_retries_run_out() {
-    let server = FakeOpenAi::start(always_lies);
+    let server = ModelServer::start(always_lies);
     let dir = verified(&server, "", "max_verify_retries: 2\n");
     let (out, report) = run_json(&dir);
     out.expect_code(1);
@@ -496,7 +315,7 @@ fn always_lies_until_the_retries_run_out() {
 
 #[test]
 fn zero_retries_means_one_request() {
-    let server = FakeOpenAi::start(lies_once);
+    let server = ModelServer::start(lies_once);
     let dir = verified(&server, "", "max_verify_retries: 0\n");
     let (out, report) = run_json(&dir);
     out.expect_code(1);
@@ -513,7 +332,7 @@ fn zero_retries_means_one_request() {
 
 #[test]
 fn no_verifier_means_skipped_after_one_request() {
-    let server = FakeOpenAi::start(lies_once);
+    let server = ModelServer::start(lies_once);
     let dir = delegation(&server, "", "tools: [write_file]\n");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
@@ -529,7 +348,7 @@ fn no_verifier_means_skipped_after_one_request() {
 
 #[test]
 fn a_broken_verifier_stops_at_once() {
-    let server = FakeOpenAi::start(lies_once);
+    let server = ModelServer::start(lies_once);
     // lies_once would pass on a retry: there must be none.
     let dir = delegation(
         &server,
@@ -547,7 +366,7 @@ fn a_broken_verifier_stops_at_once() {
 
 #[test]
 fn a_server_error_is_a_transport_retry_not_a_verify_retry() {
-    let server = FakeOpenAi::start(|index, body| {
+    let server = ModelServer::start(|index, body| {
         if index == 0 {
             status(500, vec![])
         } else {
@@ -570,7 +389,7 @@ fn a_server_error_is_a_transport_retry_not_a_verify_retry() {
 
 #[test]
 fn a_rate_limit_with_retry_after_is_honoured() {
-    let server = FakeOpenAi::start(|index, body| {
+    let server = ModelServer::start(|index, body| {
         if index == 0 {
             status(429, vec![("retry-after", "1")])
         } else {
@@ -591,7 +410,7 @@ fn a_rate_limit_with_retry_after_is_honoured() {
 
 #[test]
 fn persistent_server_errors_are_a_delegate_error() {
-    let server = FakeOpenAi::start(|_, _| status(503, vec![("retry-after", "0")]));
+    let server = ModelServer::start(|_, _| status(503, vec![("retry-after", "0")]));
     let dir = verified(&server, ", max_retries: 2", "");
     let (out, report) = run_json(&dir);
     expect_error_kind(&out, &report, 4, "delegate");
@@ -605,7 +424,7 @@ fn persistent_server_errors_are_a_delegate_error() {
 
 #[test]
 fn a_hanging_provider_hits_the_request_timeout() {
-    let server = FakeOpenAi::start(|_, _| Reply::Hang);
+    let server = ModelServer::start(|_, _| Reply::Hang);
     let dir = verified(&server, ", timeout_s: 1, max_retries: 0", "");
     let (out, report) = run_json(&dir);
     expect_error_kind(&out, &report, 4, "delegate");
@@ -619,7 +438,7 @@ fn a_hanging_provider_hits_the_request_timeout() {
 
 #[test]
 fn settings_are_forwarded_in_the_request_body() {
-    let server = FakeOpenAi::start(already_done);
+    let server = ModelServer::start(already_done);
     let dir = verified(&server, ", temperature: 0, max_tokens: 256", "");
     dir.write("hello.txt", "hi\n");
     let (out, _) = run_json(&dir);
@@ -633,10 +452,10 @@ fn settings_are_forwarded_in_the_request_body() {
     assert_eq!(body["model"], json!("fake"));
     assert_eq!(body["tools"][0]["type"], json!("function"));
     // The key variable is unset: no Authorization header.
-    assert_eq!(seen[0].authorization, None);
+    assert_eq!(seen[0].authorization(), None);
 
     // Unset settings are not sent at all.
-    let server = FakeOpenAi::start(already_done);
+    let server = ModelServer::start(already_done);
     let dir = verified(&server, "", "");
     dir.write("hello.txt", "hi\n");
     run_json(&dir).0.expect_code(0);
@@ -649,7 +468,7 @@ fn settings_are_forwarded_in_the_request_body() {
 
 /// Copies `examples/openai` into a temporary directory, points `file` at `server` by replacing
 /// `base_url` (which the file must spell exactly), and returns the copy.
-fn openai_example(server: &FakeOpenAi, file: &str, base_url: &str) -> TempDir {
+fn openai_example(server: &ModelServer, file: &str, base_url: &str) -> TempDir {
     let dir = TempDir::new();
     copy_tree(&repo_root().join("examples/openai"), &dir.path());
     let _ = std::fs::remove_file(dir.join("workspace/hello.txt"));
@@ -662,7 +481,7 @@ fn openai_example(server: &FakeOpenAi, file: &str, base_url: &str) -> TempDir {
     );
     dir.write(
         file,
-        text.replace(&needle, &format!("base_url: {}\n", server.base_url)),
+        text.replace(&needle, &format!("base_url: {}\n", server.base_url())),
     );
     dir
 }
@@ -679,7 +498,7 @@ fn the_openai_example_runs_against_the_fake() {
         assert!(readme.contains(shown), "the README does not show {shown:?}");
     }
 
-    let server = FakeOpenAi::start(lies_once);
+    let server = ModelServer::start(lies_once);
     let dir = openai_example(&server, "delegation.yaml", "https://api.openai.com/v1");
     let (out, report) = run_file(
         &dir,
@@ -694,10 +513,7 @@ fn the_openai_example_runs_against_the_fake() {
     assert_eq!(seen.len(), 3);
     // The model named in the file, the key from OPENAI_API_KEY, the tools the file lists.
     assert_eq!(seen[0].body["model"], json!("gpt-4o-mini"));
-    assert_eq!(
-        seen[0].authorization.as_deref(),
-        Some("Bearer sk-fake-for-tests")
-    );
+    assert_eq!(seen[0].authorization(), Some("Bearer sk-fake-for-tests"));
     let tools: Vec<&Value> = seen[0].body["tools"]
         .as_array()
         .expect("tools are offered")
@@ -709,7 +525,7 @@ fn the_openai_example_runs_against_the_fake() {
 
 #[test]
 fn the_ollama_example_runs_against_the_fake() {
-    let server = FakeOpenAi::start(lies_once);
+    let server = ModelServer::start(lies_once);
     let dir = openai_example(
         &server,
         "delegation.ollama.yaml",
@@ -724,7 +540,7 @@ fn the_ollama_example_runs_against_the_fake() {
     assert_eq!(seen.len(), 3);
     assert_eq!(seen[0].body["model"], json!("llama3.1"));
     assert_eq!(seen[0].body["temperature"].as_f64(), Some(0.0));
-    assert_eq!(seen[0].authorization, None);
+    assert_eq!(seen[0].authorization(), None);
 }
 
 #[test]

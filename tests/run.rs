@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::util::{HttpServer, Output, TempDir, expect_error_kind, harness, keys, response};
+use crate::util::{Output, TempDir, expect_error_kind, harness, keys, response};
+use harness_testkit::web::WebServer;
 
 /// The task every delegation here gets.
 const TASK: &str = "Create hello.txt containing the word hi";
@@ -339,7 +340,7 @@ fn the_workdir_flag_overrides_the_file() {
 
 #[test]
 fn verifier_hosts_come_from_the_file_and_the_flag() {
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let verify = format!(
         "\n  def run(result):\n      r = http.get({:?})\n      return {{\"verified\": r[\"status\"] == 200, \"reason\": \"status %d\" % r[\"status\"]}}\n",
         server.url("/health")

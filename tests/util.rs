@@ -1,8 +1,9 @@
-//! Shared fixtures: running the binary, temporary workspaces, a loopback HTTP server.
+//! Shared fixtures: running the binary, temporary workspaces, report helpers (the fake servers
+//! are in `harness-testkit`).
 
 use std::fmt;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -224,82 +225,6 @@ pub fn copy_tree(from: &Path, to: &Path) {
 /// The repository root (where `Cargo.toml` of the binary is).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A tiny HTTP/1.1 server on 127.0.0.1 that answers every request on its own thread and closes
-/// the connection. Routes: `/health` → 200 `ok`, `/status/<code>` → that status,
-/// `/redirect?to=<url>` → 302 to `<url>`, anything else → 404. It lives until the test process
-/// exits.
-pub struct HttpServer {
-    port: u16,
-}
-
-impl HttpServer {
-    /// Binds a free port on 127.0.0.1 and starts serving.
-    pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("local address").port();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                std::thread::spawn(move || serve(stream));
-            }
-        });
-        HttpServer { port }
-    }
-
-    /// Returns `http://127.0.0.1:PORT{path}`.
-    pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-fn serve(stream: TcpStream) {
-    let mut reader = BufReader::new(match stream.try_clone() {
-        Ok(s) => s,
-        Err(_) => return,
-    });
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
-    }
-    // Skip the headers; requests in these tests have no body worth reading.
-    loop {
-        let mut line = String::new();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) if line == "\r\n" || line == "\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let target = request_line.split_whitespace().nth(1).unwrap_or("/");
-    let (status, extra_header, body) = if target == "/health" {
-        ("200 OK".to_owned(), String::new(), "ok".to_owned())
-    } else if let Some(code) = target.strip_prefix("/status/") {
-        (
-            format!("{code} Status"),
-            String::new(),
-            format!("status {code}"),
-        )
-    } else if let Some(to) = target.strip_prefix("/redirect?to=") {
-        (
-            "302 Found".to_owned(),
-            format!("Location: {to}\r\n"),
-            String::new(),
-        )
-    } else {
-        (
-            "404 Not Found".to_owned(),
-            String::new(),
-            "no such route".to_owned(),
-        )
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{extra_header}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = stream;
-    let _ = stream.write_all(response.as_bytes());
-    let _ = stream.flush();
 }
 
 /// Returns a port on 127.0.0.1 that nothing listens on (bound, then released).

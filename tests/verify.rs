@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::util::{HttpServer, Output, TempDir, closed_port, harness, keys};
+use crate::util::{Output, TempDir, closed_port, harness, keys};
+use harness_testkit::web::WebServer;
 
 /// A result as a delegate's attempt would have produced it (DESIGN §4.1).
 const RESULT: &str = r#"{
@@ -567,7 +568,7 @@ const REACH: &str = r#"def run(result):
 
 #[test]
 fn http_to_an_allowed_loopback_server() {
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let dir = setup(REACH);
     let url = format!("url={}", server.url("/health"));
     let (out, value) = verify_json(&dir, &["--arg", &url, "--allow-host", "127.0.0.1"]);
@@ -593,7 +594,7 @@ fn a_down_endpoint_is_a_verdict_not_an_error() {
 
 #[test]
 fn a_host_not_on_the_allow_list_is_refused() {
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let dir = setup(REACH);
     // No hosts at all.
     let url = format!("url={}", server.url("/health"));
@@ -614,7 +615,7 @@ fn a_host_not_on_the_allow_list_is_refused() {
 
 #[test]
 fn a_redirect_to_a_disallowed_host_is_refused() {
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let dir = setup(REACH);
     let url = format!(
         "url={}",
@@ -635,7 +636,7 @@ fn a_redirect_to_a_disallowed_host_is_refused() {
 
 #[test]
 fn private_addresses_need_an_exact_entry() {
-    let server = HttpServer::start();
+    let server = WebServer::start();
     let dir = setup(REACH);
     let url = format!("url={}", server.url("/health"));
     for pattern in ["*", "127.0.0.*"] {

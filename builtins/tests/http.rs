@@ -6,93 +6,12 @@
 
 use std::net::SocketAddr;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::{any, get, post};
 use harness_builtins::{
     Capabilities, Engine, Error, ErrorKind, HostAllowList, Limits, Sandbox, Script, Surface,
     Workspace,
 };
+use harness_testkit::web::{BIG_BODY_BYTES, WebServer};
 use serde_json::{Value, json};
-
-const BIG_BODY_BYTES: usize = 10_000;
-
-async fn hello() -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::HeaderName::from_static("x-custom"), "Yes"),
-        ],
-        "hello",
-    )
-}
-
-/// Answers with what it received: method, content type, `x-token` header and body.
-async fn echo(method: Method, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-    };
-    axum::Json(json!({
-        "method": method.as_str(),
-        "content_type": header("content-type"),
-        "token": header("x-token"),
-        "body": String::from_utf8_lossy(&body),
-    }))
-}
-
-/// Never answers; the client's timeout is what ends the request.
-async fn never() -> &'static str {
-    std::future::pending::<&'static str>().await
-}
-
-fn redirect(status: StatusCode, location: &'static str) -> impl IntoResponse {
-    (status, [(header::LOCATION, location)])
-}
-
-/// Starts the test server on an ephemeral loopback port and returns its address.
-async fn start_server() -> SocketAddr {
-    let app = Router::new()
-        .route("/hello", get(hello))
-        .route("/echo", any(echo))
-        .route("/never", get(never))
-        .route("/big", get(|| async { "a".repeat(BIG_BODY_BYTES) }))
-        .route(
-            "/to-evil",
-            get(|| async { redirect(StatusCode::FOUND, "http://evil.example.com/") }),
-        )
-        .route(
-            "/to-hello",
-            get(|| async { redirect(StatusCode::FOUND, "/hello") }),
-        )
-        .route(
-            "/to-to-hello",
-            get(|| async { redirect(StatusCode::MOVED_PERMANENTLY, "/to-hello") }),
-        )
-        .route(
-            "/see-other",
-            post(|| async { redirect(StatusCode::SEE_OTHER, "/echo") }),
-        )
-        .route(
-            "/temporary",
-            post(|| async { redirect(StatusCode::TEMPORARY_REDIRECT, "/echo") }),
-        )
-        .route(
-            "/loop",
-            get(|| async { redirect(StatusCode::FOUND, "/loop") }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind the test server");
-    let addr = listener.local_addr().expect("local address");
-    tokio::spawn(async move {
-        axum::serve(listener, app).await.expect("serve");
-    });
-    addr
-}
 
 fn allow(hosts: &[&str]) -> Capabilities {
     Capabilities {
@@ -143,7 +62,8 @@ fn base(addr: SocketAddr) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_returns_status_body_and_lowercase_headers() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let url = format!("{}/hello", base(addr));
     let r = run(allow(&["127.0.0.1"]), Limits::default(), GET, json!(url))
         .await
@@ -166,7 +86,8 @@ async fn get_returns_status_body_and_lowercase_headers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_sends_headers() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let source = "
 def run(url):
     r = http.get(url, headers = {\"X-Token\": \"t0k\"}, timeout = 5)
@@ -188,7 +109,8 @@ def run(url):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn post_sends_json_and_text_bodies() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let source = "
 def run(url):
     a = http.post(url, json = {\"b\": [True, None], \"a\": 1})
@@ -218,7 +140,8 @@ def run(url):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn post_with_both_body_and_json_is_a_runtime_error() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let source = "def run(url):\n    return http.post(url, body = \"x\", json = {})\n";
     let e = run(
         allow(&["127.0.0.1"]),
@@ -233,7 +156,8 @@ async fn post_with_both_body_and_json_is_a_runtime_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_404_is_a_response_not_an_error() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let r = run(
         allow(&["127.0.0.1"]),
         Limits::default(),
@@ -272,7 +196,8 @@ async fn a_refused_connection_is_status_0_with_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_does_not_answer_in_time_is_status_0() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let source = "def run(url):\n    return http.get(url, timeout = 1)\n";
     let r = run(
         allow(&["127.0.0.1"]),
@@ -289,7 +214,8 @@ async fn a_server_that_does_not_answer_in_time_is_status_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hosts_not_on_the_allow_list_are_refused() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let url = json!(format!("{}/hello", base(addr)));
     for hosts in [&[][..], &["example.com"][..], &["127.0.0.2"][..]] {
         let e = expect_sandbox(run(allow(hosts), Limits::default(), GET, url.clone()).await);
@@ -299,7 +225,8 @@ async fn hosts_not_on_the_allow_list_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wildcard_does_not_open_loopback_addresses() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let port = addr.port();
     for url in [
         format!("http://127.0.0.1:{port}/hello"),
@@ -312,7 +239,8 @@ async fn a_wildcard_does_not_open_loopback_addresses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn localhost_works_only_when_named_exactly() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let url = json!(format!("http://localhost:{}/hello", addr.port()));
     let r = run(allow(&["localhost"]), Limits::default(), GET, url.clone())
         .await
@@ -329,7 +257,8 @@ async fn localhost_works_only_when_named_exactly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_to_a_host_not_allowed_is_refused() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let e = expect_sandbox(
         run(
             allow(&["127.0.0.1"]),
@@ -344,7 +273,8 @@ async fn a_redirect_to_a_host_not_allowed_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redirects_on_the_same_host_are_followed() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     for path in ["/to-hello", "/to-to-hello"] {
         let r = run(
             allow(&["127.0.0.1"]),
@@ -366,7 +296,8 @@ async fn redirects_on_the_same_host_are_followed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn post_redirects_keep_or_drop_the_body_by_status() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let source = "
 def run(base):
     see_other = http.post(base + \"/see-other\", body = \"payload\")
@@ -389,7 +320,8 @@ def run(base):
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_loop_ends_as_status_0() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let r = run(
         allow(&["127.0.0.1"]),
         Limits::default(),
@@ -404,7 +336,8 @@ async fn a_redirect_loop_ends_as_status_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_over_the_cap_are_truncated() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let limits = Limits {
         max_http_body_bytes: 1000,
         ..Limits::default()
@@ -454,7 +387,8 @@ async fn bad_urls_and_timeouts_are_runtime_errors() {
 
 #[tokio::test]
 async fn scripts_can_run_under_a_current_thread_runtime() {
-    let addr = start_server().await;
+    let server = WebServer::start();
+    let addr = server.addr();
     let r = run(
         allow(&["127.0.0.1"]),
         Limits::default(),
@@ -471,8 +405,8 @@ fn scripts_can_run_without_an_ambient_runtime() {
     // The server runs on its own runtime's workers; the script runs on this plain thread, where
     // each builtin call brings a runtime of its own. The sandbox (and its HTTP client) outlives
     // those runtimes, so the second call must not reuse a connection of a dropped runtime.
-    let server = tokio::runtime::Runtime::new().expect("server runtime");
-    let addr = server.block_on(start_server());
+    let server = WebServer::start();
+    let addr = server.addr();
     let dir = tempfile::tempdir().expect("tempdir");
     let sandbox = Sandbox::new(
         Surface::Verifier,

@@ -1,120 +1,12 @@
 //! The `openai` delegate against a fake OpenAI-compatible server on 127.0.0.1 that speaks the
 //! real protocol (real HTTP, real JSON) and records every request it receives.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use harness::delegate::{Delegate, OpenAiDelegate, OpenAiSpec, Turn, TurnRequest};
 use harness::{Error, ErrorKind, Message, ToolCall, ToolSpec, Usage};
+use harness_testkit::model::{ModelServer, Reply};
 use serde_json::{Map, Value, json};
-
-/// What the fake server answers to one request.
-#[derive(Clone)]
-enum Reply {
-    /// A status, extra headers and a JSON body.
-    Json(u16, Vec<(&'static str, &'static str)>, Value),
-    /// Never answers.
-    Hang,
-}
-
-/// One request the fake server received.
-#[derive(Debug, Clone)]
-struct Seen {
-    body: Value,
-    authorization: Option<String>,
-}
-
-#[derive(Clone)]
-struct ServerState {
-    replies: Arc<Mutex<VecDeque<Reply>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-/// A fake chat-completions server; replies are used in order and the last one repeats.
-struct FakeServer {
-    base_url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl FakeServer {
-    async fn start(replies: Vec<Reply>) -> FakeServer {
-        let state = ServerState {
-            replies: Arc::new(Mutex::new(replies.into())),
-            seen: Arc::new(Mutex::new(Vec::new())),
-        };
-        let seen = state.seen.clone();
-        let app = Router::new()
-            .route("/v1/chat/completions", post(chat_completions))
-            .with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1");
-        let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("fake server runs");
-        });
-        FakeServer {
-            base_url: format!("http://{addr}/v1"),
-            seen,
-            task,
-        }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("lock").clone()
-    }
-}
-
-impl Drop for FakeServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn chat_completions(
-    State(state): State<ServerState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).expect("the request body is JSON");
-    let authorization = headers
-        .get("authorization")
-        .map(|v| v.to_str().expect("ASCII header").to_owned());
-    state.seen.lock().expect("lock").push(Seen {
-        body,
-        authorization,
-    });
-    let reply = {
-        let mut replies = state.replies.lock().expect("lock");
-        if replies.len() > 1 {
-            replies.pop_front()
-        } else {
-            replies.front().cloned()
-        }
-        .expect("the test gave the server at least one reply")
-    };
-    match reply {
-        Reply::Json(status, headers, body) => {
-            let status = StatusCode::from_u16(status).expect("valid status");
-            let mut response = (status, axum::Json(body)).into_response();
-            for (name, value) in headers {
-                response
-                    .headers_mut()
-                    .insert(name, value.parse().expect("valid header value"));
-            }
-            response
-        }
-        Reply::Hang => std::future::pending().await,
-    }
-}
 
 /// A chat completion as OpenAI sends it.
 fn completion(message: Value, finish_reason: &str) -> Value {
@@ -219,9 +111,9 @@ async fn turn(spec: OpenAiSpec) -> Result<Turn, Error> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn plain_answer_and_the_request_on_the_wire() {
-    let server = FakeServer::start(vec![answer("Done, I created hello.txt")]).await;
+    let server = ModelServer::replies(vec![answer("Done, I created hello.txt")]);
     // A trailing slash on base_url is ignored.
-    let turn = turn(spec(&format!("{}/", server.base_url)))
+    let turn = turn(spec(&format!("{}/", server.base_url())))
         .await
         .expect("turn");
     assert_eq!(turn.content.as_deref(), Some("Done, I created hello.txt"));
@@ -254,13 +146,13 @@ async fn plain_answer_and_the_request_on_the_wire() {
     );
     assert!(body.get("temperature").is_none(), "{body}");
     assert!(body.get("max_tokens").is_none(), "{body}");
-    assert_eq!(seen[0].authorization, None);
+    assert_eq!(seen[0].authorization(), None);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_are_omitted_when_none_are_offered() {
-    let server = FakeServer::start(vec![answer("ok")]).await;
-    turn_with(spec(&server.base_url), &[]).await.expect("turn");
+    let server = ModelServer::replies(vec![answer("ok")]);
+    turn_with(spec(server.base_url()), &[]).await.expect("turn");
     let body = &server.seen()[0].body;
     assert!(body.get("tools").is_none(), "{body}");
 }
@@ -278,13 +170,12 @@ async fn tool_calls_are_decoded() {
             {"id": "call_def", "type": "function", "function": {"name": "list_files", "arguments": "{}"}},
         ],
     });
-    let server = FakeServer::start(vec![Reply::Json(
+    let server = ModelServer::replies(vec![Reply::Json(
         200,
         vec![],
         completion(message, "tool_calls"),
-    )])
-    .await;
-    let turn = turn(spec(&server.base_url)).await.expect("turn");
+    )]);
+    let turn = turn(spec(server.base_url())).await.expect("turn");
     assert_eq!(turn.content, None);
     assert_eq!(turn.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(turn.tool_calls.len(), 2);
@@ -299,8 +190,8 @@ async fn tool_calls_are_decoded() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn temperature_zero_and_max_tokens_are_forwarded() {
-    let server = FakeServer::start(vec![answer("ok")]).await;
-    let mut spec = spec(&server.base_url);
+    let server = ModelServer::replies(vec![answer("ok")]);
+    let mut spec = spec(server.base_url());
     spec.temperature = Some(0.0);
     spec.max_tokens = Some(256);
     turn(spec).await.expect("turn");
@@ -343,20 +234,17 @@ async fn authorization_child() {
         Ok("sk-test-123"),
         "run through authorization_header_from_the_env_var"
     );
-    let server = FakeServer::start(vec![answer("ok")]).await;
-    let mut spec = spec(&server.base_url);
+    let server = ModelServer::replies(vec![answer("ok")]);
+    let mut spec = spec(server.base_url());
     spec.api_key_env = AUTH_VAR.to_owned();
     turn(spec).await.expect("turn");
-    assert_eq!(
-        server.seen()[0].authorization.as_deref(),
-        Some("Bearer sk-test-123")
-    );
+    assert_eq!(server.seen()[0].authorization(), Some("Bearer sk-test-123"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn server_error_then_success_is_retried() {
-    let server = FakeServer::start(vec![status(500), answer("ok")]).await;
-    let turn = turn(spec(&server.base_url)).await.expect("turn");
+    let server = ModelServer::replies(vec![status(500), answer("ok")]);
+    let turn = turn(spec(server.base_url())).await.expect("turn");
     assert_eq!(turn.content.as_deref(), Some("ok"));
     assert_eq!(turn.usage.requests, 1);
     assert_eq!(server.seen().len(), 2);
@@ -366,29 +254,27 @@ async fn server_error_then_success_is_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rate_limit_with_retry_after_is_retried() {
-    let server = FakeServer::start(vec![
+    let server = ModelServer::replies(vec![
         Reply::Json(
             429,
             vec![("retry-after", "1")],
             json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
         ),
         answer("ok"),
-    ])
-    .await;
-    let turn = turn(spec(&server.base_url)).await.expect("turn");
+    ]);
+    let turn = turn(spec(server.base_url())).await.expect("turn");
     assert_eq!(turn.content.as_deref(), Some("ok"));
     assert_eq!(server.seen().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn persistent_server_errors_become_a_delegate_error() {
-    let server = FakeServer::start(vec![Reply::Json(
+    let server = ModelServer::replies(vec![Reply::Json(
         500,
         vec![],
         json!({"error": {"message": "the engine is overloaded"}}),
-    )])
-    .await;
-    let err = turn(spec(&server.base_url)).await.expect_err("fails");
+    )]);
+    let err = turn(spec(server.base_url())).await.expect_err("fails");
     assert_eq!(err.kind(), ErrorKind::Delegate);
     assert_eq!(server.seen().len(), 3);
     let message = err.message();
@@ -399,7 +285,7 @@ async fn persistent_server_errors_become_a_delegate_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn client_errors_are_not_retried() {
-    let server = FakeServer::start(vec![Reply::Json(
+    let server = ModelServer::replies(vec![Reply::Json(
         400,
         vec![],
         json!({"error": {
@@ -407,9 +293,8 @@ async fn client_errors_are_not_retried() {
             "type": "invalid_request_error",
             "code": "model_not_found",
         }}),
-    )])
-    .await;
-    let err = turn(spec(&server.base_url)).await.expect_err("fails");
+    )]);
+    let err = turn(spec(server.base_url())).await.expect_err("fails");
     assert_eq!(err.kind(), ErrorKind::Delegate);
     assert_eq!(server.seen().len(), 1);
     assert!(
@@ -421,16 +306,15 @@ async fn client_errors_are_not_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hitting_max_tokens_is_an_error_not_an_answer() {
-    let server = FakeServer::start(vec![Reply::Json(
+    let server = ModelServer::replies(vec![Reply::Json(
         200,
         vec![],
         completion(
             json!({"role": "assistant", "content": "Done, I crea"}),
             "length",
         ),
-    )])
-    .await;
-    let err = turn(spec(&server.base_url)).await.expect_err("fails");
+    )]);
+    let err = turn(spec(server.base_url())).await.expect_err("fails");
     assert_eq!(err.kind(), ErrorKind::Delegate);
     assert!(err.message().contains("max_tokens"), "{}", err.message());
     assert_eq!(server.seen().len(), 1);
@@ -446,21 +330,20 @@ async fn invalid_tool_arguments_are_an_error() {
             "arguments": "{\"path\": \"hello.txt\", ",
         }}],
     });
-    let server = FakeServer::start(vec![Reply::Json(
+    let server = ModelServer::replies(vec![Reply::Json(
         200,
         vec![],
         completion(message, "tool_calls"),
-    )])
-    .await;
-    let err = turn(spec(&server.base_url)).await.expect_err("fails");
+    )]);
+    let err = turn(spec(server.base_url())).await.expect_err("fails");
     assert_eq!(err.kind(), ErrorKind::Delegate);
     assert!(err.message().contains("write_file"), "{}", err.message());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_server_hits_the_request_timeout() {
-    let server = FakeServer::start(vec![Reply::Hang]).await;
-    let mut spec = spec(&server.base_url);
+    let server = ModelServer::replies(vec![Reply::Hang]);
+    let mut spec = spec(server.base_url());
     spec.request_timeout = Duration::from_secs(1);
     spec.max_retries = 0;
     let err = turn(spec).await.expect_err("fails");

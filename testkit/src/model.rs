@@ -1,0 +1,273 @@
+//! The one fake model server: real HTTP on 127.0.0.1, the real OpenAI chat-completions JSON,
+//! every request recorded with its headers. What it answers is decided by a *model*: a function
+//! of the request's index and body, so a test can script a delegate that lies, then tells the
+//! truth when the retry prompt arrives.
+//!
+//! ```no_run
+//! use harness_testkit::model::{ModelServer, answer};
+//!
+//! let server = ModelServer::start(|_, body| answer(body, "Done, I created hello.txt"));
+//! println!("point the openai delegate at {}", server.base_url());
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::serve::Served;
+
+/// What the server sends back for one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A status, extra headers and a JSON body.
+    Json(u16, Vec<(&'static str, &'static str)>, Value),
+    /// Never answers (for timeouts).
+    Hang,
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// The JSON body.
+    pub body: Value,
+    /// Every header, names lower-case, in arrival order.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    /// Returns the value of header `name` (lower-case), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Returns the `Authorization` header, if one was sent.
+    pub fn authorization(&self) -> Option<&str> {
+        self.header("authorization")
+    }
+}
+
+/// Decides the reply from the request's index (from 0, in arrival order) and JSON body.
+type Model = dyn Fn(usize, &Value) -> Reply + Send + Sync;
+
+#[derive(Clone)]
+struct ServerState {
+    model: Arc<Model>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// A fake OpenAI-compatible server serving `POST /v1/chat/completions` on 127.0.0.1 on a
+/// runtime of its own, so sync and async tests use it alike; it stops when dropped.
+pub struct ModelServer {
+    base_url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    _served: Served,
+}
+
+impl std::fmt::Debug for ModelServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelServer")
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelServer {
+    /// Starts a server whose answers `model` decides.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound (the test cannot run).
+    pub fn start(model: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> Self {
+        let state = ServerState {
+            model: Arc::new(model),
+            seen: Arc::new(Mutex::new(Vec::new())),
+        };
+        let seen = Arc::clone(&state.seen);
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .with_state(state);
+        let served = Served::start(app);
+        ModelServer {
+            base_url: format!("http://{}/v1", served.addr()),
+            seen,
+            _served: served,
+        }
+    }
+
+    /// Starts a server that sends `replies` in order and repeats the last one.
+    ///
+    /// # Panics
+    /// When `replies` is empty.
+    pub fn replies(replies: Vec<Reply>) -> Self {
+        assert!(!replies.is_empty(), "give the server at least one reply");
+        let queue = Mutex::new(VecDeque::from(replies));
+        Self::start(move |_, _| {
+            let mut queue = queue.lock().expect("the reply queue");
+            if queue.len() > 1 {
+                queue.pop_front().expect("not empty")
+            } else {
+                queue.front().cloned().expect("not empty")
+            }
+        })
+    }
+
+    /// Returns the base URL to give the `openai` delegate, `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Returns every request received so far, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("the request log").clone()
+    }
+
+    /// Returns the request bodies received so far, in order.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.seen().into_iter().map(|s| s.body).collect()
+    }
+}
+
+async fn chat_completions(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})),
+        )
+            .into_response();
+    };
+    let headers = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let index = {
+        let mut seen = state.seen.lock().expect("the request log");
+        seen.push(Seen {
+            body: body.clone(),
+            headers,
+        });
+        seen.len() - 1
+    };
+    match (state.model)(index, &body) {
+        Reply::Json(status, headers, body) => {
+            let status = StatusCode::from_u16(status).expect("a valid status");
+            let mut response = (status, axum::Json(body)).into_response();
+            for (name, value) in headers {
+                response
+                    .headers_mut()
+                    .insert(name, value.parse().expect("a valid header value"));
+            }
+            response
+        }
+        Reply::Hang => std::future::pending().await,
+    }
+}
+
+/// Returns the `messages` list of a chat-completions request.
+///
+/// # Panics
+/// When the body has none (the delegate sent a malformed request).
+pub fn messages(body: &Value) -> &Vec<Value> {
+    body["messages"]
+        .as_array()
+        .expect("a chat-completions request has a messages list")
+}
+
+/// Returns true when the last message of the request is the harness's retry prompt.
+pub fn is_retry(body: &Value) -> bool {
+    messages(body).last().is_some_and(|last| {
+        last["role"] == "user"
+            && last["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("VERIFICATION FAILED"))
+    })
+}
+
+/// Returns true when the last message of the request is a tool result.
+pub fn after_tool(body: &Value) -> bool {
+    messages(body)
+        .last()
+        .is_some_and(|last| last["role"] == "tool")
+}
+
+/// A 200 chat completion carrying `message`. Usage: 10 prompt tokens per message sent and
+/// `completion_tokens` as given, so sums in reports are checkable.
+pub fn completion(
+    body: &Value,
+    message: Value,
+    finish_reason: &str,
+    completion_tokens: u64,
+) -> Reply {
+    let prompt_tokens = 10 * body["messages"].as_array().map_or(0, Vec::len) as u64;
+    Reply::Json(
+        200,
+        vec![],
+        json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }),
+    )
+}
+
+/// A plain final answer (5 completion tokens).
+pub fn answer(body: &Value, content: &str) -> Reply {
+    completion(
+        body,
+        json!({"role": "assistant", "content": content}),
+        "stop",
+        5,
+    )
+}
+
+/// A call of tool `name` with `arguments` sent as a JSON string, as OpenAI does (7 completion
+/// tokens).
+pub fn tool_call(body: &Value, id: &str, name: &str, arguments: &Value) -> Reply {
+    completion(
+        body,
+        json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()},
+            }],
+        }),
+        "tool_calls",
+        7,
+    )
+}
+
+/// An error status with an OpenAI-style error body.
+pub fn status(code: u16, headers: Vec<(&'static str, &'static str)>) -> Reply {
+    Reply::Json(
+        code,
+        headers,
+        json!({"error": {"message": format!("fake status {code}"), "type": "server_error"}}),
+    )
+}
