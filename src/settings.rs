@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harness::Error;
-use harness_builtins::{Capabilities, HostAllowList, Limits, Sandbox, Surface, Workspace};
+use harness_builtins::{Capabilities, HostAllowList, Sandbox, Surface, Workspace};
 use serde_json::{Map, Value};
 
 use crate::args::SandboxArgs;
@@ -46,13 +46,16 @@ pub fn capabilities(args: &SandboxArgs) -> Result<Capabilities, Error> {
     })
 }
 
-/// Builds the sandbox scripts of `surface` run in.
+/// Builds the sandbox scripts of `surface` run in, under the limits of the workspace's project
+/// policy (`.harness/policy.yaml`), as `harness run` would.
 pub fn sandbox(surface: Surface, args: &SandboxArgs) -> Result<Arc<Sandbox>, Error> {
+    let workspace = workspace(args.workdir.as_deref())?;
+    let limits = harness::ProjectPolicy::load(workspace.root())?.limits;
     Ok(Arc::new(Sandbox::new(
         surface,
-        workspace(args.workdir.as_deref())?,
+        workspace,
         capabilities(args)?,
-        Limits::default(),
+        limits,
     )))
 }
 

@@ -140,6 +140,24 @@ fn lies_then_tells_the_truth() {
         json!([["verify: hello.txt does not exist (attempt 0)"], []])
     );
     assert_eq!(report["result"]["attempt"], json!(1));
+    // The same, as structured verdicts: one per attempt, findings with their source.
+    assert_eq!(report["kind"], json!(null));
+    assert_eq!(report["review"], json!({"status": null}));
+    assert_eq!(report["debt"], json!([]));
+    assert_eq!(report["warnings"], json!([]));
+    let history = report["history"].as_array().expect("history is a list");
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(history[0]["decision"], json!("retry"));
+    assert_eq!(
+        history[0]["findings"],
+        json!([{"source": "verify", "name": "", "severity": "blocking", "blocking": true,
+                "message": "hello.txt does not exist (attempt 0)"}])
+    );
+    let prompt = history[0]["retry_prompt"].as_str().expect("a retry prompt");
+    assert!(prompt.contains("VERIFICATION FAILED"), "{prompt}");
+    assert_eq!(history[1]["decision"], json!("pass"));
+    assert_eq!(history[1]["findings"], json!([]));
+    assert_eq!(history[1]["retry_prompt"], json!(null));
 
     // What the SAME delegate was sent on its first turn of attempt 2 (it wrote it into the file):
     // the whole first conversation, then the retry prompt quoting the reason.
@@ -247,6 +265,44 @@ fn the_flag_overrides_the_files_retries() {
     let (out, report) = run_json(&dir, &["--max-verify-retries", "3"]);
     out.expect_code(0);
     assert_eq!(report["attempts"], json!(2));
+}
+
+#[test]
+fn the_project_policy_sets_the_default_retries_and_the_file_overrides_it() {
+    let dir = verified(ALWAYS_LIES, "");
+    dir.write(
+        ".harness/policy.yaml",
+        "verification_defaults: {max_verify_retries: 0}\n",
+    );
+    let (out, report) = run_json(&dir, &[]);
+    out.expect_code(1);
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(report["kind"], json!("verification_failed"));
+    assert_eq!(report["review"]["status"], json!("pending"));
+
+    let dir = verified(ALWAYS_LIES, "max_verify_retries: 1\n");
+    dir.write(
+        ".harness/policy.yaml",
+        "verification_defaults: {max_verify_retries: 0}\n",
+    );
+    let (out, report) = run_json(&dir, &[]);
+    out.expect_code(1);
+    assert_eq!(report["attempts"], json!(2));
+}
+
+#[test]
+fn a_bad_project_policy_stops_the_run_before_the_delegate_runs() {
+    let dir = verified(ALWAYS_LIES, "");
+    dir.write(
+        ".harness/policy.yaml",
+        "verification_defaults: {retries: 1}\n",
+    );
+    let (out, report) = run_json(&dir, &[]);
+    expect_error_kind(&out, &report, 2, "config");
+    let message = report["error"]["message"].as_str().expect("a message");
+    assert!(message.contains(".harness/policy.yaml"), "{message}");
+    assert!(message.contains("retries"), "{message}");
+    assert_eq!(report["attempts"], json!(0));
 }
 
 #[test]

@@ -729,3 +729,27 @@ fn env_is_refused_unless_allowed() {
         .run();
     out.expect_code(0);
 }
+
+/// A verifier that loops 200,000 times: within the default step budget, over 50,000.
+const BUSY: &str =
+    "def run(result):\n    n = 0\n    for i in range(200000):\n        n += 1\n    return n > 0\n";
+
+#[test]
+fn the_project_policy_sets_the_limits_scripts_run_under() {
+    let dir = setup(BUSY);
+    let (out, value) = verify_json(&dir, &[]);
+    out.expect_code(0);
+    assert_eq!(value["verified"], json!(true), "{out:?}");
+    dir.write(".harness/policy.yaml", "limits: {steps: 50000}\n");
+    let message = expect_broken(&dir, &[]);
+    assert!(message.contains("max_steps"), "{message}");
+}
+
+#[test]
+fn a_bad_project_policy_is_a_config_error_naming_file_and_key() {
+    let dir = setup(BUSY);
+    dir.write(".harness/policy.yaml", "limits: {stepz: 50000}\n");
+    let message = expect_config(&verify(&dir, &["--json"]));
+    assert!(message.contains(".harness/policy.yaml"), "{message}");
+    assert!(message.contains("stepz"), "{message}");
+}
