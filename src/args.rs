@@ -133,7 +133,8 @@ pub struct RunArgs {
     /// Print exactly one JSON object describing the outcome; no progress on stderr.
     #[arg(long)]
     pub json: bool,
-    /// Record the delegation in this run journal [default: <workdir>/.harness/runs.db].
+    /// Record the delegation in this run journal [default: $HARNESS_JOURNAL, else the nearest
+    /// .harness/runs.db from the current directory upward, else ./.harness/runs.db].
     #[arg(long, value_name = "PATH", conflicts_with = "no_journal")]
     pub journal: Option<PathBuf>,
     /// Do not record the delegation in the run journal.
@@ -167,9 +168,10 @@ pub struct HooksArgs {
 /// Which journal, and which of its records, `harness report` and `harness runs list` read.
 #[derive(Debug, Args)]
 pub struct JournalArgs {
-    /// The run journal [default: .harness/runs.db].
-    #[arg(long, value_name = "PATH", default_value = ".harness/runs.db")]
-    pub journal: PathBuf,
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward]. Opened read-only.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
     /// Only delegations that started within this long before now (e.g. 30m, 24h, 7d).
     #[arg(long, value_name = "DURATION")]
     pub since: Option<String>,
@@ -221,10 +223,12 @@ pub struct RunsShowArgs {
     /// The delegation id (as `harness run` printed it).
     #[arg(value_name = "ID")]
     pub id: String,
-    /// The run journal [default: .harness/runs.db].
-    #[arg(long, value_name = "PATH", default_value = ".harness/runs.db")]
-    pub journal: PathBuf,
-    /// Print the record as one JSON object.
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward]. Opened read-only.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Print the record as one JSON object: the whole run (request, every attempt's result,
+    /// verdict and retry prompt).
     #[arg(long)]
     pub json: bool,
 }
@@ -250,7 +254,8 @@ pub struct BatchArgs {
     /// Print one JSON object per delegation (the `harness run --json` object plus `line`).
     #[arg(long)]
     pub json: bool,
-    /// Record every delegation in this run journal [default: .harness/runs.db].
+    /// Record every delegation in this run journal [default: $HARNESS_JOURNAL, else the nearest
+    /// .harness/runs.db from the current directory upward, else ./.harness/runs.db].
     #[arg(long, value_name = "PATH", conflicts_with = "no_journal")]
     pub journal: Option<PathBuf>,
     /// Do not record the delegations in a run journal.

@@ -122,10 +122,42 @@ pub async fn policy(
 }
 
 /// Turns `--since` and `--kind` into a journal filter.
+/// Finds the journal a reading command (`report`, `runs`) opens, read-only: by the one rule of
+/// [`harness_records::locate`]. A journal that is not there is an error naming where it looked.
+pub fn journal_to_read(flag: Option<&std::path::Path>) -> Result<harness_records::Located, Error> {
+    let located = harness_records::locate(flag)?;
+    if located.path.is_file() {
+        return Ok(located);
+    }
+    let looked = match located.found {
+        harness_records::Found::Default => format!(
+            "no run journal at {} and none in any directory above (`harness run` and `harness batch` record one there; pass --journal PATH or set HARNESS_JOURNAL to read another)",
+            located.path.display()
+        ),
+        _ => format!(
+            "no run journal at {} ({})",
+            located.path.display(),
+            located.how()
+        ),
+    };
+    Err(Error::config(looked))
+}
+
+/// Opens the journal at `located` read-only on a blocking thread and runs `read` on it.
+pub async fn read_journal<T: Send + 'static>(
+    located: &harness_records::Located,
+    read: impl FnOnce(&harness_records::Journal) -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    let path = located.path.clone();
+    tokio::task::spawn_blocking(move || read(&harness_records::Journal::open_read_only(&path)?))
+        .await
+        .map_err(|e| Error::config(format!("reading the journal failed: {e}")))?
+}
+
 pub fn journal_filter(
     select: &crate::args::JournalArgs,
     limit: Option<usize>,
-) -> Result<harness::Filter, Error> {
+) -> Result<harness_records::Filter, Error> {
     let since = match &select.since {
         None => None,
         Some(text) => {
@@ -141,7 +173,7 @@ pub fn journal_filter(
             )
         }
     };
-    Ok(harness::Filter {
+    Ok(harness_records::Filter {
         since,
         kind_glob: select.kind.clone(),
         limit,

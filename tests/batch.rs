@@ -275,6 +275,7 @@ fn ctrl_c_stops_dispatching_and_keeps_every_finished_outcome() {
     .to_string();
     dir.write("batch.jsonl", vec![entry; 40].join("\n"));
     let mut child = Command::new(crate::util::harness_bin())
+        .env_remove("HARNESS_JOURNAL")
         .args([
             "batch",
             "batch.jsonl",
@@ -330,6 +331,7 @@ fn the_batch_examples_run_as_documented() {
     );
     let out = harness(["batch", "batch/batch.yaml", "--concurrency", "4", "--json"])
         .current_dir(dir.path())
+        .journal_by_rule()
         .run();
     out.expect_code(0);
     let got = outcomes(&out.stdout);
@@ -342,7 +344,13 @@ fn the_batch_examples_run_as_documented() {
     // The JSONL example carries one malformed line on purpose (line 3).
     let out = harness(["batch", "batch/batch.jsonl", "--json"])
         .current_dir(dir.path())
+        .journal_by_rule()
         .run();
+    assert!(
+        out.stderr
+            .contains("recorded 3 delegation(s) in .harness/runs.db"),
+        "batch says where it recorded: {out:?}"
+    );
     out.expect_code(2);
     let got = outcomes(&out.stdout);
     assert_eq!(
@@ -353,7 +361,10 @@ fn the_batch_examples_run_as_documented() {
     assert_eq!(got[&3]["error"]["kind"], "config");
     assert_eq!(got[&4]["outcome"], "failed");
     // Both runs were recorded in the default journal of the directory they ran in.
-    let report = harness(["report", "--json"]).current_dir(dir.path()).run();
+    let report = harness(["report", "--json"])
+        .current_dir(dir.path())
+        .journal_by_rule()
+        .run();
     report.expect_code(0);
     assert_eq!(report.json()["delegations"], 7, "{report:?}");
 }

@@ -83,15 +83,16 @@ impl Case {
         let out = harness(["run", "delegation.yaml", "--json"])
             .args(extra)
             .current_dir(self.dir.path())
+            .journal_by_rule()
             .run();
         out.expect_code(code);
         out.json()
     }
 }
 
-/// Runs `harness ARGS...` in `dir`.
+/// Runs `harness ARGS...` in `dir`, finding the journal by the one rule.
 fn cli(dir: &Path, args: &[&str]) -> Output {
-    harness(args).current_dir(dir).run()
+    harness(args).current_dir(dir).journal_by_rule().run()
 }
 
 /// The ids of the delegations recorded by [`record_known_delegations`], by name.
@@ -427,8 +428,39 @@ fn runs_list_and_show_read_single_records() {
             json!([format!("verify: hello.txt does not exist (attempt {i})")])
         );
         assert_eq!(attempt["usage"]["requests"], json!(1));
+        // The whole run: what each attempt claimed, the verdict on it, the prompt it led to.
+        assert_eq!(
+            attempt["result"]["response"],
+            json!("Done, I created hello.txt")
+        );
+        assert_eq!(
+            attempt["verdict"]["decision"],
+            json!(if i < 2 { "retry" } else { "fail" })
+        );
+        assert_eq!(
+            attempt["verdict"]["findings"][0]["message"],
+            json!(format!("hello.txt does not exist (attempt {i})"))
+        );
+        assert_eq!(
+            attempt["verdict"]["findings"], known.exhausted["history"][i]["findings"],
+            "the journal keeps the verdict the run reported"
+        );
+        match i {
+            2 => assert_eq!(attempt["retry_prompt"], Value::Null),
+            _ => assert_eq!(
+                attempt["retry_prompt"], known.exhausted["history"][i]["retry_prompt"],
+                "attempt {i} keeps the retry prompt the delegate was sent"
+            ),
+        }
     }
     assert_eq!(record["usage"]["requests"], json!(3));
+    assert_eq!(record["request"]["task"], json!(TASK));
+    assert_eq!(
+        record["request"]["delegate"],
+        json!({"kind": "scripted", "model": null})
+    );
+    assert_eq!(record["request"]["tools"], json!(["write_file"]));
+    assert_eq!(record["request"]["max_verify_retries"], json!(2));
 
     let text = cli(&home.path(), &["runs", "show", id, "--journal", j]);
     text.expect_code(0);
@@ -505,20 +537,66 @@ fn the_html_report_is_one_self_contained_page() {
 }
 
 #[test]
-fn the_default_journal_is_in_the_workspace_and_no_journal_writes_none() {
-    let recorded = Case::scripted(HONEST, FILE_VERIFIER);
-    let run = recorded.run(&[], 0);
-    assert!(recorded.dir.join(".harness/runs.db").is_file());
-    // `harness runs` and `harness report` read `.harness/runs.db` in the current directory.
-    let out = cli(&recorded.dir.path(), &["runs", "list", "--json"]);
+fn one_rule_finds_the_journal_for_every_command() {
+    // A new user at the top of a project runs a delegation that lives in a subdirectory, then
+    // asks for the report: both find `./.harness/runs.db`.
+    let top = TempDir::new();
+    top.write("proj/agent.star", HONEST);
+    top.write(
+        "proj/delegation.yaml",
+        format!("task: {TASK:?}\ndelegate: {{kind: scripted, script: agent.star}}\ntools: [write_file]\n{FILE_VERIFIER}"),
+    );
+    top.write("proj/src/keep", "");
+    let out = cli(&top.path(), &["run", "proj/delegation.yaml"]);
     out.expect_code(0);
-    assert_eq!(out.json()["runs"][0]["id"], run["id"]);
-    let out = cli(&recorded.dir.path(), &["report", "--json"]);
-    out.expect_code(0);
-    assert_eq!(out.json()["total"]["pass_at_attempt"], json!([1]));
+    assert!(top.join(".harness/runs.db").is_file(), "{out:?}");
+    assert!(!top.join("proj/.harness/runs.db").exists(), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("recorded in .harness/runs.db (harness runs show d-"),
+        "run says where it recorded: {out:?}"
+    );
+    let report = cli(&top.path(), &["report", "--json"]);
+    report.expect_code(0);
+    assert_eq!(report.json()["delegations"], json!(1), "{report:?}");
+    assert_eq!(report.json()["journal"], json!(".harness/runs.db"));
 
+    // From a directory below, the nearest journal upward is the one; a run there adds to it.
+    let below = top.join("proj/src");
+    let run = harness(["run", "../delegation.yaml", "--json"])
+        .current_dir(&below)
+        .journal_by_rule()
+        .run();
+    run.expect_code(0);
+    let upward = top.join(".harness/runs.db").display().to_string();
+    assert_eq!(run.json()["journal"], json!(upward), "{run:?}");
+    let listed = cli(&below, &["runs", "list", "--json"]);
+    listed.expect_code(0);
+    assert_eq!(listed.json()["runs"].as_array().map(Vec::len), Some(2));
+
+    // HARNESS_JOURNAL beats the search; --journal beats both.
+    let elsewhere = TempDir::new();
+    let env_journal = elsewhere.join("env.db").display().to_string();
+    let with_env = |args: &[&str]| {
+        harness(args)
+            .current_dir(top.path())
+            .journal_by_rule()
+            .env("HARNESS_JOURNAL", &env_journal)
+            .run()
+    };
+    let run = with_env(&["run", "proj/delegation.yaml", "--json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["journal"], json!(env_journal));
+    let listed = with_env(&["runs", "list", "--json"]);
+    assert_eq!(listed.json()["runs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(listed.json()["runs"][0]["id"], run.json()["id"]);
+    let flag = with_env(&["runs", "list", "--json", "--journal", ".harness/runs.db"]);
+    assert_eq!(flag.json()["runs"].as_array().map(Vec::len), Some(2));
+
+    // --no-journal records nothing and says nothing about a journal.
     let unrecorded = Case::scripted(LIES_ONCE, FILE_VERIFIER);
-    unrecorded.run(&["--no-journal"], 0);
+    let run = unrecorded.run(&["--no-journal"], 0);
+    assert_eq!(run["journal"], Value::Null);
     assert!(!unrecorded.dir.join(".harness").exists());
     let out = cli(&unrecorded.dir.path(), &["report"]);
     out.expect_code(2);
@@ -526,6 +604,55 @@ fn the_default_journal_is_in_the_workspace_and_no_journal_writes_none() {
         out.stderr.contains("no run journal at .harness/runs.db"),
         "{out:?}"
     );
+    // A journal named by the variable that is not there is an error naming it, never an empty
+    // report.
+    let out = harness(["report"])
+        .current_dir(unrecorded.dir.path())
+        .journal_by_rule()
+        .env("HARNESS_JOURNAL", "missing.db")
+        .run();
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("no run journal at missing.db (from HARNESS_JOURNAL)"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_damaged_journal_is_an_error_naming_it_and_reading_never_writes() {
+    let case = Case::scripted(HONEST, FILE_VERIFIER);
+    case.run(&[], 0);
+    let journal = case.dir.join(".harness/runs.db");
+    let before = std::fs::read(&journal).expect("the journal");
+    for args in [
+        vec!["report", "--json"],
+        vec!["runs", "list"],
+        vec!["report", "--html", "r.html"],
+    ] {
+        cli(&case.dir.path(), &args).expect_code(0);
+    }
+    assert_eq!(
+        std::fs::read(&journal).expect("the journal"),
+        before,
+        "reading changed the journal"
+    );
+    case.dir.write(
+        ".harness/runs.db",
+        "this is not a SQLite database, only text",
+    );
+    for args in [
+        vec!["report"],
+        vec!["runs", "list"],
+        vec!["runs", "show", "d-1"],
+    ] {
+        let out = cli(&case.dir.path(), &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("journal .harness/runs.db"),
+            "{args:?} names the journal: {out:?}"
+        );
+    }
 }
 
 #[test]
@@ -597,4 +724,73 @@ fn reading_commands_refuse_missing_journals_and_bad_flags() {
         ],
     );
     out.expect_code(2);
+}
+
+#[test]
+fn secrets_are_scrubbed_from_what_is_printed_and_recorded() {
+    // The delegate echoes a key it found, and a project-specific token; the verifier's reason
+    // quotes the response back.
+    let leaky = r#"
+def respond(request):
+    return {"content": "Done. OPENAI_API_KEY=sk-abcdefghijklmnop1234 and internal-token-abc123"}
+"#;
+    let case = Case::scripted(
+        leaky,
+        "verify: |\n  def run(result):\n      return {\"verified\": False, \"reason\": \"no file, only: \" + result[\"response\"]}\nmax_verify_retries: 1\n",
+    )
+    .with_file(
+        ".harness/policy.yaml",
+        "redact: {patterns: [\"internal-token-[a-z0-9]+\"]}\n",
+    );
+    let run = case.run(&[], 1);
+    let id = run["id"].as_str().expect("an id").to_owned();
+    let progress = harness(["run", "delegation.yaml", "--no-journal"])
+        .current_dir(case.dir.path())
+        .run();
+    progress.expect_code(1);
+    assert!(
+        progress
+            .stderr
+            .contains("response: Done. OPENAI_API_KEY=[REDACTED]"),
+        "{progress:?}"
+    );
+    let shown = cli(&case.dir.path(), &["runs", "show", &id, "--json"]);
+    shown.expect_code(0);
+    let text = cli(&case.dir.path(), &["runs", "show", &id]);
+    for (what, printed) in [
+        ("run --json", run.to_string()),
+        ("runs show --json", shown.stdout.clone()),
+        ("runs show", text.stdout.clone()),
+        ("run progress", progress.stderr.clone()),
+    ] {
+        assert!(
+            !printed.contains("sk-abcdefghijklmnop1234")
+                && !printed.contains("internal-token-abc123"),
+            "{what} leaks a secret:\n{printed}"
+        );
+    }
+    assert_eq!(
+        run["history"][0]["findings"][0]["message"],
+        json!("no file, only: Done. OPENAI_API_KEY=[REDACTED] and [REDACTED]")
+    );
+    let record = shown.json();
+    assert_eq!(
+        record["attempts"][1]["result"]["response"],
+        json!("Done. OPENAI_API_KEY=[REDACTED] and [REDACTED]")
+    );
+    assert!(
+        record["attempts"][0]["retry_prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("[REDACTED]")),
+        "{record}"
+    );
+    // A pattern that does not compile is a configuration error naming the file and key.
+    let bad = Case::scripted(HONEST, FILE_VERIFIER)
+        .with_file(".harness/policy.yaml", "redact: {patterns: [\"(\"]}\n");
+    let out = bad.run(&[], 2);
+    let message = out["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("policy.yaml") && message.contains("redact.patterns"),
+        "{out}"
+    );
 }

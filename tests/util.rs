@@ -18,6 +18,8 @@ pub fn harness_bin() -> &'static str {
 pub struct Harness {
     command: Command,
     stdin: Option<String>,
+    /// The run journal of this invocation alone (see [`harness`]).
+    _journal: Option<tempfile::TempDir>,
 }
 
 /// Starts an invocation of `harness` with `args`.
@@ -35,9 +37,15 @@ where
             command.env_remove(name);
         }
     }
+    // A test never writes into the repository or a shared journal: each invocation gets a
+    // journal of its own through HARNESS_JOURNAL (a `--journal` flag still wins), removed when
+    // it ends. Tests of where the journal goes call `journal_by_rule`.
+    let journal = tempfile::tempdir().expect("a temporary directory");
+    command.env("HARNESS_JOURNAL", journal.path().join("runs.db"));
     Harness {
         command,
         stdin: None,
+        _journal: Some(journal),
     }
 }
 
@@ -55,6 +63,15 @@ impl Harness {
     /// Runs in `dir`.
     pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.command.current_dir(dir);
+        self
+    }
+
+    /// Finds the run journal by the one rule, as a user's shell would (no `HARNESS_JOURNAL`):
+    /// the nearest `.harness/runs.db` upward from the current directory, else `./.harness/runs.db`.
+    /// Only for tests that set a temporary current directory.
+    pub fn journal_by_rule(mut self) -> Self {
+        self.command.env_remove("HARNESS_JOURNAL");
+        self._journal = None;
         self
     }
 

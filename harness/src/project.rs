@@ -9,11 +9,12 @@ use harness_builtins::Limits;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::redact::Redactor;
 
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}) and `limits` ({steps, wall_ms, heap_mb, call_depth, read_mb, http_body_mb, output_kb})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}), `limits` ({steps, wall_ms, heap_mb, call_depth, read_mb, http_body_mb, output_kb}) and `redact` ({patterns})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,6 +23,15 @@ struct RawPolicy {
     verification_defaults: Option<RawDefaults>,
     #[serde(default)]
     limits: Option<RawLimits>,
+    #[serde(default)]
+    redact: Option<RawRedact>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRedact {
+    #[serde(default)]
+    patterns: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,12 +61,15 @@ struct RawLimits {
 }
 
 /// A workspace's project policy; [`ProjectPolicy::default`] when it has none.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectPolicy {
     /// `verification_defaults.max_verify_retries`: used when a delegation does not say.
     pub max_verify_retries: Option<u32>,
     /// The budgets every script (verifier, hook, scripted delegate) runs under.
     pub limits: Limits,
+    /// The built-in secret patterns plus `redact.patterns`: applied to everything a run prints
+    /// and records.
+    pub redact: Redactor,
 }
 
 impl ProjectPolicy {
@@ -124,9 +137,17 @@ impl ProjectPolicy {
             limits.max_exec_output_bytes =
                 usize::try_from(n.saturating_mul(1024)).unwrap_or(usize::MAX);
         }
+        let patterns = raw.redact.unwrap_or_default().patterns;
+        let redact = Redactor::with_patterns(&patterns).map_err(|e| {
+            Error::config(format!(
+                "project policy {file}: `redact.patterns`: {} (patterns are regular expressions in Rust `regex` syntax)",
+                e.message()
+            ))
+        })?;
         Ok(ProjectPolicy {
             max_verify_retries: defaults.max_verify_retries,
             limits,
+            redact,
         })
     }
 }

@@ -136,6 +136,7 @@ impl Runtime {
             otel.status_code = Empty,
         );
         let mut report = Report {
+            request: Some(crate::session::request(&id, delegation, None)),
             id,
             outcome: Outcome::Skipped,
             delegate_kind: kind.to_owned(),
@@ -176,6 +177,7 @@ impl Runtime {
                     .to_owned(),
             );
         }
+        report.redact(&delegation.redact);
         report.duration = clock.elapsed();
         telemetry::record_delegation(
             kind,
@@ -206,6 +208,11 @@ impl Runtime {
     ) -> Result<Outcome> {
         let mut session = Box::pin(Session::open(&self.shared, delegation, &report.id)).await?;
         report.model = session.delegate.model().map(str::to_owned);
+        report.request = Some(crate::session::request(
+            &report.id,
+            &session.delegation,
+            report.model.as_deref(),
+        ));
         let work = Box::pin(attempts(&mut session, observer, report));
         match delegation.timeout {
             None => work.await,

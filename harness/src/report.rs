@@ -5,9 +5,10 @@ use serde_json::Value;
 
 use crate::conversation::Usage;
 use crate::error::{Error, ErrorKind};
+use crate::redact::Redactor;
 use crate::retry::{RETRY_TEMPLATE_VERSION, retry_template_sha256};
 use crate::verdict::{Decision, Finding, Verdict};
-use harness_hooks::DelegationResult;
+use harness_hooks::{DelegationResult, Request};
 
 /// The outcome of one delegation (DESIGN §4.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,9 @@ impl AttemptRecord {
 pub struct Report {
     /// The delegation id.
     pub id: String,
+    /// The request as it ran: what `delegation.pre` hooks left of the delegation file's (as the
+    /// file gave it when the run stopped before they ran).
+    pub request: Option<Request>,
     /// How it ended.
     pub outcome: Outcome,
     /// The delegate kind.
@@ -126,6 +130,58 @@ impl Report {
         self.delivered
             .as_ref()
             .or_else(|| self.attempts.iter().rev().find_map(|a| a.result.as_ref()))
+    }
+
+    /// Replaces every secret `redactor` finds in the request, results, retry prompts, findings,
+    /// logs, warnings and error with `[REDACTED]` (DESIGN §4.10): what is printed and recorded
+    /// from here on carries none.
+    pub fn redact(&mut self, redactor: &Redactor) {
+        if let Some(request) = &mut self.request {
+            redactor.scrub_string(&mut request.task);
+            for value in request.args.values_mut() {
+                redactor.scrub_json(value);
+            }
+        }
+        let results = self
+            .attempts
+            .iter_mut()
+            .filter_map(|a| a.result.as_mut())
+            .chain(self.delivered.as_mut());
+        for result in results {
+            redactor.scrub_string(&mut result.response);
+            for call in &mut result.tool_calls {
+                for value in call.arguments.values_mut() {
+                    redactor.scrub_json(value);
+                }
+            }
+            for tool_result in &mut result.tool_results {
+                redactor.scrub_string(&mut tool_result.content);
+            }
+        }
+        for attempt in &mut self.attempts {
+            if let Some(prompt) = &mut attempt.retry_prompt {
+                redactor.scrub_string(prompt);
+            }
+            if let Some(verdict) = &mut attempt.verdict {
+                for finding in &mut verdict.findings {
+                    redactor.scrub_string(&mut finding.message);
+                }
+                for line in &mut verdict.logs {
+                    redactor.scrub_string(line);
+                }
+                for value in verdict.evidence.iter_mut().chain(verdict.critic.as_mut()) {
+                    redactor.scrub_json(value);
+                }
+            }
+        }
+        for warning in &mut self.warnings {
+            redactor.scrub_string(warning);
+        }
+        if let Some(error) = &self.error
+            && let std::borrow::Cow::Owned(message) = redactor.scrub(error.message())
+        {
+            self.error = Some(Error::new(error.kind(), message));
+        }
     }
 
     /// Returns the tokens the whole delegation cost.
@@ -391,6 +447,7 @@ mod tests {
     fn the_typed_view_writes_exactly_the_run_json_object() {
         let failed = Report {
             id: "d-0000000000000001".to_owned(),
+            request: None,
             outcome: Outcome::Failed,
             delegate_kind: "openai".to_owned(),
             model: Some("m".to_owned()),

@@ -70,7 +70,7 @@ fn hook_paths(delegation: &Delegation, workspace: &Workspace) -> Vec<PathBuf> {
 }
 
 /// The request as `delegation.pre` hooks see it.
-fn request(id: &str, delegation: &Delegation, model: Option<&str>) -> Request {
+pub(crate) fn request(id: &str, delegation: &Delegation, model: Option<&str>) -> Request {
     Request {
         id: id.to_owned(),
         task: delegation.task.clone(),

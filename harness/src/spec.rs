@@ -13,6 +13,7 @@ use harness_builtins::Limits;
 use crate::assembly::Assembler;
 use crate::delegate::{CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
+use crate::redact::Redactor;
 use crate::tools::Tool;
 
 const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
@@ -163,6 +164,8 @@ pub struct Delegation {
     pub max_turns: u32,
     /// Wall-clock budget of the whole delegation.
     pub timeout: Option<Duration>,
+    /// The secret patterns scrubbed from what the run reports (project policy `redact:`).
+    pub redact: Redactor,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -379,6 +382,7 @@ impl Delegation {
             limits: project.limits.clone(),
             max_turns,
             timeout,
+            redact: project.redact.clone(),
         })
     }
 }

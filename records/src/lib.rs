@@ -1,4 +1,26 @@
-//! The run journal of `harness`: every delegation recorded in SQLite, read back for `runs` and
-//! the failure-mode dashboard.
+//! The run records of `harness`: the run journal (every delegation, whole, in SQLite), the one
+//! rule that finds it, the batch writer that records from async workers without blocking them,
+//! and the failure-mode dashboard computed from it with its text and HTML renderers.
+//!
+//! ```no_run
+//! use harness_records::{Filter, Journal, locate};
+//!
+//! let found = locate(None)?; // --journal, HARNESS_JOURNAL, .harness/runs.db upward, ./.harness/runs.db
+//! let journal = Journal::open_read_only(&found.path)?;
+//! for record in journal.list(&Filter::default())? {
+//!     println!("{} {}", record.id, record.outcome);
+//! }
+//! # Ok::<(), harness::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod dashboard;
+mod journal;
+mod locate;
+mod writer;
+
+pub use dashboard::{Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise};
+pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
+pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
+pub use writer::{JournalWriter, Written};

@@ -1,12 +1,12 @@
 //! `harness batch`: many delegations, concurrently, outcomes streamed as they complete.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::batch::{BatchOutcome, BatchReader, BatchSettings, run_batch};
-use harness::{Assembler, AttemptRecord, Error, Journal, Outcome, RecordMeta, Report, Runtime};
+use harness::{Assembler, Outcome, Runtime};
+use harness_records::{JournalWriter, RecordMeta};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
@@ -14,107 +14,6 @@ use crate::args::BatchArgs;
 use crate::exit;
 use crate::settings;
 use crate::telemetry;
-
-/// How long the journal writer gathers records before writing them together.
-const JOURNAL_GATHER: Duration = Duration::from_millis(10);
-/// The most records written in one transaction.
-const JOURNAL_BATCH: usize = 1024;
-
-/// Records reports on a thread of its own, so SQLite never blocks the async workers.
-struct JournalWriter {
-    path: PathBuf,
-    sender: std::sync::mpsc::Sender<(Report, RecordMeta)>,
-    writer: std::thread::JoinHandle<Vec<String>>,
-}
-
-impl JournalWriter {
-    fn start(path: &Path) -> Result<Self, Error> {
-        let mut journal = Journal::open(path)?;
-        let (sender, receiver) = std::sync::mpsc::channel::<(Report, RecordMeta)>();
-        let writer = std::thread::spawn(move || {
-            let mut failures = Vec::new();
-            // Gather records for a moment and write them in one transaction: a wake-up and a
-            // commit per record would cost more than the record itself. The writer sleeps while
-            // they gather rather than waiting on the channel, which would wake it for each one.
-            while let Ok(first) = receiver.recv() {
-                std::thread::sleep(JOURNAL_GATHER);
-                let mut queued = vec![first];
-                queued.extend(receiver.try_iter().take(JOURNAL_BATCH - 1));
-                match journal.record_all(queued.iter().map(|(r, m)| (r, m))) {
-                    Ok(failed) => failures.extend(
-                        failed
-                            .into_iter()
-                            .map(|(id, e)| format!("{id}: {}", e.message())),
-                    ),
-                    Err(e) => failures.extend(
-                        queued
-                            .iter()
-                            .map(|(r, _)| format!("{}: {}", r.id, e.message())),
-                    ),
-                }
-            }
-            failures
-        });
-        Ok(JournalWriter {
-            path: path.to_path_buf(),
-            sender,
-            writer,
-        })
-    }
-
-    fn record(&self, report: &Report, trace_id: Option<String>) {
-        let meta = RecordMeta {
-            trace_id,
-            source: None,
-            workdir: None,
-        };
-        // The journal keeps verdicts, reasons, timings and tokens, never the results themselves:
-        // queue a copy without them so waiting records stay small.
-        let record = Report {
-            attempts: report
-                .attempts
-                .iter()
-                .map(|a| AttemptRecord {
-                    result: None,
-                    verdict: a.verdict.clone(),
-                    retry_prompt: a.retry_prompt.clone(),
-                    ..*a
-                })
-                .collect(),
-            delivered: None,
-            error: report.error.clone(),
-            id: report.id.clone(),
-            delegate_kind: report.delegate_kind.clone(),
-            model: report.model.clone(),
-            warnings: report.warnings.clone(),
-            ..*report
-        };
-        // A send only fails when the writer thread died; finish() reports that.
-        let _ = self.sender.send((record, meta));
-    }
-
-    /// Waits for every record to be written and warns about any that were not.
-    fn finish(self) {
-        drop(self.sender);
-        match self.writer.join() {
-            Ok(failures) if failures.is_empty() => {}
-            Ok(failures) => {
-                eprintln!(
-                    "warning: {} delegation(s) not recorded in the run journal {}:",
-                    failures.len(),
-                    self.path.display()
-                );
-                for failure in failures.iter().take(5) {
-                    eprintln!("  {failure}");
-                }
-            }
-            Err(_) => eprintln!(
-                "warning: the run journal writer for {} failed; some delegations were not recorded",
-                self.path.display()
-            ),
-        }
-    }
-}
 
 /// Exit code after Ctrl-C (128 + SIGINT).
 const INTERRUPTED: u8 = 130;
@@ -161,11 +60,9 @@ pub async fn run(args: BatchArgs) -> u8 {
     let journal = if args.no_journal {
         None
     } else {
-        let path = args
-            .journal
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(".harness").join("runs.db"));
-        match JournalWriter::start(&path) {
+        match harness_records::locate(args.journal.as_deref())
+            .and_then(|located| JournalWriter::start(&located.path))
+        {
             Ok(writer) => Some(writer),
             Err(e) => {
                 eprintln!("warning: delegations will not be recorded: {}", e.message());
@@ -173,14 +70,12 @@ pub async fn run(args: BatchArgs) -> u8 {
             }
         }
     };
+    let source = std::path::absolute(&args.file).unwrap_or_else(|_| args.file.clone());
     let mut counts = Counts::default();
     let started = Instant::now();
     let json_output = args.json;
     let sink = |outcome: BatchOutcome| {
         let line = outcome.line;
-        if let (Some(journal), Ok(report)) = (&journal, &outcome.report) {
-            journal.record(report, outcome.trace_id.clone());
-        }
         let text = match &outcome.report {
             Ok(report) => {
                 match report.outcome {
@@ -247,6 +142,14 @@ pub async fn run(args: BatchArgs) -> u8 {
             }
             None => println!("{text}"),
         }
+        if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
+            let meta = RecordMeta {
+                trace_id: outcome.trace_id,
+                source: Some(format!("{}:{line}", source.display()).into()),
+                workdir: None,
+            };
+            journal.record(report, meta);
+        }
     };
     let stop = async {
         if tokio::signal::ctrl_c().await.is_err() {
@@ -262,7 +165,31 @@ pub async fn run(args: BatchArgs) -> u8 {
         bar.finish_and_clear();
     }
     if let Some(journal) = journal {
-        journal.finish();
+        let path = journal.path().to_path_buf();
+        let written = journal.finish();
+        if written.recorded > 0 {
+            eprintln!(
+                "recorded {} delegation(s) in {} (harness runs list)",
+                written.recorded,
+                path.display()
+            );
+        }
+        if !written.failures.is_empty() {
+            eprintln!(
+                "warning: {} delegation(s) not recorded in the run journal {}:",
+                written.failures.len(),
+                path.display()
+            );
+            for failure in written.failures.iter().take(5) {
+                eprintln!("  {failure}");
+            }
+        }
+        if written.crashed {
+            eprintln!(
+                "warning: the run journal writer for {} failed; some delegations were not recorded",
+                path.display()
+            );
+        }
     }
     let elapsed = started.elapsed().as_secs_f64();
     let done = summary.finished;

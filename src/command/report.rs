@@ -1,6 +1,7 @@
 //! `harness report`: the failure-mode dashboard over the run journal.
 
-use harness::{Dashboard, Error, Journal};
+use harness::Error;
+use harness_records::{Dashboard, Located};
 use serde_json::json;
 
 use crate::args::ReportArgs;
@@ -17,12 +18,10 @@ pub async fn run(args: ReportArgs) -> u8 {
 
 async fn report(args: &ReportArgs) -> Result<(), Error> {
     let filter = settings::journal_filter(&args.select, None)?;
-    let path = args.select.journal.clone();
-    let records = tokio::task::spawn_blocking(move || Journal::open_existing(&path)?.list(&filter))
-        .await
-        .map_err(|e| Error::config(format!("reading the journal failed: {e}")))??;
+    let journal = settings::journal_to_read(args.select.journal.as_deref())?;
+    let records = settings::read_journal(&journal, move |j| j.list(&filter)).await?;
     let dashboard = Dashboard::build(&records);
-    let scope = scope(args, records.len());
+    let scope = scope(args, &journal, records.len());
     if let Some(file) = &args.html {
         let generated = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         let page = dashboard.to_html(&format!("{scope} · generated {generated}"));
@@ -36,7 +35,7 @@ async fn report(args: &ReportArgs) -> Result<(), Error> {
     }
     if args.json {
         let mut object = dashboard.to_json();
-        object["journal"] = json!(args.select.journal.display().to_string());
+        object["journal"] = json!(journal.path.display().to_string());
         object["filter"] = json!({"since": args.select.since, "kind": args.select.kind});
         println!("{object}");
     } else {
@@ -47,12 +46,9 @@ async fn report(args: &ReportArgs) -> Result<(), Error> {
 }
 
 /// Says what the report covers: the journal, how many delegations, and the filter.
-fn scope(args: &ReportArgs, count: usize) -> String {
+fn scope(args: &ReportArgs, journal: &Located, count: usize) -> String {
     let plural = if count == 1 { "" } else { "s" };
-    let mut scope = format!(
-        "journal {} · {count} delegation{plural}",
-        args.select.journal.display()
-    );
+    let mut scope = format!("journal {journal} · {count} delegation{plural}");
     if let Some(since) = &args.select.since {
         scope.push_str(&format!(" · last {since}"));
     }

@@ -41,13 +41,21 @@ pub async fn run(args: RunArgs) -> u8 {
     };
     let report = runtime.run(&delegation, &observer).await;
     let trace_id = trace_id.into_inner();
-    record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
+    let journal = record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
     if json_output {
         let mut object = report.to_json();
         object["trace_id"] = serde_json::json!(trace_id);
+        object["journal"] = serde_json::json!(journal.map(|p| p.display().to_string()));
         println!("{object}");
     } else {
         print_summary(&report, trace_id.as_deref());
+        if let Some(path) = journal {
+            eprintln!(
+                "recorded in {} (harness runs show {})",
+                path.display(),
+                report.id
+            );
+        }
     }
     match report.outcome {
         Outcome::Passed | Outcome::Skipped => exit::OK,
@@ -66,8 +74,10 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
     Ok((delegation, Runtime::new()?))
 }
 
+/// Prints one step of the run on stderr, secrets scrubbed as in the final report.
 fn print_event(delegation: &Delegation, event: &Event<'_>) {
     let total = delegation.max_verify_retries + 1;
+    let redact = &delegation.redact;
     match event {
         Event::Started { .. } => {}
         Event::AttemptStarted { attempt } => {
@@ -79,17 +89,18 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
         }
         Event::ToolCalled { call, is_error, .. } => {
             let status = if *is_error { "error" } else { "ok" };
+            let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
             eprintln!(
                 "  tool {} {} -> {status}",
                 call.name,
-                serde_json::Value::Object(call.arguments.clone())
+                redact.scrub(&arguments)
             );
         }
         Event::Responded {
             response,
             redacted_later: false,
             ..
-        } => eprintln!("  response: {}", one_line(response, 160)),
+        } => eprintln!("  response: {}", one_line(&redact.scrub(response), 160)),
         // delegation.post hooks may redact it: never echo it before they have run.
         Event::Responded { response, .. } => eprintln!(
             "  response: ({} characters, shown after the delegation.post hooks)",
@@ -101,7 +112,7 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
             } else {
                 eprintln!("  NOT VERIFIED:");
                 for reason in verdict.reasons() {
-                    eprintln!("    {reason}");
+                    eprintln!("    {}", redact.scrub(&reason));
                 }
             }
         }
@@ -155,49 +166,48 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// Records the delegation in the run journal (`--journal`, default
-/// `<workdir>/.harness/runs.db`) unless `--no-journal`. A journal that cannot be written is a
-/// warning on stderr: it never changes the outcome or the exit code.
+/// Records the delegation in the run journal found by the one rule (`--journal`,
+/// `HARNESS_JOURNAL`, the nearest `.harness/runs.db` upward, `./.harness/runs.db`) unless
+/// `--no-journal`, and returns where. A journal that cannot be written is a warning on stderr:
+/// it never changes the outcome or the exit code.
 async fn record_in_journal(
     args: &RunArgs,
     delegation: &Delegation,
     report: &Report,
     trace_id: Option<String>,
-) {
+) -> Option<std::path::PathBuf> {
     if args.no_journal {
-        return;
+        return None;
     }
-    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let workdir = absolute(&delegation.workdir);
-    let path = match &args.journal {
-        Some(path) => path.clone(),
-        // Never create a mistyped workspace just to hold its journal.
-        None if !workdir.is_dir() => {
-            eprintln!(
-                "warning: not recorded in the run journal: the workdir {} does not exist",
-                workdir.display()
-            );
-            return;
+    let path = match harness_records::locate(args.journal.as_deref()) {
+        Ok(located) => located.path,
+        Err(e) => {
+            eprintln!("warning: not recorded in the run journal: {}", e.message());
+            return None;
         }
-        None => workdir.join(".harness").join("runs.db"),
     };
-    let meta = harness::RecordMeta {
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let meta = harness_records::RecordMeta {
         trace_id,
         source: Some(absolute(&delegation.source)),
-        workdir: Some(workdir),
+        workdir: Some(absolute(&delegation.workdir)),
     };
     let report = report.clone();
     let journal = path.clone();
     let written = tokio::task::spawn_blocking(move || {
-        harness::Journal::open(&journal)?.record(&report, &meta)
+        harness_records::Journal::open(&journal)?.record(&report, &meta)
     })
     .await
     .unwrap_or_else(|e| Err(Error::config(format!("the journal writer failed: {e}"))));
-    if let Err(e) = written {
-        eprintln!(
-            "warning: not recorded in the run journal {}: {}",
-            path.display(),
-            e.message()
-        );
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            eprintln!(
+                "warning: not recorded in the run journal {}: {}",
+                path.display(),
+                e.message()
+            );
+            None
+        }
     }
 }

@@ -1,9 +1,9 @@
 //! `harness runs list` and `harness runs show`: single records of the run journal.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use harness::{Error, Journal, Record};
+use harness::Error;
+use harness_records::Record;
 use serde_json::json;
 
 use crate::args::{RunsCommand, RunsListArgs, RunsShowArgs};
@@ -22,22 +22,10 @@ pub async fn run(command: RunsCommand) -> u8 {
     }
 }
 
-/// Runs `read` against the journal at `path` on a blocking thread (SQLite blocks).
-async fn with_journal<T: Send + 'static>(
-    path: PathBuf,
-    read: impl FnOnce(&Journal) -> Result<T, Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(move || read(&Journal::open_existing(&path)?))
-        .await
-        .map_err(|e| Error::config(format!("reading the journal failed: {e}")))?
-}
-
 async fn list(args: &RunsListArgs) -> Result<(), Error> {
     let filter = settings::journal_filter(&args.select, Some(args.limit))?;
-    let records = with_journal(args.select.journal.clone(), move |journal| {
-        journal.list(&filter)
-    })
-    .await?;
+    let journal = settings::journal_to_read(args.select.journal.as_deref())?;
+    let records = settings::read_journal(&journal, move |j| j.list(&filter)).await?;
     if args.json {
         let runs: Vec<_> = records.iter().map(Record::to_json).collect();
         println!("{}", json!({"runs": runs}));
@@ -83,12 +71,12 @@ async fn list(args: &RunsListArgs) -> Result<(), Error> {
 
 async fn show(args: &RunsShowArgs) -> Result<(), Error> {
     let id = args.id.clone();
-    let found = with_journal(args.journal.clone(), move |journal| journal.get(&id)).await?;
+    let journal = settings::journal_to_read(args.journal.as_deref())?;
+    let found = settings::read_journal(&journal, move |j| j.get(&id)).await?;
     let Some(record) = found else {
         return Err(Error::config(format!(
-            "no delegation {} in the journal {} (`harness runs list` shows the recorded ids)",
+            "no delegation {} in the journal {journal} (`harness runs list` shows the recorded ids)",
             args.id,
-            args.journal.display()
         )));
     };
     if args.json {
@@ -107,6 +95,13 @@ async fn show(args: &RunsShowArgs) -> Result<(), Error> {
         None => record.delegate_kind.clone(),
     };
     field("delegate", &delegate);
+    if let Some(task) = record.request.as_ref().and_then(|r| r["task"].as_str()) {
+        let mut lines = task.lines();
+        field("task", lines.next().unwrap_or_default());
+        for line in lines.take(4) {
+            println!("{:<10} {line}", "");
+        }
+    }
     field("outcome", &outcome(&record));
     if let Some(message) = &record.error_message {
         let mut lines = message.lines();

@@ -8,13 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, TransactionBehavior, params, params_from_iter};
+use harness::{Error, RETRY_TEMPLATE_VERSION, Report, Result, Usage};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params, params_from_iter};
 use serde_json::{Value, json};
-
-use crate::conversation::Usage;
-use crate::error::{Error, Result};
-use crate::report::Report;
-use crate::retry::RETRY_TEMPLATE_VERSION;
 
 /// The schema, one migration per version, applied in order: `MIGRATIONS[n]` takes a journal
 /// from version `n` to `n + 1`. Append new versions; never edit a released one.
@@ -52,6 +48,13 @@ const MIGRATIONS: &[&str] = &[
         requests INTEGER NOT NULL,
         PRIMARY KEY (delegation_id, attempt)
     );",
+    // Version 2: the whole run. The request as it ran and each attempt's result, verdict and
+    // retry prompt, as JSON (secrets scrubbed before they get here); the run's warnings.
+    "ALTER TABLE delegations ADD COLUMN request TEXT;
+    ALTER TABLE delegations ADD COLUMN warnings TEXT;
+    ALTER TABLE attempts ADD COLUMN result TEXT;
+    ALTER TABLE attempts ADD COLUMN verdict TEXT;
+    ALTER TABLE attempts ADD COLUMN retry_prompt TEXT;",
 ];
 
 /// The schema version this build writes.
@@ -96,6 +99,15 @@ pub struct RecordedAttempt {
     pub duration: Duration,
     /// Tokens it cost.
     pub usage: Usage,
+    /// What it produced (the `harness run --json` `result` shape); for the last attempt, the
+    /// result as `delegation.post` hooks delivered it. `None` when it produced nothing, or in
+    /// records from before schema version 2.
+    pub result: Option<Value>,
+    /// The pipeline's verdict on it (DESIGN §4.3: attempt, decision, findings, evidence,
+    /// critic, logs).
+    pub verdict: Option<Value>,
+    /// The retry prompt sent after it.
+    pub retry_prompt: Option<String>,
 }
 
 /// One delegation as the journal holds it.
@@ -133,6 +145,11 @@ pub struct Record {
     pub source: Option<String>,
     /// The workspace root.
     pub workdir: Option<String>,
+    /// The request as it ran (the `delegation.pre` payload: task, delegate, tools, args,
+    /// max_verify_retries). `None` in records from before schema version 2.
+    pub request: Option<Value>,
+    /// What the run wanted a human to know.
+    pub warnings: Vec<String>,
 }
 
 impl Record {
@@ -161,18 +178,23 @@ impl Record {
                 "kind": kind,
                 "message": self.error_message,
             })),
+            "request": self.request,
             "attempts": self.attempts.iter().map(|a| json!({
                 "attempt": a.attempt,
                 "passed": a.passed,
                 "reasons": a.reasons,
                 "duration_ms": millis(a.duration),
                 "usage": usage_json(a.usage),
+                "result": a.result,
+                "verdict": a.verdict,
+                "retry_prompt": a.retry_prompt,
             })).collect::<Vec<_>>(),
             "usage": usage_json(self.usage),
             "trace_id": self.trace_id,
             "retry_template_version": self.retry_template_version,
             "source": self.source,
             "workdir": self.workdir,
+            "warnings": self.warnings,
         })
     }
 }
@@ -227,7 +249,7 @@ impl Journal {
     /// migrates its schema forward to [`SCHEMA_VERSION`].
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the directory or database cannot be
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the directory or database cannot be
     /// created or opened, when it is not a SQLite database, or when it was written by a newer
     /// harness (schema version above [`SCHEMA_VERSION`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -251,20 +273,45 @@ impl Journal {
         Ok(journal)
     }
 
-    /// Opens the journal at `path` like [`Journal::open`], but only when it already exists.
+    /// Opens the journal at `path` for reading only: nothing is created, migrated or written
+    /// (`harness report`, `harness runs`). A journal from an older harness is read as it is.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when there is no file at `path`, and as
-    /// [`Journal::open`].
-    pub fn open_existing(path: impl AsRef<Path>) -> Result<Self> {
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when there is no file at `path`, when
+    /// it is not a SQLite database (or a damaged one), or when a newer harness wrote it.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         if !path.is_file() {
             return Err(Error::config(format!(
-                "no run journal at {} (`harness run` records one there; pass --journal PATH to read another)",
+                "no run journal at {} (`harness run` and `harness batch` record one; pass --journal PATH or set HARNESS_JOURNAL to read another)",
                 path.display()
             )));
         }
-        Self::open(path)
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| sql_error(path, "cannot open", &e))?;
+        let journal = Journal {
+            conn,
+            path: path.to_path_buf(),
+        };
+        journal
+            .conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| journal.error("cannot set the busy timeout of", &e))?;
+        // Reading the version is the first read: a file that is not a database fails here.
+        let version = journal.schema_version()?;
+        if version > SCHEMA_VERSION {
+            return Err(newer_error(path, version));
+        }
+        if version == 0 {
+            return Err(Error::config(format!(
+                "journal {}: the file is an empty database, not a run journal; pass --journal with the journal's path",
+                path.display()
+            )));
+        }
+        Ok(journal)
     }
 
     /// Returns where the journal lives.
@@ -275,7 +322,7 @@ impl Journal {
     /// Returns the schema version of the open database.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when it cannot be read.
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when it cannot be read.
     pub fn schema_version(&self) -> Result<u32> {
         user_version(&self.conn).map_err(|e| self.error("cannot read the schema version of", &e))
     }
@@ -355,7 +402,7 @@ impl Journal {
     /// Records one finished delegation, with its attempts, in one transaction.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the write fails (disk full, read-only
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the write fails (disk full, read-only
     /// file, a record with the same id already there); nothing of the delegation is written then.
     pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<()> {
         let mut failures = self.record_all([(report, meta)])?;
@@ -370,7 +417,7 @@ impl Journal {
     /// not be written, with why.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the transaction itself fails; then
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the transaction itself fails; then
     /// nothing of this call is written.
     pub fn record_all<'a>(
         &mut self,
@@ -426,7 +473,7 @@ impl Journal {
     /// Returns the records matching `filter`, newest first.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the journal cannot be read.
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the journal cannot be read.
     pub fn list(&self, filter: &Filter) -> Result<Vec<Record>> {
         let mut clauses = Vec::new();
         let mut values: Vec<rusqlite::types::Value> = Vec::new();
@@ -456,7 +503,7 @@ impl Journal {
     /// Returns the record with this id, or `None` when there is none.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the journal cannot be read.
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the journal cannot be read.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         Ok(self
             .query("SELECT * FROM delegations WHERE id = ?1", params![id])?
@@ -471,10 +518,7 @@ impl Journal {
         let mut records = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)?;
         let mut attempts = self
             .conn
-            .prepare(
-                "SELECT attempt, passed, reasons, duration_ms, input_tokens, output_tokens, requests
-                 FROM attempts WHERE delegation_id = ?1 ORDER BY attempt",
-            )
+            .prepare("SELECT * FROM attempts WHERE delegation_id = ?1 ORDER BY attempt")
             .map_err(read)?;
         for record in &mut records {
             record.attempts = attempts
@@ -507,24 +551,48 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         retry_template_version: row.get("retry_template_version")?,
         source: row.get("source")?,
         workdir: row.get("workdir")?,
+        request: json_column(row, "request")?,
+        warnings: json_column(row, "warnings")?.unwrap_or_default(),
     })
 }
 
+/// Reads an optional JSON text column; a column this journal's schema does not have yet (an
+/// older journal opened read-only) reads as `None`.
+fn json_column<T: serde::de::DeserializeOwned>(
+    row: &rusqlite::Row<'_>,
+    name: &str,
+) -> rusqlite::Result<Option<T>> {
+    let Some(text) = text_column(row, name)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        let index = row.as_ref().column_index(name).unwrap_or(0);
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// Reads an optional text column, `None` when the journal's schema does not have it.
+fn text_column(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<Option<String>> {
+    match row.get(name) {
+        Err(rusqlite::Error::InvalidColumnName(_)) => Ok(None),
+        other => other,
+    }
+}
+
 fn attempt_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordedAttempt> {
-    let reasons: String = row.get(2)?;
-    let reasons = serde_json::from_str(&reasons).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
-    })?;
     Ok(RecordedAttempt {
-        attempt: row.get(0)?,
-        passed: row.get(1)?,
-        reasons,
-        duration: Duration::from_millis(count(row.get(3)?)),
+        attempt: row.get("attempt")?,
+        passed: row.get("passed")?,
+        reasons: json_column(row, "reasons")?.unwrap_or_default(),
+        duration: Duration::from_millis(count(row.get("duration_ms")?)),
         usage: Usage {
-            input_tokens: count(row.get(4)?),
-            output_tokens: count(row.get(5)?),
-            requests: count(row.get(6)?),
+            input_tokens: count(row.get("input_tokens")?),
+            output_tokens: count(row.get("output_tokens")?),
+            requests: count(row.get("requests")?),
         },
+        result: json_column(row, "result")?,
+        verdict: json_column(row, "verdict")?,
+        retry_prompt: text_column(row, "retry_prompt")?,
     })
 }
 
@@ -553,8 +621,9 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
     conn.prepare_cached(
         "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
             error_kind, error_message, attempts, input_tokens, output_tokens, requests,
-            trace_id, retry_template_version, source, workdir, recorded_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+            ?18, ?19)",
     )?
     .execute(params![
         report.id,
@@ -574,14 +643,23 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         path_text(&meta.source),
         path_text(&meta.workdir),
         unix_millis(SystemTime::now()),
+        report.request.as_ref().map(json_text),
+        json_text(&report.warnings),
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
-            input_tokens, output_tokens, requests)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            input_tokens, output_tokens, requests, result, verdict, retry_prompt)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
-    for attempt in &report.attempts {
+    let last = report.attempts.len().saturating_sub(1);
+    for (index, attempt) in report.attempts.iter().enumerate() {
         let reasons = Value::from(attempt.reasons()).to_string();
+        // The caller got the last attempt's result as `delegation.post` hooks delivered it
+        // (maybe redacted): that is the one to keep.
+        let result = match &report.delivered {
+            Some(delivered) if index == last => Some(delivered),
+            _ => attempt.result.as_ref(),
+        };
         statement.execute(params![
             report.id,
             attempt.attempt,
@@ -591,16 +669,53 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
             tokens(attempt.usage.input_tokens),
             tokens(attempt.usage.output_tokens),
             tokens(attempt.usage.requests),
+            result.map(json_text),
+            attempt.verdict.as_ref().map(json_text),
+            attempt.retry_prompt,
         ])?;
     }
     Ok(())
 }
 
+/// Serialises a value the journal stores as JSON text.
+fn json_text(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("records always serialise")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
-    use crate::report::{AttemptRecord, Outcome};
+    use harness::{
+        AttemptRecord, Decision, DelegationResult, ErrorKind, Finding, Outcome, Request, Source,
+        Verdict,
+    };
+
+    /// A verdict from v1 reason lines (`verify: …`, `hook NAME: …`).
+    fn verdict(attempt: u32, passed: Option<bool>, lines: &[&str]) -> Option<Verdict> {
+        let passed = passed?;
+        let findings = lines
+            .iter()
+            .map(|line| {
+                let (label, message) = line.split_once(": ").unwrap_or(("verify", line));
+                match label.split_once(' ') {
+                    Some((_, name)) => Finding::blocking(Source::Hook, name, message),
+                    None => Finding::blocking(Source::Verify, "", message),
+                }
+            })
+            .collect();
+        Some(Verdict {
+            attempt,
+            decision: if passed {
+                Decision::Pass
+            } else {
+                Decision::Retry
+            },
+            findings,
+            evidence: Vec::new(),
+            critic: None,
+            logs: Vec::new(),
+        })
+    }
 
     /// The ids of every record, newest first.
     fn all_ids(journal: &Journal) -> Vec<String> {
@@ -615,6 +730,7 @@ mod tests {
     fn report(id: &str, outcome: Outcome, attempts: &[(Option<bool>, &[&str])]) -> Report {
         Report {
             id: id.to_owned(),
+            request: None,
             outcome,
             delegate_kind: "scripted".to_owned(),
             model: None,
@@ -624,7 +740,7 @@ mod tests {
                 .map(|(i, (passed, reasons))| AttemptRecord {
                     attempt: i as u32,
                     result: None,
-                    verdict: crate::verdict::test_verdict(i as u32, *passed, reasons),
+                    verdict: verdict(i as u32, *passed, reasons),
                     retry_prompt: None,
                     usage: Usage {
                         input_tokens: 10,
@@ -849,16 +965,132 @@ mod tests {
     }
 
     #[test]
-    fn open_existing_does_not_create() {
+    fn reading_creates_and_writes_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("runs.db");
-        let err = Journal::open_existing(&path).expect_err("missing");
+        let err = Journal::open_read_only(&path).expect_err("missing");
         assert!(
-            err.message().contains("no run journal"),
+            err.message().contains("no run journal at"),
             "{}",
             err.message()
         );
         assert!(!path.exists());
+        Journal::open(&path)
+            .expect("open")
+            .record(
+                &report("d-1", Outcome::Passed, &[(Some(true), &[])]),
+                &RecordMeta::default(),
+            )
+            .expect("record");
+        let reader = Journal::open_read_only(&path).expect("open to read");
+        assert_eq!(all_ids(&reader), ["d-1"]);
+        let err = reader
+            .conn
+            .execute_batch("DELETE FROM delegations")
+            .expect_err("a reader cannot write");
+        assert!(err.to_string().contains("readonly"), "{err}");
+        // A file that is not a journal is named, never read as an empty one.
+        let bad = dir.path().join("bad.db");
+        std::fs::write(
+            &bad,
+            "not a database, just text long enough to have a header",
+        )
+        .expect("write");
+        let err = Journal::open_read_only(&bad).expect_err("not SQLite");
+        assert!(err.message().contains("bad.db"), "{}", err.message());
+    }
+
+    #[test]
+    fn the_whole_run_is_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        let mut run = report(
+            "d-1",
+            Outcome::Passed,
+            &[(Some(false), &["verify: no a.txt"]), (Some(true), &[])],
+        );
+        run.request = Some(Request {
+            id: "d-1".to_owned(),
+            task: "write a.txt".to_owned(),
+            delegate: harness::DelegateInfo {
+                kind: "scripted".to_owned(),
+                model: None,
+            },
+            tools: vec!["write_file".to_owned()],
+            args: serde_json::Map::new(),
+            max_verify_retries: 2,
+        });
+        let result = |attempt: u32, response: &str| DelegationResult {
+            id: "d-1".to_owned(),
+            parent_id: None,
+            attempt,
+            response: response.to_owned(),
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
+        };
+        run.attempts[0].result = Some(result(0, "done"));
+        run.attempts[0].retry_prompt = Some("Verification failed: no a.txt".to_owned());
+        run.attempts[1].result = Some(result(1, "secret in here"));
+        run.delivered = Some(result(1, "[redacted by hook]"));
+        run.warnings = vec!["look at this".to_owned()];
+        journal
+            .record(&run, &RecordMeta::default())
+            .expect("record");
+        let kept = journal.get("d-1").expect("get").expect("there");
+        let request = kept.request.as_ref().expect("the request is kept");
+        assert_eq!(request["task"], "write a.txt");
+        assert_eq!(request["tools"], json!(["write_file"]));
+        assert_eq!(kept.warnings, ["look at this"]);
+        let first = &kept.attempts[0];
+        assert_eq!(first.result.as_ref().expect("a result")["response"], "done");
+        assert_eq!(
+            first.retry_prompt.as_deref(),
+            Some("Verification failed: no a.txt")
+        );
+        let verdict = first.verdict.as_ref().expect("a verdict");
+        assert_eq!(verdict["decision"], "retry");
+        assert_eq!(verdict["findings"][0]["message"], "no a.txt");
+        // The last attempt keeps what the caller was given, not what the delegate said.
+        let last = kept.attempts[1].result.as_ref().expect("a result");
+        assert_eq!(last["response"], "[redacted by hook]");
+        let shown = kept.to_json();
+        assert_eq!(shown["request"]["task"], "write a.txt");
+        assert_eq!(shown["attempts"][1]["verdict"]["decision"], "pass");
+        assert_eq!(
+            shown["attempts"][0]["retry_prompt"],
+            "Verification failed: no a.txt"
+        );
+    }
+
+    #[test]
+    fn a_version_1_journal_is_read_as_it_is_and_migrated_by_a_writer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.execute_batch(MIGRATIONS[0]).expect("version 1 schema");
+            conn.execute_batch(
+                "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, outcome,
+                    attempts, input_tokens, output_tokens, requests, retry_template_version,
+                    recorded_at_ms)
+                 VALUES ('d-old', 0, 5, 'scripted', 'failed', 1, 0, 0, 0, 'retry-v1', 0);
+                 INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
+                    input_tokens, output_tokens, requests)
+                 VALUES ('d-old', 0, 0, '[\"verify: nope\"]', 5, 0, 0, 0);
+                 PRAGMA user_version = 1;",
+            )
+            .expect("a version 1 record");
+        }
+        let reader = Journal::open_read_only(&path).expect("read");
+        assert_eq!(reader.schema_version().expect("version"), 1, "not migrated");
+        let old = reader.get("d-old").expect("get").expect("there");
+        assert_eq!(old.attempts[0].reasons, ["verify: nope"]);
+        assert_eq!((old.request, old.attempts[0].result.clone()), (None, None));
+        drop(reader);
+        let writer = Journal::open(&path).expect("migrate");
+        assert_eq!(writer.schema_version().expect("version"), SCHEMA_VERSION);
+        let old = writer.get("d-old").expect("get").expect("still there");
+        assert_eq!(old.outcome, "failed");
     }
 
     #[test]

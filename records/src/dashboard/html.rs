@@ -1,0 +1,323 @@
+//! The dashboard as one self-contained HTML page with inline SVG charts (`harness report --html`).
+
+use std::fmt::Write as _;
+
+use super::{Dashboard, KindStats, human_ms, ordinal, percent, truncate};
+
+impl Dashboard {
+    /// Returns the report as one self-contained HTML page: inline CSS and inline SVG charts, no
+    /// scripts and nothing loaded from elsewhere. `subtitle` (e.g. the filter used) is shown under
+    /// the title. All text from records is escaped.
+    pub fn to_html(&self, subtitle: &str) -> String {
+        let mut page = String::new();
+        page.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
+        page.push_str(
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n",
+        );
+        page.push_str("<title>harness failure-mode report</title>\n<style>\n");
+        page.push_str(CSS);
+        page.push_str("</style>\n</head>\n<body>\n<h1>harness failure-mode report</h1>\n");
+        let _ = writeln!(page, "<p class=\"sub\">{}</p>", escape(subtitle));
+        if self.total.delegations == 0 {
+            page.push_str("<p>No delegations recorded.</p>\n</body>\n</html>\n");
+            return page;
+        }
+        page.push_str("<h2>Summary</h2>\n");
+        page.push_str(&summary_table(self));
+        page.push_str("<h2>Outcomes per delegate kind</h2>\n");
+        page.push_str(&outcomes_chart(&self.kinds));
+        for stats in &self.kinds {
+            let _ = writeln!(
+                page,
+                "<section>\n<h2>Delegate kind <code>{}</code></h2>",
+                escape(&stats.kind)
+            );
+            page.push_str("<div class=\"row\">\n<div>\n<h3>Passed on attempt</h3>\n");
+            page.push_str(&pass_at_chart(&stats.pass_at_attempt));
+            page.push_str("</div>\n<div>\n<h3>Attempts and duration</h3>\n");
+            let _ = writeln!(
+                page,
+                "<table>\n<tr><th></th><th>p50</th><th>p95</th><th>max</th></tr>\n\
+                 <tr><td>attempts</td><td>{}</td><td>{}</td><td>{}</td></tr>\n\
+                 <tr><td>duration</td><td>{}</td><td>{}</td><td>{}</td></tr>\n</table>",
+                stats.attempts.p50,
+                stats.attempts.p95,
+                stats.attempts.max,
+                human_ms(stats.duration_ms.p50),
+                human_ms(stats.duration_ms.p95),
+                human_ms(stats.duration_ms.max),
+            );
+            page.push_str("</div>\n</div>\n<h3>Top failure reasons</h3>\n");
+            if stats.top_reasons.is_empty() {
+                page.push_str("<p class=\"none\">None.</p>\n");
+            } else {
+                let bars: Vec<(String, usize)> = stats
+                    .top_reasons
+                    .iter()
+                    .map(|r| (format!("[{}] {}", r.source, r.reason), r.count))
+                    .collect();
+                page.push_str(&labelled_bars(&bars, "#ef6c00"));
+            }
+            page.push_str("<h3>Top failing hooks</h3>\n");
+            if stats.top_hooks.is_empty() {
+                page.push_str("<p class=\"none\">None.</p>\n");
+            } else {
+                let bars: Vec<(String, usize)> = stats
+                    .top_hooks
+                    .iter()
+                    .map(|h| (h.hook.clone(), h.count))
+                    .collect();
+                page.push_str(&labelled_bars(&bars, "#6a1b9a"));
+            }
+            if !stats.top_errors.is_empty() {
+                page.push_str("<h3>Top errors</h3>\n<table>\n<tr><th>count</th><th>kind</th><th>message</th></tr>\n");
+                for e in &stats.top_errors {
+                    let _ = writeln!(
+                        page,
+                        "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+                        e.count,
+                        escape(&e.kind),
+                        escape(&e.message)
+                    );
+                }
+                page.push_str("</table>\n");
+            }
+            page.push_str("</section>\n");
+        }
+        page.push_str("</body>\n</html>\n");
+        page
+    }
+}
+
+const CSS: &str = "body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; padding: 0 1em; }
+h1 { margin-bottom: 0.2em; }
+.sub { color: #666; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.text { text-align: left; }
+section { border-top: 2px solid #eee; margin-top: 2em; }
+.row { display: flex; gap: 3em; flex-wrap: wrap; }
+.none { color: #888; }
+svg text { font-family: system-ui, sans-serif; font-size: 12px; fill: #222; }
+.legend span { display: inline-block; margin-right: 1.2em; }
+.legend i { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.3em; vertical-align: middle; }
+";
+
+/// Outcome names and their colours, in stacking order.
+const OUTCOME_COLOURS: [(&str, &str); 4] = [
+    ("passed", "#2e7d32"),
+    ("skipped", "#9e9e9e"),
+    ("failed", "#ef6c00"),
+    ("error", "#c62828"),
+];
+
+fn summary_table(dashboard: &Dashboard) -> String {
+    let mut html = String::from(
+        "<table>\n<tr><th>kind</th><th>delegations</th><th>pass rate</th><th>passed</th><th>skipped</th>\
+         <th>exhausted</th><th>broken policy</th><th>blocked</th><th>other errors</th>\
+         <th>attempts p50/p95</th><th>duration p50/p95</th></tr>\n",
+    );
+    let mut kinds: Vec<&KindStats> = dashboard.kinds.iter().collect();
+    if dashboard.kinds.len() > 1 {
+        kinds.push(&dashboard.total);
+    }
+    for s in kinds {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}/{}</td></tr>",
+            escape(&s.kind),
+            s.delegations,
+            s.pass_rate().map_or_else(|| "-".to_owned(), percent),
+            s.passed,
+            s.skipped,
+            s.exhausted,
+            s.broken_policy,
+            s.blocked,
+            s.other_errors,
+            s.attempts.p50,
+            s.attempts.p95,
+            human_ms(s.duration_ms.p50),
+            human_ms(s.duration_ms.p95),
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+/// One horizontal stacked bar per kind: passed, skipped, failed, error.
+fn outcomes_chart(kinds: &[KindStats]) -> String {
+    const LABEL: f64 = 140.0;
+    const WIDTH: f64 = 520.0;
+    const ROW: f64 = 26.0;
+    let most = kinds
+        .iter()
+        .map(|k| k.delegations)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let height = ROW * kinds.len() as f64 + 6.0;
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"outcomes per delegate kind\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">\n",
+        LABEL + WIDTH + 50.0,
+        LABEL + WIDTH + 50.0
+    );
+    for (i, stats) in kinds.iter().enumerate() {
+        let y = ROW * i as f64 + 3.0;
+        let _ = writeln!(
+            svg,
+            "<text x=\"0\" y=\"{}\">{}</text>",
+            y + 15.0,
+            escape(&truncate(&stats.kind, 20))
+        );
+        let mut x = LABEL;
+        let counts = [stats.passed, stats.skipped, stats.failed, stats.errored];
+        for ((name, colour), n) in OUTCOME_COLOURS.iter().zip(counts) {
+            if n == 0 {
+                continue;
+            }
+            let w = WIDTH * n as f64 / most;
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"20\" fill=\"{colour}\"><title>{name}: {n}</title></rect>"
+            );
+            x += w;
+        }
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{}\">{}</text>",
+            x + 6.0,
+            y + 15.0,
+            stats.delegations
+        );
+    }
+    svg.push_str("</svg>\n<p class=\"legend\">");
+    for (name, colour) in OUTCOME_COLOURS {
+        let _ = write!(
+            svg,
+            "<span><i style=\"background: {colour}\"></i>{name}</span>"
+        );
+    }
+    svg.push_str("</p>\n");
+    svg
+}
+
+/// Vertical bars: how many delegations passed on the 1st, 2nd, … attempt.
+fn pass_at_chart(histogram: &[usize]) -> String {
+    if histogram.iter().all(|&n| n == 0) {
+        return "<p class=\"none\">No delegation passed.</p>\n".to_owned();
+    }
+    const BAR: f64 = 44.0;
+    const GAP: f64 = 16.0;
+    const PLOT: f64 = 120.0;
+    let most = histogram.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let width = (BAR + GAP) * histogram.len() as f64 + GAP;
+    let height = PLOT + 40.0;
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"passed on attempt\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\">\n"
+    );
+    for (i, &n) in histogram.iter().enumerate() {
+        let x = GAP + (BAR + GAP) * i as f64;
+        let h = PLOT * n as f64 / most;
+        let y = 18.0 + PLOT - h;
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{x}\" y=\"{y:.1}\" width=\"{BAR}\" height=\"{h:.1}\" fill=\"#2e7d32\"><title>passed on attempt {}: {n}</title></rect>",
+            i + 1
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{n}</text>",
+            x + BAR / 2.0,
+            y - 4.0
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            x + BAR / 2.0,
+            18.0 + PLOT + 16.0,
+            ordinal(i + 1)
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Horizontal bars, each under its (escaped) label.
+fn labelled_bars(bars: &[(String, usize)], colour: &str) -> String {
+    const WIDTH: f64 = 600.0;
+    const ROW: f64 = 38.0;
+    let most = bars.iter().map(|b| b.1).max().unwrap_or(0).max(1) as f64;
+    let height = ROW * bars.len() as f64;
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"counts\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">\n",
+        WIDTH + 60.0,
+        WIDTH + 60.0
+    );
+    for (i, (label, n)) in bars.iter().enumerate() {
+        let y = ROW * i as f64;
+        let w = WIDTH * *n as f64 / most;
+        let _ = writeln!(
+            svg,
+            "<text x=\"0\" y=\"{:.1}\">{}<title>{}</title></text>",
+            y + 13.0,
+            escape(&truncate(label, 100)),
+            escape(label)
+        );
+        let _ = writeln!(
+            svg,
+            "<rect x=\"0\" y=\"{:.1}\" width=\"{w:.1}\" height=\"14\" fill=\"{colour}\" />",
+            y + 18.0
+        );
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{n}</text>",
+            w + 6.0,
+            y + 30.0
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dashboard::tests::sample;
+
+    #[test]
+    fn the_page_is_self_contained_and_escapes_record_text() {
+        let page = Dashboard::build(&sample()).to_html("kind <b>*</b>");
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("<svg"));
+        assert!(!page.contains("<script"), "unescaped script in the page");
+        assert!(page.contains("&lt;script&gt;"));
+        assert!(page.contains("kind &lt;b&gt;*&lt;/b&gt;"));
+        assert!(!page.contains("http://") && !page.contains("https://"));
+        assert_eq!(page.matches("<svg").count(), page.matches("</svg>").count());
+    }
+
+    #[test]
+    fn escape_covers_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The dashboard as a plain-text table for a terminal (`harness report`).
+
+use std::fmt::Write as _;
+
+use super::{Dashboard, KindStats, TOP_IN_TABLE, human_ms, percent};
+
+impl Dashboard {
+    /// Returns the report as a plain-text table for a terminal.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        if self.total.delegations == 0 {
+            out.push_str("no delegations recorded\n");
+            return out;
+        }
+        let header = [
+            "KIND",
+            "RUNS",
+            "PASS RATE",
+            "PASS@1/2/..",
+            "EXHAUSTED",
+            "BROKEN",
+            "BLOCKED",
+            "OTHER ERR",
+            "SKIPPED",
+            "ATTEMPTS p50/p95",
+            "DURATION p50/p95",
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+        let mut kinds: Vec<&KindStats> = self.kinds.iter().collect();
+        if self.kinds.len() > 1 {
+            kinds.push(&self.total);
+        }
+        for stats in &kinds {
+            rows.push(vec![
+                stats.kind.clone(),
+                stats.delegations.to_string(),
+                stats.pass_rate().map_or_else(|| "-".to_owned(), percent),
+                stats
+                    .pass_at_attempt
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                stats.exhausted.to_string(),
+                stats.broken_policy.to_string(),
+                stats.blocked.to_string(),
+                stats.other_errors.to_string(),
+                stats.skipped.to_string(),
+                format!("{}/{}", stats.attempts.p50, stats.attempts.p95),
+                format!(
+                    "{}/{}",
+                    human_ms(stats.duration_ms.p50),
+                    human_ms(stats.duration_ms.p95)
+                ),
+            ]);
+        }
+        let widths: Vec<usize> = (0..header.len())
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        for row in &rows {
+            let mut line = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                let pad = widths[c] - cell.chars().count();
+                if c == 0 {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        for stats in &self.kinds {
+            if stats.top_reasons.is_empty()
+                && stats.top_hooks.is_empty()
+                && stats.top_errors.is_empty()
+            {
+                continue;
+            }
+            let _ = writeln!(out, "\n{}:", stats.kind);
+            if !stats.top_reasons.is_empty() {
+                out.push_str("  top failure reasons:\n");
+                for r in stats.top_reasons.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  [{}] {}", r.count, r.source, r.reason);
+                }
+            }
+            if !stats.top_hooks.is_empty() {
+                out.push_str("  top failing hooks:\n");
+                for h in stats.top_hooks.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  {}", h.count, h.hook);
+                }
+            }
+            if !stats.top_errors.is_empty() {
+                out.push_str("  top errors:\n");
+                for e in stats.top_errors.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  [{}] {}", e.count, e.kind, e.message);
+                }
+            }
+        }
+        out
+    }
+}
