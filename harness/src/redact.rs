@@ -97,10 +97,11 @@ impl Redactor {
 
     /// Returns `text` with every secret replaced by [`REDACTED`] (borrowed when it has none).
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let matched = self.inner.any.matches(text);
-        if !matched.matched_any() {
+        // Most text has no secret: one pass that stops at the first match says so.
+        if !self.inner.any.is_match(text) {
             return Cow::Borrowed(text);
         }
+        let matched = self.inner.any.matches(text);
         let mut out = text.to_owned();
         for index in matched.iter() {
             let regex = &self.inner.each[index];
