@@ -7,7 +7,6 @@ mod args;
 mod command;
 mod exit;
 mod settings;
-mod telemetry;
 
 use std::process::ExitCode;
 
@@ -30,7 +29,7 @@ fn main() -> ExitCode {
     // The gRPC exporter connects through the runtime, so telemetry starts inside it.
     let telemetry = {
         let _entered = runtime.enter();
-        telemetry::init(cli.otlp_endpoint.as_deref())
+        harness_telemetry::init(cli.otlp_endpoint.as_deref())
     };
     // The command runs as a task on the workers rather than on this thread: a batch driver woken
     // on this thread for every finished delegation would cost a cross-thread wake-up each time.

@@ -72,6 +72,7 @@ pub fn overrides(
         allow_exec: sandbox.allow_exec.clone(),
         allow_env: sandbox.allow_env.clone(),
         hooks: hooks.to_vec(),
+        trace_parent: harness_telemetry::parent_from_env(),
     }
 }
 

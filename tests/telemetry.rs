@@ -1,39 +1,23 @@
-//! OTLP export end to end (DESIGN §4.8): a real OTLP receiver on 127.0.0.1 — HTTP/protobuf
-//! (axum) and gRPC (tonic), decoding the real protobuf types of `opentelemetry-proto` — receives
-//! what `harness run` exports, and the tests read the story back from it: one trace per
-//! delegation, its parent/child structure, every attribute, events and status, and the metrics.
+//! OTLP export end to end (DESIGN §4.14): the testkit's OTLP receiver on 127.0.0.1 — HTTP/protobuf
+//! and gRPC, decoding the real protobuf types — receives what `harness run` exports, and the tests
+//! read the story back from it: one trace per delegation under the GenAI span names
+//! (`invoke_agent`, `chat`, `execute_tool`), its parent/child structure, every attribute, the
+//! evaluation events and status, the metrics, and the W3C trace context passed to a caller's
+//! trace, a model server and an agent CLI.
 //!
 //! The binary flushes before it exits; the tests still wait for the data with a deadline (never a
 //! fixed sleep) and assert nothing about time.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
-
-use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
-    MetricsService, MetricsServiceServer,
+use harness_testkit::model::{ModelServer, answer};
+use harness_testkit::otlp::proto::common::v1::any_value;
+use harness_testkit::otlp::proto::trace::v1::Span;
+use harness_testkit::otlp::{
+    Collected, Protocol, Receiver, Trace, attr, boolean, counter, events, hex, histogram, int,
+    is_error, show, text,
 };
-use opentelemetry_proto::tonic::collector::metrics::v1::{
-    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
-use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
-use opentelemetry_proto::tonic::metrics::v1::{
-    HistogramDataPoint, Metric, NumberDataPoint, metric, number_data_point,
-};
-use opentelemetry_proto::tonic::trace::v1::{Span, span, status};
-use prost::Message as _;
 use serde_json::{Value, json};
 
 use crate::util::{Output, TempDir, closed_port, copy_tree, harness, repo_root};
-
-/// How long to wait for exported data to arrive (a deadline, not an expectation).
-const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The retry template version every delegation span carries.
 const TEMPLATE_VERSION: &str = "retry-v1";
@@ -46,428 +30,8 @@ const METRICS: [&str; 4] = [
     "harness.hook.decisions",
 ];
 
-// ---------------------------------------------------------------------------------------------
-// The receiver.
-
-/// Everything a receiver got.
-#[derive(Debug, Clone, Default)]
-struct Collected {
-    /// Every span, in arrival order.
-    spans: Vec<Span>,
-    /// The resource attributes of every span export.
-    resources: Vec<Vec<KeyValue>>,
-    /// Every metric, in arrival order (cumulative: the last one of a name is the total).
-    metrics: Vec<Metric>,
-    /// Bodies that did not decode.
-    errors: Vec<String>,
-}
-
-impl Collected {
-    fn has_span(&self, name: &str) -> bool {
-        self.spans.iter().any(|s| s.name == name)
-    }
-
-    fn has_metrics(&self, names: &[&str]) -> bool {
-        names
-            .iter()
-            .all(|name| self.metrics.iter().any(|m| m.name == *name))
-    }
-
-    /// The last export of the metric `name`.
-    fn metric(&self, name: &str) -> &Metric {
-        self.metrics
-            .iter()
-            .rev()
-            .find(|m| m.name == name)
-            .unwrap_or_else(|| panic!("no metric {name} was received"))
-    }
-}
-
-/// What the receiver's handlers share with the test.
-#[derive(Clone, Default)]
-struct Store {
-    inner: Arc<(Mutex<Collected>, Condvar)>,
-}
-
-impl Store {
-    fn update(&self, f: impl FnOnce(&mut Collected)) {
-        let (lock, arrived) = &*self.inner;
-        f(&mut lock.lock().expect("the store lock"));
-        arrived.notify_all();
-    }
-
-    fn traces(&self, request: ExportTraceServiceRequest) {
-        self.update(|c| {
-            for resource_spans in request.resource_spans {
-                c.resources.push(
-                    resource_spans
-                        .resource
-                        .map(|r| r.attributes)
-                        .unwrap_or_default(),
-                );
-                for scope_spans in resource_spans.scope_spans {
-                    c.spans.extend(scope_spans.spans);
-                }
-            }
-        });
-    }
-
-    fn metrics(&self, request: ExportMetricsServiceRequest) {
-        self.update(|c| {
-            for resource_metrics in request.resource_metrics {
-                for scope_metrics in resource_metrics.scope_metrics {
-                    c.metrics.extend(scope_metrics.metrics);
-                }
-            }
-        });
-    }
-
-    /// Waits (on a condition variable, up to [`DEADLINE`]) until `ready` holds for what arrived,
-    /// and returns a copy of it.
-    fn wait_until(&self, what: &str, ready: impl Fn(&Collected) -> bool) -> Collected {
-        let deadline = Instant::now() + DEADLINE;
-        let (lock, arrived) = &*self.inner;
-        let mut collected = lock.lock().expect("the store lock");
-        loop {
-            assert!(
-                collected.errors.is_empty(),
-                "the receiver got bodies it could not decode: {:?}",
-                collected.errors
-            );
-            if ready(&collected) {
-                return collected.clone();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "gave up waiting for {what}; received spans {:?} and metrics {:?}",
-                collected.spans.iter().map(|s| &s.name).collect::<Vec<_>>(),
-                collected
-                    .metrics
-                    .iter()
-                    .map(|m| &m.name)
-                    .collect::<Vec<_>>(),
-            );
-            collected = arrived
-                .wait_timeout(collected, left)
-                .expect("the store lock")
-                .0;
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Protocol {
-    Http,
-    Grpc,
-}
-
-/// An OTLP receiver on 127.0.0.1. It lives until the test process exits.
-struct Receiver {
-    store: Store,
-    addr: SocketAddr,
-    protocol: Protocol,
-}
-
-impl Receiver {
-    /// Binds a free port and starts serving `protocol` on a thread of its own.
-    fn start(protocol: Protocol) -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let addr = listener.local_addr().expect("local address");
-        let store = Store::default();
-        let served = store.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime for the receiver");
-            runtime.block_on(async move {
-                let listener =
-                    tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                match protocol {
-                    Protocol::Http => serve_http(listener, served).await,
-                    Protocol::Grpc => serve_grpc(listener, served).await,
-                }
-            });
-        });
-        Receiver {
-            store,
-            addr,
-            protocol,
-        }
-    }
-
-    /// The base URL to give `--otlp-endpoint`.
-    fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-async fn serve_http(listener: tokio::net::TcpListener, store: Store) {
-    use axum::body::Bytes;
-    use axum::extract::State;
-    use axum::http::{StatusCode, header};
-    use axum::response::{IntoResponse, Response};
-    use axum::routing::post;
-
-    fn protobuf(message: &impl prost::Message) -> Response {
-        (
-            [(header::CONTENT_TYPE, "application/x-protobuf")],
-            message.encode_to_vec(),
-        )
-            .into_response()
-    }
-    fn undecodable(store: &Store, what: &str, e: &prost::DecodeError) -> Response {
-        let message = format!("{what}: {e}");
-        store.update(|c| c.errors.push(message.clone()));
-        (StatusCode::BAD_REQUEST, message).into_response()
-    }
-    async fn traces(State(store): State<Store>, body: Bytes) -> Response {
-        match ExportTraceServiceRequest::decode(body) {
-            Ok(request) => {
-                store.traces(request);
-                protobuf(&ExportTraceServiceResponse::default())
-            }
-            Err(e) => undecodable(&store, "/v1/traces", &e),
-        }
-    }
-    async fn metrics(State(store): State<Store>, body: Bytes) -> Response {
-        match ExportMetricsServiceRequest::decode(body) {
-            Ok(request) => {
-                store.metrics(request);
-                protobuf(&ExportMetricsServiceResponse::default())
-            }
-            Err(e) => undecodable(&store, "/v1/metrics", &e),
-        }
-    }
-
-    let app = axum::Router::new()
-        .route("/v1/traces", post(traces))
-        .route("/v1/metrics", post(metrics))
-        .with_state(store);
-    axum::serve(listener, app)
-        .await
-        .expect("the OTLP/HTTP receiver runs");
-}
-
-struct GrpcTraces(Store);
-struct GrpcMetrics(Store);
-
-#[tonic::async_trait]
-impl TraceService for GrpcTraces {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.0.traces(request.into_inner());
-        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
-    }
-}
-
-#[tonic::async_trait]
-impl MetricsService for GrpcMetrics {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportMetricsServiceRequest>,
-    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
-        self.0.metrics(request.into_inner());
-        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
-    }
-}
-
-async fn serve_grpc(listener: tokio::net::TcpListener, store: Store) {
-    tonic::transport::Server::builder()
-        .add_service(TraceServiceServer::new(GrpcTraces(store.clone())))
-        .add_service(MetricsServiceServer::new(GrpcMetrics(store)))
-        .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
-        .await
-        .expect("the OTLP/gRPC receiver runs");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading spans and metrics.
-
-fn attr<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value::Value> {
-    attributes
-        .iter()
-        .find(|kv| kv.key == key)
-        .and_then(|kv| kv.value.as_ref())
-        .and_then(|v| v.value.as_ref())
-}
-
-/// Shows attributes compactly in assertion messages.
-fn show(attributes: &[KeyValue]) -> String {
-    let pairs: Vec<String> = attributes
-        .iter()
-        .map(|kv| {
-            let value = kv.value.as_ref().and_then(|v| v.value.as_ref());
-            format!("{}={value:?}", kv.key)
-        })
-        .collect();
-    format!("{{{}}}", pairs.join(", "))
-}
-
-#[track_caller]
-fn text<'a>(attributes: &'a [KeyValue], key: &str) -> &'a str {
-    match attr(attributes, key) {
-        Some(any_value::Value::StringValue(s)) => s,
-        other => panic!(
-            "attribute {key} is not a string ({other:?}) in {}",
-            show(attributes)
-        ),
-    }
-}
-
-#[track_caller]
-fn int(attributes: &[KeyValue], key: &str) -> i64 {
-    match attr(attributes, key) {
-        Some(any_value::Value::IntValue(i)) => *i,
-        other => panic!(
-            "attribute {key} is not an integer ({other:?}) in {}",
-            show(attributes)
-        ),
-    }
-}
-
-#[track_caller]
-fn boolean(attributes: &[KeyValue], key: &str) -> bool {
-    match attr(attributes, key) {
-        Some(any_value::Value::BoolValue(b)) => *b,
-        other => panic!(
-            "attribute {key} is not a boolean ({other:?}) in {}",
-            show(attributes)
-        ),
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The spans of one delegation, navigable by parent.
-struct Trace {
-    spans: Vec<Span>,
-}
-
-impl Trace {
-    /// Spans named `name`, by start time.
-    fn named(&self, name: &str) -> Vec<&Span> {
-        let mut found: Vec<&Span> = self.spans.iter().filter(|s| s.name == name).collect();
-        found.sort_by_key(|s| s.start_time_unix_nano);
-        found
-    }
-
-    /// The direct children of `parent` named `name`, by start time.
-    fn children(&self, parent: &Span, name: &str) -> Vec<&Span> {
-        let mut found: Vec<&Span> = self
-            .spans
-            .iter()
-            .filter(|s| s.name == name && s.parent_span_id == parent.span_id)
-            .collect();
-        found.sort_by_key(|s| s.start_time_unix_nano);
-        found
-    }
-
-    /// The parent of `span`, when it is in the trace.
-    fn parent(&self, span: &Span) -> Option<&Span> {
-        self.spans.iter().find(|p| p.span_id == span.parent_span_id)
-    }
-
-    /// True when `ancestor` is above `span`.
-    fn descends_from(&self, span: &Span, ancestor: &Span) -> bool {
-        let mut at = span;
-        while let Some(parent) = self.parent(at) {
-            if parent.span_id == ancestor.span_id {
-                return true;
-            }
-            at = parent;
-        }
-        false
-    }
-
-    /// The spans named `name` anywhere below `ancestor`, by start time.
-    fn below(&self, ancestor: &Span, name: &str) -> Vec<&Span> {
-        self.named(name)
-            .into_iter()
-            .filter(|s| self.descends_from(s, ancestor))
-            .collect()
-    }
-
-    fn names(&self) -> Vec<&str> {
-        self.spans.iter().map(|s| s.name.as_str()).collect()
-    }
-}
-
-fn events<'a>(span: &'a Span, name: &str) -> Vec<&'a span::Event> {
-    span.events.iter().filter(|e| e.name == name).collect()
-}
-
-fn is_error(span: &Span) -> bool {
-    span.status
-        .as_ref()
-        .is_some_and(|s| s.code == status::StatusCode::Error as i32)
-}
-
-/// The number data points of a counter.
-fn sum_points(metric: &Metric) -> &[NumberDataPoint] {
-    match &metric.data {
-        Some(metric::Data::Sum(sum)) => &sum.data_points,
-        other => panic!("{} is not a sum: {other:?}", metric.name),
-    }
-}
-
-/// The data points of a histogram.
-fn histogram_points(metric: &Metric) -> &[HistogramDataPoint] {
-    match &metric.data {
-        Some(metric::Data::Histogram(h)) => &h.data_points,
-        other => panic!("{} is not a histogram: {other:?}", metric.name),
-    }
-}
-
-/// True when `attributes` holds every `(key, string value)` of `want`.
-fn matches(attributes: &[KeyValue], want: &[(&str, &str)]) -> bool {
-    want.iter().all(|(key, value)| {
-        matches!(attr(attributes, key), Some(any_value::Value::StringValue(s)) if s == value)
-    })
-}
-
-/// The value of the counter data point with attributes `want`.
-#[track_caller]
-fn counter(collected: &Collected, name: &str, want: &[(&str, &str)]) -> i64 {
-    let metric = collected.metric(name);
-    let points = sum_points(metric);
-    let point = points
-        .iter()
-        .find(|p| matches(&p.attributes, want))
-        .unwrap_or_else(|| {
-            let seen: Vec<String> = points.iter().map(|p| show(&p.attributes)).collect();
-            panic!("{name} has no data point with {want:?}; it has {seen:?}")
-        });
-    match point.value {
-        Some(number_data_point::Value::AsInt(n)) => n,
-        other => panic!("{name}: not an integer count: {other:?}"),
-    }
-}
-
-/// The histogram data point of `name` with attributes `want`.
-#[track_caller]
-fn histogram<'a>(
-    collected: &'a Collected,
-    name: &str,
-    want: &[(&str, &str)],
-) -> &'a HistogramDataPoint {
-    let points = histogram_points(collected.metric(name));
-    points
-        .iter()
-        .find(|p| matches(&p.attributes, want))
-        .unwrap_or_else(|| {
-            let seen: Vec<String> = points.iter().map(|p| show(&p.attributes)).collect();
-            panic!("{name} has no data point with {want:?}; it has {seen:?}")
-        })
-}
+/// The root span of a scripted delegation.
+const ROOT: &str = "invoke_agent scripted";
 
 // ---------------------------------------------------------------------------------------------
 // Running delegations.
@@ -508,7 +72,7 @@ fn run_exported(dir: &TempDir, receiver: &Receiver, env: &[(&str, &str)]) -> (Ou
         "--json",
     ])
     .current_dir(dir.path());
-    if receiver.protocol == Protocol::Grpc {
+    if receiver.protocol() == Protocol::Grpc {
         command = command.env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
     }
     for (name, value) in env {
@@ -522,11 +86,10 @@ fn run_exported(dir: &TempDir, receiver: &Receiver, env: &[(&str, &str)]) -> (Ou
 /// Waits until the delegation's root span and `metrics` arrived, then checks that every span
 /// belongs to one trace whose id `--json` printed, and returns the trace.
 fn collect(receiver: &Receiver, report: &Value, metrics: &[&str]) -> (Trace, Collected) {
-    let collected = receiver
-        .store
-        .wait_until("the delegation's spans and metrics", |c| {
-            c.has_span("delegation.execute") && c.has_metrics(metrics)
-        });
+    let collected = receiver.wait_until("the delegation's spans and metrics", |c| {
+        let root = c.spans.iter().any(|s| s.name.starts_with("invoke_agent "));
+        root && c.has_metrics(metrics)
+    });
     let trace_id = report["trace_id"]
         .as_str()
         .unwrap_or_else(|| panic!("--json has no trace_id: {report}"));
@@ -552,15 +115,16 @@ fn collect(receiver: &Receiver, report: &Value, metrics: &[&str]) -> (Trace, Col
 /// Checks the root span against the `--json` report and returns it.
 #[track_caller]
 fn root<'a>(trace: &'a Trace, report: &Value) -> &'a Span {
-    let roots = trace.named("delegation.execute");
+    let roots = trace.named(ROOT);
     assert_eq!(roots.len(), 1, "spans: {:?}", trace.names());
     let root = roots[0];
-    assert!(
-        root.parent_span_id.is_empty(),
-        "delegation.execute has a parent"
-    );
+    assert!(root.parent_span_id.is_empty(), "{ROOT} has a parent");
     let a = &root.attributes;
-    assert_eq!(text(a, "delegation.id"), report["id"].as_str().expect("id"));
+    let id = report["id"].as_str().expect("id");
+    assert_eq!(text(a, "gen_ai.operation.name"), "invoke_agent");
+    assert_eq!(text(a, "gen_ai.agent.name"), "scripted");
+    assert_eq!(text(a, "gen_ai.agent.id"), id);
+    assert_eq!(text(a, "delegation.id"), id);
     assert_eq!(text(a, "delegation.kind"), "scripted");
     assert_eq!(
         int(a, "delegation.verify_attempts"),
@@ -583,7 +147,7 @@ fn root<'a>(trace: &'a Trace, report: &Value) -> &'a Span {
         if span.span_id != root.span_id {
             assert!(
                 trace.descends_from(span, root),
-                "{} is not under delegation.execute",
+                "{} is not under {ROOT}",
                 span.name
             );
         }
@@ -612,6 +176,14 @@ fn attempts<'a>(trace: &'a Trace, root: &Span, report: &Value) -> Vec<&'a Span> 
             .map(|r| r.as_str().expect("a reason"))
             .collect();
         assert_eq!(boolean(a, "verify.passed"), reasons.is_empty());
+        // The verdict as a GenAI evaluation event.
+        let verdicts = events(span, "gen_ai.evaluation.result");
+        assert_eq!(verdicts.len(), 1, "attempt {index}: {:?}", span.events);
+        let e = &verdicts[0].attributes;
+        assert_eq!(text(e, "gen_ai.evaluation.name"), "harness.verification");
+        let label = if reasons.is_empty() { "pass" } else { "fail" };
+        assert_eq!(text(e, "gen_ai.evaluation.score.label"), label);
+        assert_eq!(text(e, "gen_ai.evaluation.explanation"), reasons.join("\n"));
         if reasons.is_empty() {
             assert!(attr(a, "verify.reasons").is_none(), "{}", show(a));
         } else {
@@ -653,7 +225,7 @@ fn retry_events(attempts: &[&Span], reasons: &[&str]) {
     }
 }
 
-/// Checks a `gen_ai.chat` span.
+/// Checks a `chat` span.
 #[track_caller]
 fn chat(span: &Span) {
     let a = &span.attributes;
@@ -662,7 +234,7 @@ fn chat(span: &Span) {
     assert!(!is_error(span));
 }
 
-/// Checks a `gen_ai.execute_tool` span.
+/// Checks an `execute_tool` span.
 #[track_caller]
 fn tool(span: &Span, name: &str, call_id: &str, failed: bool) {
     let a = &span.attributes;
@@ -716,20 +288,20 @@ fn lies_then_tells_the_truth(protocol: Protocol) {
 
     // Attempt 1: one model call (the lie), no tool call, the verifier says no.
     let (first, second) = (attempts[0], attempts[1]);
-    let calls = trace.children(first, "gen_ai.chat");
+    let calls = trace.children(first, "chat");
     assert_eq!(calls.len(), 1);
     chat(calls[0]);
-    assert!(trace.below(first, "gen_ai.execute_tool").is_empty());
+    assert!(trace.below(first, "execute_tool write_file").is_empty());
     let verify = trace.children(first, "verify.inline");
     assert_eq!(verify.len(), 1);
     inline(verify[0], Some(NO_FILE));
 
     // Attempt 2: the model asks for write_file, the tool runs, the model answers, the verifier
     // accepts.
-    let calls = trace.children(second, "gen_ai.chat");
+    let calls = trace.children(second, "chat");
     assert_eq!(calls.len(), 2);
     calls.iter().for_each(|c| chat(c));
-    let tools = trace.children(second, "gen_ai.execute_tool");
+    let tools = trace.children(second, "execute_tool write_file");
     assert_eq!(tools.len(), 1);
     let call_id = report["result"]["tool_calls"][0]["id"]
         .as_str()
@@ -804,7 +376,7 @@ fn exhausts_its_retries(protocol: Protocol) {
     retry_events(&attempts, &[NO_FILE]);
     for attempt in &attempts {
         assert!(!boolean(&attempt.attributes, "verify.passed"));
-        let calls = trace.children(attempt, "gen_ai.chat");
+        let calls = trace.children(attempt, "chat");
         assert_eq!(calls.len(), 1);
         chat(calls[0]);
         let verify = trace.children(attempt, "verify.inline");
@@ -892,7 +464,7 @@ fn hook_runs_and_verifier_logs_are_in_the_trace() {
 
     for (index, attempt) in attempts.iter().enumerate() {
         // The tool call, with its tool.pre hook run under it.
-        let tools = trace.children(attempt, "gen_ai.execute_tool");
+        let tools = trace.children(attempt, "execute_tool write_file");
         assert_eq!(tools.len(), 1);
         let call_id = format!("call_{}", index + 1);
         tool(tools[0], "write_file", &call_id, false);
@@ -1007,13 +579,11 @@ fn the_trace_id_and_link_are_printed() {
         .split_once(' ')
         .unwrap_or_else(|| panic!("no link: {line}"));
     assert_eq!(url, format!("http://localhost:16686/trace/{id}"));
-    let collected = receiver
-        .store
-        .wait_until("the delegation span", |c| c.has_span("delegation.execute"));
+    let collected = receiver.wait_until("the delegation span", |c| c.has_span(ROOT));
     let root = collected
         .spans
         .iter()
-        .find(|s| s.name == "delegation.execute")
+        .find(|s| s.name == ROOT)
         .expect("the root span");
     assert_eq!(hex(&root.trace_id), id);
 
@@ -1032,4 +602,128 @@ fn the_trace_id_and_link_are_printed() {
         .run();
     out.expect_code(0);
     assert!(!out.stderr.contains("trace:"), "{out:?}");
+}
+
+/// A caller's W3C trace context (in the `TRACEPARENT` variable).
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+fn caller_traceparent() -> String {
+    format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01")
+}
+
+/// With `TRACEPARENT` set, the delegation continues the caller's trace: its root span is a child
+/// of the caller's span, and every span and the printed trace id are the caller's trace.
+#[test]
+fn a_callers_traceparent_is_the_parent_of_the_delegation() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = quickstart();
+    let traceparent = caller_traceparent();
+    let (out, report) = run_exported(&dir, &receiver, &[("TRACEPARENT", traceparent.as_str())]);
+    out.expect_code(0);
+    assert_eq!(report["trace_id"], json!(CALLER_TRACE));
+    let collected = receiver.wait_until("the delegation span", |c| c.has_span(ROOT));
+    let root = collected
+        .spans
+        .iter()
+        .find(|s| s.name == ROOT)
+        .expect("the root span");
+    assert_eq!(hex(&root.parent_span_id), CALLER_SPAN);
+    for span in &collected.spans {
+        assert_eq!(hex(&span.trace_id), CALLER_TRACE, "span {}", span.name);
+    }
+
+    // A value that is not a traceparent is named on stderr and a new trace starts.
+    let dir = quickstart();
+    let (out, report) = run_exported(&dir, &receiver, &[("TRACEPARENT", "00-not-a-trace-01")]);
+    out.expect_code(0);
+    assert!(
+        out.stderr
+            .contains("TRACEPARENT=\"00-not-a-trace-01\" is not a W3C traceparent"),
+        "{out:?}"
+    );
+    let id = report["trace_id"].as_str().expect("a trace id");
+    assert_ne!(id, CALLER_TRACE);
+}
+
+/// The model server receives the `traceparent` of the `chat` span that made the request, so its
+/// own spans join the delegation's trace.
+#[test]
+fn model_requests_carry_the_trace_context() {
+    let receiver = Receiver::start(Protocol::Http);
+    let server = ModelServer::start(|_, body| answer(body, "done"));
+    let dir = TempDir::new();
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: Say done\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: HARNESS_TEST_NO_KEY}}\nverify: |\n  def run(result):\n      return result[\"response\"] == \"done\"\n",
+            server.base_url()
+        ),
+    );
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(0);
+    let (trace, _) = collect(&receiver, &report, &[]);
+    let chats = trace.named("chat fake");
+    assert_eq!(chats.len(), 1, "spans: {:?}", trace.names());
+    assert_eq!(text(&chats[0].attributes, "gen_ai.request.model"), "fake");
+    assert_eq!(text(&chats[0].attributes, "gen_ai.provider.name"), "openai");
+    let trace_id = report["trace_id"].as_str().expect("a trace id");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].header("traceparent"),
+        Some(format!("00-{trace_id}-{}-01", hex(&chats[0].span_id)).as_str())
+    );
+
+    // Exporting nothing, a caller's trace context still passes through unchanged.
+    let traceparent = caller_traceparent();
+    let out = harness(["run", "delegation.yaml"])
+        .current_dir(dir.path())
+        .env("TRACEPARENT", &traceparent)
+        .run();
+    out.expect_code(0);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].header("traceparent"), Some(traceparent.as_str()));
+
+    // And with no trace at all, there is no header.
+    let out = harness(["run", "delegation.yaml"])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    assert_eq!(server.seen()[2].header("traceparent"), None);
+}
+
+/// An agent CLI gets `TRACEPARENT` naming the `chat` span it runs under, so a CLI that traces
+/// (or a wrapper script) joins the delegation's trace.
+#[test]
+fn agent_clis_get_the_trace_context_in_traceparent() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = TempDir::new();
+    dir.write(
+        "delegation.yaml",
+        "task: Record the trace context\ndelegate: {kind: command, command: [sh, -c, 'printf %s \"$TRACEPARENT\" > traceparent.txt; echo Done']}\nverify: |\n  def run(result):\n      return fs.stat(\"traceparent.txt\") != None\n",
+    );
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(0);
+    let (trace, _) = collect(&receiver, &report, &[]);
+    let root = trace.named("invoke_agent sh");
+    assert_eq!(root.len(), 1, "spans: {:?}", trace.names());
+    assert_eq!(text(&root[0].attributes, "gen_ai.agent.name"), "sh");
+    let chats = trace.named("chat");
+    assert_eq!(chats.len(), 1, "spans: {:?}", trace.names());
+    let trace_id = report["trace_id"].as_str().expect("a trace id");
+    assert_eq!(
+        dir.read("traceparent.txt"),
+        Some(format!("00-{trace_id}-{}-01", hex(&chats[0].span_id)))
+    );
+
+    // Exporting nothing, the caller's context passes through.
+    let traceparent = caller_traceparent();
+    let out = harness(["run", "delegation.yaml"])
+        .current_dir(dir.path())
+        .env("TRACEPARENT", &traceparent)
+        .run();
+    out.expect_code(0);
+    assert_eq!(dir.read("traceparent.txt"), Some(traceparent));
 }

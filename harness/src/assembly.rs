@@ -26,6 +26,9 @@ pub struct Overrides {
     pub allow_env: Vec<String>,
     /// Hook files and directories added to the delegation's own.
     pub hooks: Vec<PathBuf>,
+    /// The caller's W3C `traceparent`: each delegation's trace continues it (the CLI reads
+    /// `TRACEPARENT`; a service reads its request's headers).
+    pub trace_parent: Option<String>,
 }
 
 /// Builds ready [`Delegation`]s. Each workspace's project policy is read once, however many

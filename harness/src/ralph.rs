@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use harness_builtins::{Engine, Workspaces};
+use opentelemetry::context::FutureExt as _;
 use tracing::Instrument;
 use tracing::field::Empty;
 
@@ -123,8 +124,18 @@ impl Runtime {
     pub async fn run(&self, delegation: &Delegation, observer: &dyn Observer) -> Report {
         let id = new_id();
         let kind = delegation.delegate.kind();
+        let agent = delegation.delegate.agent_name();
+        // The caller's context is current while the root span is created (so the span continues
+        // its trace) and while the delegation runs (so a caller's trace passes on to model
+        // servers and agent CLIs even when this process exports nothing).
+        let parent = telemetry::parent_context(delegation.trace_parent.as_deref());
+        let entered = parent.clone().map(opentelemetry::Context::attach);
         let span = tracing::info_span!(
             telemetry::SPAN_DELEGATION,
+            otel.name = format!("{} {agent}", telemetry::SPAN_DELEGATION).as_str(),
+            gen_ai.operation.name = telemetry::SPAN_DELEGATION,
+            gen_ai.agent.name = agent,
+            gen_ai.agent.id = id.as_str(),
             { attr::DELEGATION_ID } = id.as_str(),
             { attr::DELEGATION_KIND } = kind,
             { attr::RETRY_TEMPLATE_VERSION } = RETRY_TEMPLATE_VERSION,
@@ -135,6 +146,7 @@ impl Runtime {
             { attr::ERROR_TYPE } = Empty,
             otel.status_code = Empty,
         );
+        drop(entered);
         let mut report = Report {
             request: Some(crate::session::request(&id, delegation, None)),
             id,
@@ -156,9 +168,12 @@ impl Runtime {
         // Boxed here and at the other seams below: async state machines nest by value, so
         // without a box the delegation's future is tens of kilobytes, copied by every move (into
         // `instrument`, into `timeout`, into the spawned task) and held per running delegation.
-        let ended = Box::pin(self.execute(delegation, observer, &mut report))
-            .instrument(span.clone())
-            .await;
+        let work =
+            Box::pin(self.execute(delegation, observer, &mut report)).instrument(span.clone());
+        let ended = match parent {
+            Some(parent) => work.with_context(parent).await,
+            None => work.await,
+        };
         report.outcome = match ended {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -334,6 +349,7 @@ fn evaluation_event(verdict: &Verdict, reasons: &[String]) {
         gen_ai.evaluation.name = "harness.verification",
         gen_ai.evaluation.score.label = if verdict.passed() { "pass" } else { "fail" },
         gen_ai.evaluation.explanation = reasons.join("\n").as_str(),
-        "gen_ai.evaluation.result"
+        "{}",
+        telemetry::EVENT_EVALUATION
     );
 }

@@ -117,6 +117,20 @@ impl DelegateConfig {
             DelegateConfig::Command(_) => "command",
         }
     }
+
+    /// The agent's name in traces (`gen_ai.agent.name`): the program of a command delegate
+    /// (`claude`, `codex`, ...), else the kind.
+    pub fn agent_name(&self) -> &str {
+        match self {
+            DelegateConfig::Command(spec) => spec
+                .command
+                .first()
+                .and_then(|program| Path::new(program).file_name())
+                .and_then(|name| name.to_str())
+                .unwrap_or("command"),
+            other => other.kind(),
+        }
+    }
 }
 
 /// An inline verifier's name (for messages) and source.
@@ -166,6 +180,8 @@ pub struct Delegation {
     pub timeout: Option<Duration>,
     /// The secret patterns scrubbed from what the run reports (project policy `redact:`).
     pub redact: Redactor,
+    /// The caller's W3C `traceparent`, made the parent of the delegation's root span.
+    pub trace_parent: Option<String>,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -383,6 +399,7 @@ impl Delegation {
             max_turns,
             timeout,
             redact: project.redact.clone(),
+            trace_parent: overrides.trace_parent.clone(),
         })
     }
 }

@@ -1,14 +1,18 @@
-//! Span and attribute names, in one place (DESIGN §4.8). OpenTelemetry semantic-convention names
-//! are used where one exists.
+//! Span, attribute and metric names, in one place (DESIGN §4.14), the metric instruments, and the
+//! W3C trace context carried across process boundaries. OpenTelemetry GenAI semantic-convention
+//! names are used where one exists: each span's exported name is `otel.name`, e.g.
+//! `invoke_agent claude`, `chat gpt-4o`, `execute_tool read_file`.
 
-/// One delegation, from request to outcome.
-pub const SPAN_DELEGATION: &str = "delegation.execute";
+/// One delegation, from request to outcome (GenAI `invoke_agent {gen_ai.agent.name}`).
+pub const SPAN_DELEGATION: &str = "invoke_agent";
 /// One attempt of the Ralph loop.
 pub const SPAN_ATTEMPT: &str = "delegation.attempt";
-/// One model call (OpenTelemetry GenAI `chat` operation).
-pub const SPAN_MODEL_CALL: &str = "gen_ai.chat";
-/// One tool call.
-pub const SPAN_TOOL: &str = "gen_ai.execute_tool";
+/// One model call (GenAI `chat {gen_ai.request.model}`).
+pub const SPAN_MODEL_CALL: &str = "chat";
+/// One tool call (GenAI `execute_tool {gen_ai.tool.name}`).
+pub const SPAN_TOOL: &str = "execute_tool";
+/// The event recorded on an attempt's span for each verdict (GenAI evaluation event).
+pub const EVENT_EVALUATION: &str = "gen_ai.evaluation.result";
 /// The inline verifier.
 pub const SPAN_VERIFY: &str = "verify.inline";
 
@@ -49,6 +53,7 @@ pub mod metric {
     pub const TOKENS: &str = "harness.gen_ai.tokens";
 }
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use opentelemetry::KeyValue;
@@ -140,4 +145,24 @@ pub(crate) fn record_hook_decision(event: &'static str, hook: &str, action: &'st
             KeyValue::new("hook.action", action),
         ],
     );
+}
+
+/// The context a delegation's trace continues: the caller's `traceparent`, read through the
+/// global propagator (a no-op unless the binary installed one, so embedders decide).
+pub(crate) fn parent_context(traceparent: Option<&str>) -> Option<opentelemetry::Context> {
+    let traceparent = traceparent?;
+    let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    Some(opentelemetry::global::get_text_map_propagator(|p| {
+        p.extract(&carrier)
+    }))
+}
+
+/// The current trace context as propagation fields (`traceparent`, and `tracestate` when there is
+/// one), for a model request's headers or a child process's environment. Empty outside a trace.
+pub(crate) fn propagation_fields() -> HashMap<String, String> {
+    let mut fields = HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&opentelemetry::Context::current(), &mut fields);
+    });
+    fields
 }

@@ -105,9 +105,14 @@ async fn model_call(
 ) -> Result<crate::delegate::Turn> {
     let kind = session.delegate.kind();
     let model = session.delegate.model().map(str::to_owned);
+    let name = match &model {
+        Some(model) => format!("{} {model}", telemetry::SPAN_MODEL_CALL),
+        None => telemetry::SPAN_MODEL_CALL.to_owned(),
+    };
     let span = tracing::info_span!(
         telemetry::SPAN_MODEL_CALL,
-        gen_ai.operation.name = "chat",
+        otel.name = name.as_str(),
+        gen_ai.operation.name = telemetry::SPAN_MODEL_CALL,
         gen_ai.provider.name = kind,
         gen_ai.request.model = model.as_deref(),
         gen_ai.usage.input_tokens = Empty,
@@ -153,7 +158,8 @@ async fn model_call(
 async fn call_tool(session: &Session, call: ToolCall) -> Result<(ToolCall, ToolOutput)> {
     let span = tracing::info_span!(
         telemetry::SPAN_TOOL,
-        gen_ai.operation.name = "execute_tool",
+        otel.name = format!("{} {}", telemetry::SPAN_TOOL, call.name).as_str(),
+        gen_ai.operation.name = telemetry::SPAN_TOOL,
         gen_ai.tool.name = call.name.as_str(),
         gen_ai.tool.call.id = call.id.as_str(),
         tool.is_error = Empty,

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::args::BatchArgs;
 use crate::exit;
 use crate::settings;
-use crate::telemetry;
+use harness_telemetry as telemetry;
 
 /// Exit code after Ctrl-C (128 + SIGINT).
 const INTERRUPTED: u8 = 130;

@@ -7,7 +7,7 @@ use harness::{Assembler, Delegation, Error, Event, Outcome, Report, Runtime};
 use crate::args::RunArgs;
 use crate::exit;
 use crate::settings;
-use crate::telemetry;
+use harness_telemetry as telemetry;
 
 /// Runs the command and returns its exit code.
 pub async fn run(args: RunArgs) -> u8 {

@@ -11,5 +11,6 @@
 #![warn(missing_docs)]
 
 pub mod model;
+pub mod otlp;
 mod serve;
 pub mod web;

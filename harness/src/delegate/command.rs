@@ -78,6 +78,10 @@ impl CommandDelegate {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
+        for (name, value) in crate::telemetry::propagation_fields() {
+            command.env(name.to_ascii_uppercase(), value);
+        }
         let mut child = command.spawn().map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::NotFound {
                 " (is it installed and on PATH, and does the working directory exist?)"

@@ -196,6 +196,9 @@ impl OpenAiDelegate {
         if let Some(key) = api_key {
             builder = builder.bearer_auth(key);
         }
+        for (name, value) in crate::telemetry::propagation_fields() {
+            builder = builder.header(name, value);
+        }
         let attempt = async {
             let mut response = builder.send().await?;
             let status = response.status();

@@ -1,0 +1,177 @@
+//! The OTLP exporters the environment and `--otlp-endpoint` configure.
+
+use opentelemetry_otlp::{
+    MetricExporter, SpanExporter, WithExportConfig as _, WithHttpConfig as _,
+};
+use opentelemetry_sdk::Resource;
+
+use crate::{EXPORT_TIMEOUT, env};
+
+/// What [`Exporters::from_env`] built; `None` where that signal is not exported.
+pub(crate) struct Exporters {
+    pub spans: Option<SpanExporter>,
+    pub metrics: Option<MetricExporter>,
+    pub resource: Resource,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+impl Exporters {
+    /// Builds the exporters, or none when no endpoint is configured. A configuration the
+    /// exporters reject is a warning and that signal is not exported.
+    pub fn from_env(flag_endpoint: Option<&str>) -> Self {
+        let mut exporters = Exporters {
+            spans: None,
+            metrics: None,
+            resource: resource(),
+        };
+        let endpoint = flag_endpoint
+            .map(str::to_owned)
+            .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"));
+        let Some(endpoint) = endpoint else {
+            return exporters;
+        };
+        let protocol = match env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            .as_deref()
+        {
+            None | Some("http/protobuf") => Protocol::HttpProtobuf,
+            Some("grpc") => Protocol::Grpc,
+            Some(other) => {
+                eprintln!(
+                    "warning: OTEL_EXPORTER_OTLP_PROTOCOL={other} is not supported (use grpc or http/protobuf); using http/protobuf"
+                );
+                Protocol::HttpProtobuf
+            }
+        };
+        // An endpoint from the flag is a base URL, like OTEL_EXPORTER_OTLP_ENDPOINT; the exporters
+        // append the signal's path themselves only to the environment variable.
+        let from_flag = flag_endpoint.is_some();
+        let signal_url = |path: &str| -> Option<String> {
+            from_flag.then(|| match protocol {
+                Protocol::Grpc => endpoint.clone(),
+                Protocol::HttpProtobuf => format!("{}/{path}", endpoint.trim_end_matches('/')),
+            })
+        };
+        // One client for both signals; gRPC has tonic's own channel.
+        let http = match protocol {
+            Protocol::Grpc => None,
+            Protocol::HttpProtobuf => match RuntimeHttp::new() {
+                Ok(http) => Some(http),
+                Err(e) => {
+                    eprintln!("warning: OTLP export disabled: {e}");
+                    return exporters;
+                }
+            },
+        };
+        let spans = match &http {
+            None => {
+                let mut b = SpanExporter::builder()
+                    .with_tonic()
+                    .with_timeout(EXPORT_TIMEOUT);
+                if let Some(url) = signal_url("v1/traces") {
+                    b = b.with_endpoint(url);
+                }
+                b.build().map_err(|e| e.to_string())
+            }
+            Some(http) => {
+                let mut b = SpanExporter::builder()
+                    .with_http()
+                    .with_http_client(http.clone())
+                    .with_timeout(EXPORT_TIMEOUT);
+                if let Some(url) = signal_url("v1/traces") {
+                    b = b.with_endpoint(url);
+                }
+                b.build().map_err(|e| e.to_string())
+            }
+        };
+        let metrics = match &http {
+            None => {
+                let mut b = MetricExporter::builder()
+                    .with_tonic()
+                    .with_timeout(EXPORT_TIMEOUT);
+                if let Some(url) = signal_url("v1/metrics") {
+                    b = b.with_endpoint(url);
+                }
+                b.build().map_err(|e| e.to_string())
+            }
+            Some(http) => {
+                let mut b = MetricExporter::builder()
+                    .with_http()
+                    .with_http_client(http.clone())
+                    .with_timeout(EXPORT_TIMEOUT);
+                if let Some(url) = signal_url("v1/metrics") {
+                    b = b.with_endpoint(url);
+                }
+                b.build().map_err(|e| e.to_string())
+            }
+        };
+        match spans {
+            Ok(spans) => exporters.spans = Some(spans),
+            Err(e) => eprintln!("warning: OTLP trace export disabled: {e}"),
+        }
+        match metrics {
+            Ok(metrics) => exporters.metrics = Some(metrics),
+            Err(e) => eprintln!("warning: OTLP metric export disabled: {e}"),
+        }
+        exporters
+    }
+}
+
+/// The resource: what `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` say, with the service
+/// named `harness` unless they name it.
+fn resource() -> Resource {
+    let named = env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| a.contains("service.name="));
+    let builder = Resource::builder();
+    if named {
+        builder.build()
+    } else {
+        builder.with_service_name("harness").build()
+    }
+}
+
+/// The OTLP/HTTP exporters' client: one async `reqwest` client (with the process's TLS provider)
+/// whose requests run on the process's Tokio runtime. The exporters call it from their own
+/// background threads (the batch span processor and the periodic metric reader block on each
+/// export), so each request is spawned onto the runtime and its result awaited from there; the
+/// runtime outlives [`crate::Telemetry::shutdown`], which `main` runs inside it. This replaces
+/// the blocking client the exporter would otherwise build per signal, each with its own client,
+/// its own single-threaded runtime and thread, and its own copy of the TLS roots.
+#[derive(Debug, Clone)]
+struct RuntimeHttp {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Handle,
+}
+
+impl RuntimeHttp {
+    /// Must be called inside the runtime.
+    fn new() -> Result<Self, String> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| format!("cannot build its HTTP client: {e}"))?;
+        let client = harness_builtins::http_client_builder()
+            .timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot build its HTTP client: {e}"))?;
+        Ok(RuntimeHttp { client, runtime })
+    }
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for RuntimeHttp {
+    async fn send_bytes(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> Result<http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
+        let client = self.client.clone();
+        let sent = self
+            .runtime
+            .spawn(async move { client.send_bytes(request).await });
+        sent.await?
+    }
+}
