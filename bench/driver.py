@@ -304,14 +304,18 @@ def main():
     print(f"  peak RSS from: {next(iter(results.values()))[0]['rss_source']}")
 
     floor = next(r for r in rows if r["label"] == "bare-reqwest")
-    print("\ngoals (issue 6):")
+    # Issue 6 set 150 µs for both; issue 13 moved export onto tracing-opentelemetry and the SDK
+    # and set 250 µs for export on (telemetry off keeps 150 µs and 25 MB).
+    goals = {"harness (telemetry off)": 150, "harness (OTLP export on)": 250}
+    print("\ngoals (issues 6 and 13):")
     for row in rows:
-        if row["label"] in ("harness (telemetry off)", "harness (OTLP export on)"):
-            print(f"  {row['label']}: CPU {row['cpu_us']:.0f} µs/deleg (goal ≤ 150) "
-                  f"{'met' if row['cpu_us'] <= 150 else 'MISSED'}; peak RSS {row['rss_mb']:.1f} MB "
+        if row["label"] in goals:
+            goal = goals[row["label"]]
+            print(f"  {row['label']}: CPU {row['cpu_us']:.0f} µs/deleg (goal ≤ {goal}) "
+                  f"{'met' if row['cpu_us'] <= goal else 'MISSED'}; peak RSS {row['rss_mb']:.1f} MB "
                   f"(goal ≤ 25) {'met' if row['rss_mb'] <= 25 else 'MISSED'}; "
                   f"{row['cpu_us'] / floor['cpu_us']:.1f}× the floor's CPU and "
-                  f"{floor['rate'] / row['rate']:.1f}× its wall time (goal ≤ 3×)")
+                  f"{floor['rate'] / row['rate']:.1f}× its wall time")
     print(f"  floor (bare-reqwest): {floor['cpu_us']:.0f} µs/deleg, {floor['rate']:.0f} deleg/s, "
           f"{floor['rss_mb']:.1f} MB")
 

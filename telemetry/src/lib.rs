@@ -110,11 +110,6 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
 }
 
 impl Telemetry {
-    /// Whether spans are exported.
-    pub fn exports_traces(&self) -> bool {
-        self.traces.is_some()
-    }
-
     /// Flushes and stops the exporters, waiting at most [`SHUTDOWN_BUDGET`]. Blocks: call it from
     /// `spawn_blocking` when inside the runtime.
     pub fn shutdown(self) {
