@@ -2,10 +2,11 @@
 //! entries reported by line; the concurrency bound observed by a real HTTP server.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use harness_testkit::model::{ModelServer, Reply, answer};
 
 use crate::util::{TempDir, harness};
 
@@ -165,45 +166,16 @@ fn bad_batch_files_are_configuration_errors() {
     }
 }
 
-/// A chat-completions server that answers after a short delay and records the most requests it
-/// ever had in flight at once.
-async fn start_counting_server() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
-    use axum::{Json, Router, routing::post};
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let peak = Arc::new(AtomicUsize::new(0));
-    let (now, most) = (Arc::clone(&in_flight), Arc::clone(&peak));
-    let app = Router::new().route(
-        "/v1/chat/completions",
-        post(move |Json(_body): Json<Value>| {
-            let (now, most) = (Arc::clone(&now), Arc::clone(&most));
-            async move {
-                let current = now.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(current, Ordering::SeqCst);
-                // Simulated model latency, so concurrent delegations overlap.
-                tokio::time::sleep(std::time::Duration::from_millis(40)).await;
-                now.fetch_sub(1, Ordering::SeqCst);
-                Json(json!({
-                    "id": "c", "object": "chat.completion", "model": "fake",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "{\"ok\": true}"}}],
-                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
-                }))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let address = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{address}/v1"), in_flight, peak)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_concurrency_bound_holds_at_the_server() {
-    let (base_url, _in_flight, peak) = start_counting_server().await;
+    // Each answer takes a while, so concurrent delegations overlap at the server.
+    let server = ModelServer::start(|_, body| {
+        Reply::After(
+            Duration::from_millis(40),
+            Box::new(answer(body, "{\"ok\": true}")),
+        )
+    });
+    let base_url = server.base_url().to_owned();
     let dir = TempDir::new();
     let entry = json!({
         "task": "say ok",
@@ -222,7 +194,7 @@ async fn the_concurrency_bound_holds_at_the_server() {
     .expect("the batch runs");
     out.expect_code(0);
     assert_eq!(out.stdout.lines().count(), 12, "{out:?}");
-    let most = peak.load(Ordering::SeqCst);
+    let most = server.peak_in_flight();
     assert!(
         (1..=3).contains(&most),
         "the server saw {most} requests in flight at once"

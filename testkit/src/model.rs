@@ -11,7 +11,9 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -30,6 +32,8 @@ pub enum Reply {
     Json(u16, Vec<(&'static str, &'static str)>, Value),
     /// Never answers (for timeouts).
     Hang,
+    /// The reply, after a delay (simulated model latency, so concurrent requests overlap).
+    After(Duration, Box<Reply>),
 }
 
 /// One request the server received.
@@ -63,6 +67,14 @@ type Model = dyn Fn(usize, &Value) -> Reply + Send + Sync;
 struct ServerState {
     model: Arc<Model>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    in_flight: Arc<InFlight>,
+}
+
+/// Requests being answered now, and the most there ever were at once.
+#[derive(Default)]
+struct InFlight {
+    now: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 /// A fake OpenAI-compatible server serving `POST /v1/chat/completions` on 127.0.0.1 on a
@@ -70,6 +82,7 @@ struct ServerState {
 pub struct ModelServer {
     base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    in_flight: Arc<InFlight>,
     _served: Served,
 }
 
@@ -90,8 +103,10 @@ impl ModelServer {
         let state = ServerState {
             model: Arc::new(model),
             seen: Arc::new(Mutex::new(Vec::new())),
+            in_flight: Arc::default(),
         };
         let seen = Arc::clone(&state.seen);
+        let in_flight = Arc::clone(&state.in_flight);
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
             .with_state(state);
@@ -99,6 +114,7 @@ impl ModelServer {
         ModelServer {
             base_url: format!("http://{}/v1", served.addr()),
             seen,
+            in_flight,
             _served: served,
         }
     }
@@ -128,6 +144,12 @@ impl ModelServer {
     /// Returns every request received so far, in order.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().expect("the request log").clone()
+    }
+
+    /// Returns the most requests the server was answering at once (a concurrency bound seen
+    /// from the server's side; give replies a [`Reply::After`] delay so they overlap).
+    pub fn peak_in_flight(&self) -> usize {
+        self.in_flight.peak.load(Ordering::SeqCst)
     }
 
     /// Returns the request bodies received so far, in order.
@@ -165,18 +187,34 @@ async fn chat_completions(
         });
         seen.len() - 1
     };
-    match (state.model)(index, &body) {
-        Reply::Json(status, headers, body) => {
-            let status = StatusCode::from_u16(status).expect("a valid status");
-            let mut response = (status, axum::Json(body)).into_response();
-            for (name, value) in headers {
-                response
-                    .headers_mut()
-                    .insert(name, value.parse().expect("a valid header value"));
+    let reply = (state.model)(index, &body);
+    let in_flight = &state.in_flight;
+    let now = in_flight.now.fetch_add(1, Ordering::SeqCst) + 1;
+    in_flight.peak.fetch_max(now, Ordering::SeqCst);
+    let response = respond(reply).await;
+    in_flight.now.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn respond(mut reply: Reply) -> Response {
+    loop {
+        match reply {
+            Reply::After(delay, then) => {
+                tokio::time::sleep(delay).await;
+                reply = *then;
             }
-            response
+            Reply::Json(status, headers, body) => {
+                let status = StatusCode::from_u16(status).expect("a valid status");
+                let mut response = (status, axum::Json(body)).into_response();
+                for (name, value) in headers {
+                    response
+                        .headers_mut()
+                        .insert(name, value.parse().expect("a valid header value"));
+                }
+                return response;
+            }
+            Reply::Hang => return std::future::pending().await,
         }
-        Reply::Hang => std::future::pending().await,
     }
 }
 
