@@ -727,3 +727,18 @@ fn agent_clis_get_the_trace_context_in_traceparent() {
     out.expect_code(0);
     assert_eq!(dir.read("traceparent.txt"), Some(traceparent));
 }
+
+/// `OTEL_TRACES_SAMPLER=always_off`: no spans leave and no trace id is printed, while metrics
+/// still do.
+#[test]
+fn a_sampler_that_drops_the_trace_exports_no_spans() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = quickstart();
+    let (out, report) = run_exported(&dir, &receiver, &[("OTEL_TRACES_SAMPLER", "always_off")]);
+    out.expect_code(0);
+    assert_eq!(report["trace_id"], Value::Null);
+    // Spans are flushed before metrics at exit, so by the time the metrics are here any span
+    // would be too.
+    let collected = receiver.wait_until("the metrics", |c| c.has_metrics(&METRICS[..1]));
+    assert!(collected.spans.is_empty(), "{:?}", collected.spans);
+}
