@@ -17,7 +17,12 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     /// Export traces and metrics over OTLP to this base URL (e.g. http://localhost:4318); the
     /// standard OTEL_EXPORTER_OTLP_* variables configure the rest. Off when nothing is set.
-    #[arg(long = "otlp-endpoint", value_name = "URL", global = true)]
+    #[arg(
+        long = "otlp-endpoint",
+        value_name = "URL",
+        global = true,
+        value_parser = harness_telemetry::check_endpoint
+    )]
     pub otlp_endpoint: Option<String>,
     /// What to do.
     #[command(subcommand)]

@@ -742,3 +742,19 @@ fn a_sampler_that_drops_the_trace_exports_no_spans() {
     let collected = receiver.wait_until("the metrics", |c| c.has_metrics(&METRICS[..1]));
     assert!(collected.spans.is_empty(), "{:?}", collected.spans);
 }
+
+/// A `--otlp-endpoint` that is not an http(s) base URL is a usage error naming the fix, before
+/// anything runs.
+#[test]
+fn a_bad_otlp_endpoint_is_a_usage_error() {
+    let dir = quickstart();
+    for bad in ["localhost:4318", "grpc://localhost:4317"] {
+        let out = harness(["--otlp-endpoint", bad, "run", "delegation.yaml"])
+            .current_dir(dir.path())
+            .run();
+        out.expect_code(2);
+        assert!(out.stderr.contains("--otlp-endpoint"), "{out:?}");
+        assert!(out.stderr.contains("http://localhost:4318"), "{out:?}");
+        assert_eq!(dir.read("workspace/hello.txt"), None, "the delegation ran");
+    }
+}

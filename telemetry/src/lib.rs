@@ -135,6 +135,37 @@ impl Telemetry {
     }
 }
 
+/// Checks an `--otlp-endpoint` value: an `http://` or `https://` base URL with a host, such as
+/// `http://localhost:4318` (OTLP/HTTP) or `http://localhost:4317` (gRPC). Returns it unchanged.
+///
+/// # Errors
+/// What is wrong and an example of a valid value.
+pub fn check_endpoint(value: &str) -> Result<String, String> {
+    const EXAMPLE: &str =
+        "give a base URL such as http://localhost:4318 (OTLP/HTTP) or http://localhost:4317 (gRPC)";
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|e| format!("{value:?} is not a URL ({e}); {EXAMPLE}"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => {
+            return Err(format!(
+                "{value:?}: OTLP is sent over http or https, not {other}; {EXAMPLE}"
+            ));
+        }
+        None => return Err(format!("{value:?} has no http:// or https://; {EXAMPLE}")),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(format!("{value:?} has no host; {EXAMPLE}"));
+    }
+    if uri.query().is_some() {
+        return Err(format!(
+            "{value:?}: a base URL takes no query (the signal path, e.g. /v1/traces, is appended); {EXAMPLE}"
+        ));
+    }
+    Ok(value.to_owned())
+}
+
 /// The trace id of `span` as 32 hex digits, when its trace is exported (recorded and sampled).
 pub fn trace_id(span: &tracing::Span) -> Option<String> {
     if span.is_disabled() {
@@ -202,6 +233,28 @@ fn parse_traceparent(value: &str) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_are_http_base_urls_with_a_host() {
+        for good in [
+            "http://localhost:4318",
+            "https://collector.example.com/otlp",
+            "http://[::1]:4317",
+        ] {
+            assert_eq!(check_endpoint(good).as_deref(), Ok(good));
+        }
+        for (bad, says) in [
+            ("localhost:4318", "no http:// or https://"),
+            ("ftp://host", "not ftp"),
+            ("http://", "not a URL"),
+            ("http://host:4318/?a=b", "no query"),
+            ("not a url", "not a URL"),
+        ] {
+            let error = check_endpoint(bad).expect_err(bad);
+            assert!(error.contains(says), "{bad}: {error}");
+            assert!(error.contains("http://localhost:4318"), "{error}");
+        }
+    }
 
     #[test]
     fn only_valid_traceparents_are_accepted() {
