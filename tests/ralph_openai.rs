@@ -579,3 +579,39 @@ fn the_command_example_lies_is_caught_and_passes_on_attempt_2() {
     assert_eq!(dir.read("workspace/hello.txt").as_deref(), Some("hi\n"));
     assert!(!elsewhere.join("hello.txt").exists());
 }
+
+/// A `base_url` that is not an http(s) URL with a host, or that carries credentials, is a
+/// configuration error at load (exit 2) naming the file and key; no request is sent.
+#[test]
+fn a_bad_base_url_is_refused_at_load() {
+    for (url, says) in [
+        (
+            "file:///etc/passwd",
+            "must be http:// or https://, not file:",
+        ),
+        (
+            "ftp://models.example/v1",
+            "must be http:// or https://, not ftp:",
+        ),
+        ("localhost:11434/v1", "must be http:// or https://"),
+        ("not a url", "is not a URL"),
+        (
+            "https://user:sk-secret@models.example/v1",
+            "carries credentials",
+        ),
+    ] {
+        let dir = TempDir::new();
+        dir.write(
+            "delegation.yaml",
+            format!("task: hi\ndelegate: {{kind: openai, base_url: {url:?}, model: fake}}\n"),
+        );
+        let out = harness(["run", "delegation.yaml"])
+            .current_dir(dir.path())
+            .run();
+        out.expect_code(2);
+        assert!(out.stderr.contains("delegation.yaml"), "{url}: {out:?}");
+        assert!(out.stderr.contains("`delegate.base_url`"), "{url}: {out:?}");
+        assert!(out.stderr.contains(says), "{url}: {out:?}");
+        assert!(!out.stderr.contains("sk-secret"), "{url}: {out:?}");
+    }
+}
