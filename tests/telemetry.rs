@@ -580,11 +580,7 @@ fn the_trace_id_and_link_are_printed() {
         .unwrap_or_else(|| panic!("no link: {line}"));
     assert_eq!(url, format!("http://localhost:16686/trace/{id}"));
     let collected = receiver.wait_until("the delegation span", |c| c.has_span(ROOT));
-    let root = collected
-        .spans
-        .iter()
-        .find(|s| s.name == ROOT)
-        .expect("the root span");
+    let root = collected.span(ROOT).expect("the root span");
     assert_eq!(hex(&root.trace_id), id);
 
     let dir = quickstart();
@@ -623,11 +619,7 @@ fn a_callers_traceparent_is_the_parent_of_the_delegation() {
     out.expect_code(0);
     assert_eq!(report["trace_id"], json!(CALLER_TRACE));
     let collected = receiver.wait_until("the delegation span", |c| c.has_span(ROOT));
-    let root = collected
-        .spans
-        .iter()
-        .find(|s| s.name == ROOT)
-        .expect("the root span");
+    let root = collected.span(ROOT).expect("the root span");
     assert_eq!(hex(&root.parent_span_id), CALLER_SPAN);
     for span in &collected.spans {
         assert_eq!(hex(&span.trace_id), CALLER_TRACE, "span {}", span.name);

@@ -184,34 +184,6 @@ pub struct Delegation {
     pub trace_parent: Option<String>,
 }
 
-/// A model server's `base_url`: an http(s) URL with a host and no credentials in it (a key in the
-/// URL would be sent wherever the URL goes and printed with it; `api_key_env` names the key).
-fn check_base_url(file: &str, url: &str) -> Result<()> {
-    let fix = "write it like https://api.openai.com/v1 or http://localhost:11434/v1";
-    let parsed = reqwest::Url::parse(url).map_err(|e| {
-        Error::config(format!(
-            "{file}: `delegate.base_url` {url:?} is not a URL ({e}); {fix}"
-        ))
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(Error::config(format!(
-            "{file}: `delegate.base_url` {url:?} must be http:// or https://, not {}:; {fix}",
-            parsed.scheme()
-        )));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(Error::config(format!(
-            "{file}: `delegate.base_url` {url:?} has no host; {fix}"
-        )));
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(Error::config(format!(
-            "{file}: `delegate.base_url` carries credentials; remove them from the URL and put the key in the variable `delegate.api_key_env` names"
-        )));
-    }
-    Ok(())
-}
-
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
     let s = value.unwrap_or(default);
     if s.is_finite() && s > 0.0 && s <= 86_400.0 {
@@ -327,7 +299,9 @@ impl Delegation {
                 }
                 let mut spec = OpenAiSpec::new(model);
                 if let Some(url) = base_url {
-                    check_base_url(&file, &url)?;
+                    crate::delegate::check_base_url(&url).map_err(|why| {
+                        Error::config(format!("{file}: `delegate.base_url` {why}"))
+                    })?;
                     spec.base_url = url;
                 }
                 if let Some(var) = api_key_env {

@@ -1,8 +1,6 @@
 //! The OTLP exporters the environment and `--otlp-endpoint` configure.
 
-use opentelemetry_otlp::{
-    MetricExporter, SpanExporter, WithExportConfig as _, WithHttpConfig as _,
-};
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 
 use crate::{EXPORT_TIMEOUT, env};
@@ -70,46 +68,32 @@ impl Exporters {
             },
         };
         let spans = match &http {
-            None => {
-                let mut b = SpanExporter::builder()
-                    .with_tonic()
-                    .with_timeout(EXPORT_TIMEOUT);
-                if let Some(url) = signal_url("v1/traces") {
-                    b = b.with_endpoint(url);
-                }
-                b.build().map_err(|e| e.to_string())
-            }
-            Some(http) => {
-                let mut b = SpanExporter::builder()
+            None => configured(
+                SpanExporter::builder().with_tonic(),
+                signal_url("v1/traces"),
+            )
+            .build(),
+            Some(http) => configured(
+                SpanExporter::builder()
                     .with_http()
-                    .with_http_client(http.clone())
-                    .with_timeout(EXPORT_TIMEOUT);
-                if let Some(url) = signal_url("v1/traces") {
-                    b = b.with_endpoint(url);
-                }
-                b.build().map_err(|e| e.to_string())
-            }
+                    .with_http_client(http.clone()),
+                signal_url("v1/traces"),
+            )
+            .build(),
         };
         let metrics = match &http {
-            None => {
-                let mut b = MetricExporter::builder()
-                    .with_tonic()
-                    .with_timeout(EXPORT_TIMEOUT);
-                if let Some(url) = signal_url("v1/metrics") {
-                    b = b.with_endpoint(url);
-                }
-                b.build().map_err(|e| e.to_string())
-            }
-            Some(http) => {
-                let mut b = MetricExporter::builder()
+            None => configured(
+                MetricExporter::builder().with_tonic(),
+                signal_url("v1/metrics"),
+            )
+            .build(),
+            Some(http) => configured(
+                MetricExporter::builder()
                     .with_http()
-                    .with_http_client(http.clone())
-                    .with_timeout(EXPORT_TIMEOUT);
-                if let Some(url) = signal_url("v1/metrics") {
-                    b = b.with_endpoint(url);
-                }
-                b.build().map_err(|e| e.to_string())
-            }
+                    .with_http_client(http.clone()),
+                signal_url("v1/metrics"),
+            )
+            .build(),
         };
         match spans {
             Ok(spans) => exporters.spans = Some(spans),
@@ -120,6 +104,16 @@ impl Exporters {
             Err(e) => eprintln!("warning: OTLP metric export disabled: {e}"),
         }
         exporters
+    }
+}
+
+/// An exporter builder with the export timeout and, when the flag gave one, the signal's URL
+/// (otherwise the exporter reads the `OTEL_EXPORTER_OTLP_*` variables itself).
+fn configured<B: WithExportConfig>(builder: B, url: Option<String>) -> B {
+    let builder = builder.with_timeout(EXPORT_TIMEOUT);
+    match url {
+        Some(url) => builder.with_endpoint(url),
+        None => builder,
     }
 }
 

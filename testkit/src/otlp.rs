@@ -47,7 +47,12 @@ pub struct Collected {
 impl Collected {
     /// Whether a span named `name` arrived.
     pub fn has_span(&self, name: &str) -> bool {
-        self.spans.iter().any(|s| s.name == name)
+        self.span(name).is_some()
+    }
+
+    /// The first span named `name` that arrived.
+    pub fn span(&self, name: &str) -> Option<&Span> {
+        self.spans.iter().find(|s| s.name == name)
     }
 
     /// Whether every metric of `names` arrived.
@@ -313,19 +318,33 @@ pub fn show(attributes: &[KeyValue]) -> String {
     format!("{{{}}}", pairs.join(", "))
 }
 
+/// Attribute `key` as the type `pick` takes.
+#[track_caller]
+fn typed<'a, T>(
+    attributes: &'a [KeyValue],
+    key: &str,
+    kind: &str,
+    pick: impl FnOnce(&'a any_value::Value) -> Option<T>,
+) -> T {
+    let value = attr(attributes, key);
+    value.and_then(pick).unwrap_or_else(|| {
+        panic!(
+            "attribute {key} is not {kind} ({value:?}) in {}",
+            show(attributes)
+        )
+    })
+}
+
 /// The string attribute `key`.
 ///
 /// # Panics
 /// When it is missing or not a string.
 #[track_caller]
 pub fn text<'a>(attributes: &'a [KeyValue], key: &str) -> &'a str {
-    match attr(attributes, key) {
-        Some(any_value::Value::StringValue(s)) => s,
-        other => panic!(
-            "attribute {key} is not a string ({other:?}) in {}",
-            show(attributes)
-        ),
-    }
+    typed(attributes, key, "a string", |v| match v {
+        any_value::Value::StringValue(s) => Some(s.as_str()),
+        _ => None,
+    })
 }
 
 /// The integer attribute `key`.
@@ -334,13 +353,10 @@ pub fn text<'a>(attributes: &'a [KeyValue], key: &str) -> &'a str {
 /// When it is missing or not an integer.
 #[track_caller]
 pub fn int(attributes: &[KeyValue], key: &str) -> i64 {
-    match attr(attributes, key) {
-        Some(any_value::Value::IntValue(i)) => *i,
-        other => panic!(
-            "attribute {key} is not an integer ({other:?}) in {}",
-            show(attributes)
-        ),
-    }
+    typed(attributes, key, "an integer", |v| match v {
+        any_value::Value::IntValue(i) => Some(*i),
+        _ => None,
+    })
 }
 
 /// The boolean attribute `key`.
@@ -349,13 +365,10 @@ pub fn int(attributes: &[KeyValue], key: &str) -> i64 {
 /// When it is missing or not a boolean.
 #[track_caller]
 pub fn boolean(attributes: &[KeyValue], key: &str) -> bool {
-    match attr(attributes, key) {
-        Some(any_value::Value::BoolValue(b)) => *b,
-        other => panic!(
-            "attribute {key} is not a boolean ({other:?}) in {}",
-            show(attributes)
-        ),
-    }
+    typed(attributes, key, "a boolean", |v| match v {
+        any_value::Value::BoolValue(b) => Some(*b),
+        _ => None,
+    })
 }
 
 /// Bytes (a trace or span id) as lowercase hex.

@@ -17,6 +17,7 @@ mod openai;
 mod scripted;
 
 pub use command::{CommandDelegate, CommandSpec};
+pub(crate) use openai::check_base_url;
 pub use openai::{OpenAiDelegate, OpenAiSpec};
 pub use scripted::ScriptedDelegate;
 

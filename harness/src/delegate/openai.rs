@@ -77,6 +77,28 @@ impl OpenAiSpec {
 
 /// Parses `url`. Parsing costs more than the rest of building a request, and a batch sends
 /// thousands of requests to one server, so the last URL parsed is kept for the next caller.
+/// Checks a `base_url` when the delegation loads: an http(s) URL with a host and no credentials
+/// in it (a key in the URL would be sent wherever the URL goes and printed with it;
+/// `api_key_env` names the key). Says what is wrong, never repeating credentials.
+pub(crate) fn check_base_url(url: &str) -> std::result::Result<(), String> {
+    let fix = format!("write it like {DEFAULT_BASE_URL} or http://localhost:11434/v1");
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL ({e}); {fix}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "{url:?} must be http:// or https://, not {}:; {fix}",
+            parsed.scheme()
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{url:?} has no host; {fix}"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("carries credentials; remove them from the URL and put the key in the variable `delegate.api_key_env` names".to_owned());
+    }
+    Ok(())
+}
+
 fn parse_url(url: &str) -> std::result::Result<reqwest::Url, String> {
     static LAST: Mutex<Option<reqwest::Url>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
