@@ -24,7 +24,7 @@ pub fn for_error(kind: ErrorKind) -> u8 {
             DELEGATE
         }
         ErrorKind::Blocked => BLOCKED,
-        ErrorKind::VerificationFailed => NOT_VERIFIED,
+        ErrorKind::VerificationFailed | ErrorKind::ScopeViolation => NOT_VERIFIED,
     }
 }
 

@@ -17,7 +17,12 @@ fn main() -> ExitCode {
     // Starlark recursion runs on blocking threads; give them room for deep (limited) call stacks.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_stack_size(16 * 1024 * 1024)
+        .thread_stack_size(
+            std::env::var("XSTACK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(16 * 1024 * 1024),
+        )
         .build()
     {
         Ok(runtime) => runtime,

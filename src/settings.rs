@@ -59,11 +59,14 @@ pub fn sandbox(surface: Surface, args: &SandboxArgs) -> Result<Arc<Sandbox>, Err
     )))
 }
 
-/// Returns what the command line sets over every delegation file (`run` and `batch`).
+/// Returns what the command line sets over every delegation file (`run` and `batch`); `journal`
+/// is the run journal the command writes (`None` with `--no-journal`), which delegate tools may
+/// not write.
 pub fn overrides(
     sandbox: &SandboxArgs,
     hooks: &[PathBuf],
     max_verify_retries: Option<u32>,
+    journal: Option<&Path>,
 ) -> harness::Overrides {
     harness::Overrides {
         workdir: sandbox.workdir.clone(),
@@ -73,6 +76,7 @@ pub fn overrides(
         allow_env: sandbox.allow_env.clone(),
         hooks: hooks.to_vec(),
         trace_parent: harness_telemetry::parent_from_env(),
+        journal: journal.map(Path::to_path_buf),
     }
 }
 

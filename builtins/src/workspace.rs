@@ -21,6 +21,16 @@ pub enum PathError {
         /// The workspace root.
         root: PathBuf,
     },
+    /// The path names something that may not be written (a dangling symbolic link, which would
+    /// create its target wherever it points) or read (a FIFO, socket or device, which could block
+    /// forever or never end).
+    #[error("{path:?} {reason}")]
+    Refused {
+        /// The path as given.
+        path: String,
+        /// Why, e.g. "is a dangling symbolic link".
+        reason: String,
+    },
     /// The path could not be inspected.
     #[error("{path:?}: {message}")]
     Io {
@@ -61,6 +71,28 @@ impl Workspace {
     /// # Errors
     /// [`PathError::Escapes`] when the path, lexically or through a symlink, leaves the root.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, PathError> {
+        self.resolve_checked(path, false)
+    }
+
+    /// Resolves `path` as [`Workspace::resolve`] does, for creating or overwriting a file: also
+    /// refuses a path that leads through a dangling symbolic link (writing through it would
+    /// create the link's target, wherever it points) and one that names a directory or a special
+    /// file.
+    ///
+    /// # Errors
+    /// [`PathError::Escapes`] as for [`Workspace::resolve`]; [`PathError::Refused`] as above.
+    pub fn resolve_for_write(&self, path: &str) -> Result<PathBuf, PathError> {
+        let full = self.resolve_checked(path, true)?;
+        match std::fs::symlink_metadata(&full) {
+            Ok(meta) if !meta.is_file() => Err(PathError::Refused {
+                path: path.to_owned(),
+                reason: format!("is {}, not a regular file", describe(meta.file_type())),
+            }),
+            _ => Ok(full),
+        }
+    }
+
+    fn resolve_checked(&self, path: &str, for_write: bool) -> Result<PathBuf, PathError> {
         let escapes = || PathError::Escapes {
             path: path.to_owned(),
             root: self.root.clone(),
@@ -81,7 +113,18 @@ impl Workspace {
         let resolved = loop {
             match existing.canonicalize() {
                 Ok(canonical) => break canonical,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    // Present but unresolvable: a link whose target does not exist.
+                    if for_write && std::fs::symlink_metadata(existing).is_ok() {
+                        return Err(PathError::Refused {
+                            path: path.to_owned(),
+                            reason: format!(
+                                "leads through the dangling symbolic link {}",
+                                self.relative(existing)
+                            ),
+                        });
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotADirectory => {}
                 Err(e) => {
                     return Err(PathError::Io {
@@ -118,6 +161,81 @@ impl Workspace {
         } else {
             text
         }
+    }
+}
+
+/// Opens the file at `full` (a path [`Workspace::resolve`] returned) for reading, refusing what is
+/// not a regular file — a FIFO, socket, device or directory — without waiting on it: a FIFO is
+/// opened non-blocking and refused once seen, so a reader never hangs on one.
+///
+/// # Errors
+/// The file cannot be opened, or is not a regular file (`InvalidInput`, saying what it is).
+pub fn open_regular(full: &Path) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::libc::O_NONBLOCK);
+    }
+    let file = options.open(full)?;
+    regular(file)
+}
+
+/// Creates or truncates the regular file at `full` (a path [`Workspace::resolve_for_write`]
+/// returned) for writing. Never follows a symbolic link in the last component (one made since
+/// the path was resolved is refused) and never waits on or writes into a FIFO, socket or device.
+///
+/// # Errors
+/// The file cannot be opened, or is not a regular file.
+pub fn create_regular(full: &Path) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW);
+    }
+    let file = regular(options.open(full)?)?;
+    file.set_len(0)?;
+    Ok(file)
+}
+
+fn regular(file: std::fs::File) -> io::Result<std::fs::File> {
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("is {}, not a regular file", describe(kind)),
+        ))
+    }
+}
+
+/// Names a kind of file for messages: "a directory", "a FIFO", ….
+fn describe(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
     }
 }
 

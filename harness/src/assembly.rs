@@ -29,14 +29,18 @@ pub struct Overrides {
     /// The caller's W3C `traceparent`: each delegation's trace continues it (the CLI reads
     /// `TRACEPARENT`; a service reads its request's headers).
     pub trace_parent: Option<String>,
+    /// The run journal this process writes: delegate tools may not write it.
+    pub journal: Option<PathBuf>,
 }
 
-/// Builds ready [`Delegation`]s. Each workspace's project policy is read once, however many
-/// delegations run there.
+/// Builds ready [`Delegation`]s. Each workspace's project policy and each script file (verifier,
+/// agent script) is read once, however many delegations use it: a delegate that rewrites a
+/// script by any means cannot change what judges the delegations of the batch after it.
 #[derive(Debug, Default)]
 pub struct Assembler {
     overrides: Overrides,
     policies: Mutex<HashMap<PathBuf, Arc<ProjectPolicy>>>,
+    scripts: Mutex<HashMap<PathBuf, std::result::Result<String, String>>>,
 }
 
 impl Assembler {
@@ -44,7 +48,7 @@ impl Assembler {
     pub fn new(overrides: Overrides) -> Self {
         Assembler {
             overrides,
-            policies: Mutex::new(HashMap::new()),
+            ..Assembler::default()
         }
     }
 
@@ -55,7 +59,7 @@ impl Assembler {
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the file (the delegation file or
     /// the project policy), the key and the fix.
     pub fn file(&self, path: &Path) -> Result<Delegation> {
-        let text = std::fs::read_to_string(path)
+        let text = read_text(path)
             .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
         Delegation::from_yaml(self, path, &text, base_of(path))
     }
@@ -98,6 +102,19 @@ impl Assembler {
         Delegation::from_json_text(self, source, label, text, base)
     }
 
+    /// Returns the text of the script file at `path`, read on first use (a failure to read is
+    /// remembered too, so every delegation naming the file reports the same error).
+    pub(crate) fn script(&self, path: &Path) -> std::result::Result<String, String> {
+        let mut scripts = self
+            .scripts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        scripts
+            .entry(path.to_path_buf())
+            .or_insert_with(|| read_text(path).map_err(|e| e.to_string()))
+            .clone()
+    }
+
     pub(crate) fn overrides(&self) -> &Overrides {
         &self.overrides
     }
@@ -115,6 +132,14 @@ impl Assembler {
         policies.insert(workdir.to_path_buf(), Arc::clone(&policy));
         Ok(policy)
     }
+}
+
+/// Reads a text file, refusing a FIFO or device (which could block forever) before reading.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    harness_builtins::open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Returns the directory relative paths in the file at `path` are resolved against.

@@ -2,7 +2,7 @@
 //! delegations are dispatched, so memory follows the concurrency, not the size of the file.
 
 use std::future::Future;
-use std::io::BufRead;
+use std::io::{BufRead, Read as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub struct BatchReader {
 
 enum Entries {
     Lines {
-        lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+        lines: std::io::Lines<std::io::BufReader<std::io::Take<std::fs::File>>>,
         line: usize,
     },
     Fanout(std::vec::IntoIter<BatchItem>),
@@ -73,10 +73,14 @@ impl BatchReader {
             .unwrap_or_default();
         let entries = match extension {
             "jsonl" | "ndjson" => {
-                let file = std::fs::File::open(path)
-                    .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
+                let opened = harness_builtins::open_regular(path)
+                    .and_then(|file| Ok((file.metadata()?.len(), file)));
+                let (len, file) =
+                    opened.map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
+                // Only what the file held when the batch began: lines a delegate appends later
+                // are not run.
                 Entries::Lines {
-                    lines: std::io::BufReader::new(file).lines(),
+                    lines: std::io::BufReader::new(file.take(len)).lines(),
                     line: 0,
                 }
             }

@@ -27,9 +27,20 @@ pub enum ErrorKind {
     Cancelled,
     /// Every attempt was verified and none passed.
     VerificationFailed,
+    /// The delegate changed what it may not (DESIGN §4.8): the harness's own policy.
+    ScopeViolation,
 }
 
 impl ErrorKind {
+    /// Returns true for the kinds of a `failed` outcome (the delegate's work was judged and
+    /// refused), false for those of an `error` outcome.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::VerificationFailed | ErrorKind::ScopeViolation
+        )
+    }
+
     /// Returns the stable string form, e.g. `"verification_failed"`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -42,6 +53,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::VerificationFailed => "verification_failed",
+            ErrorKind::ScopeViolation => "scope_violation",
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::session::{Session, Shared};
 use crate::spec::Delegation;
 use crate::telemetry::{self, attr};
 use crate::turn;
-use crate::verdict::{Decision, Verdict};
+use crate::verdict::{Decision, Finding, Source, Verdict};
 use harness_hooks::ToolCall;
 
 /// What happened during a delegation, for progress displays. Delivered in order, synchronously.
@@ -177,8 +177,8 @@ impl Runtime {
         report.outcome = match ended {
             Ok(outcome) => outcome,
             Err(e) => {
-                let outcome = if e.kind() == ErrorKind::VerificationFailed {
-                    Outcome::Failed
+                let outcome = if e.kind().is_failure() {
+                    Outcome::Failed(e.kind())
                 } else {
                     Outcome::Error(e.kind())
                 };
@@ -229,7 +229,7 @@ impl Runtime {
             report.model.as_deref(),
         ));
         let work = Box::pin(attempts(&mut session, observer, report));
-        match delegation.timeout {
+        let ended = match delegation.timeout {
             None => work.await,
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
                 Err(Error::new(
@@ -241,6 +241,16 @@ impl Runtime {
                     ),
                 ))
             }),
+        };
+        // However the attempts ended, a changed policy is the finding that matters.
+        match ended {
+            Err(e) if e.kind() != ErrorKind::ScopeViolation => {
+                match session.guard.violation(session.toolbox.root()) {
+                    Some(violation) => Err(violation),
+                    None => Err(e),
+                }
+            }
+            ended => ended,
         }
     }
 }
@@ -282,6 +292,20 @@ async fn attempts(
         .await;
         record.duration = clock.elapsed();
         let result = produced?;
+        // Judged only when the policy that judges it is as it was: a change fails the delegation.
+        if let Some(violation) = session.guard.violation(session.toolbox.root()) {
+            let verdict = Verdict::refused(
+                attempt,
+                Finding::blocking(Source::Scope, "policy", violation.message()),
+            );
+            observer.on_event(&Event::Judged {
+                attempt,
+                verdict: &verdict,
+            });
+            record.result = Some(result);
+            record.verdict = Some(verdict);
+            return Err(violation);
+        }
         observer.on_event(&Event::Responded {
             attempt,
             response: &result.response,

@@ -17,8 +17,9 @@ pub enum Outcome {
     Passed,
     /// Nothing was configured to verify; the result passed through.
     Skipped,
-    /// Every attempt failed verification (`verification_failed`).
-    Failed,
+    /// The delegate's work was refused: every attempt failed verification
+    /// (`verification_failed`), or it changed the policy (`scope_violation`).
+    Failed(ErrorKind),
     /// The delegation stopped with an error of this kind.
     Error(ErrorKind),
 }
@@ -29,7 +30,7 @@ impl Outcome {
         match self {
             Outcome::Passed => "passed",
             Outcome::Skipped => "skipped",
-            Outcome::Failed => "failed",
+            Outcome::Failed(_) => "failed",
             Outcome::Error(_) => "error",
         }
     }
@@ -38,14 +39,14 @@ impl Outcome {
     pub fn kind(self) -> Option<ErrorKind> {
         match self {
             Outcome::Passed | Outcome::Skipped => None,
-            Outcome::Failed => Some(ErrorKind::VerificationFailed),
+            Outcome::Failed(kind) => Some(kind),
             Outcome::Error(kind) => Some(kind),
         }
     }
 
     /// Returns true when a human should look at the run: it enters the review queue.
     pub fn needs_review(self) -> bool {
-        self == Outcome::Failed
+        matches!(self, Outcome::Failed(_))
     }
 
     /// Returns `passed`, `failed` or `skipped`: how verification went, whatever else happened.
@@ -53,7 +54,7 @@ impl Outcome {
         match self {
             Outcome::Passed => "passed",
             Outcome::Skipped => "skipped",
-            Outcome::Failed | Outcome::Error(_) => "failed",
+            Outcome::Failed(_) | Outcome::Error(_) => "failed",
         }
     }
 }
@@ -448,7 +449,7 @@ mod tests {
         let failed = Report {
             id: "d-0000000000000001".to_owned(),
             request: None,
-            outcome: Outcome::Failed,
+            outcome: Outcome::Failed(ErrorKind::VerificationFailed),
             delegate_kind: "openai".to_owned(),
             model: Some("m".to_owned()),
             attempts: vec![

@@ -14,6 +14,7 @@ use crate::cache::Cache;
 use crate::conversation::{Message, ToolSpec};
 use crate::delegate::{CommandDelegate, Delegate, OpenAiDelegate, ScriptedDelegate};
 use crate::error::{Error, ErrorKind, Result};
+use crate::guard::PolicyGuard;
 use crate::pipeline::Pipeline;
 use crate::policy::Policy;
 use crate::spec::{DelegateConfig, Delegation};
@@ -49,6 +50,8 @@ pub(crate) struct Session {
     pub(crate) messages: Vec<Message>,
     /// Tool calls made so far, for ids of calls the delegate did not name.
     pub(crate) calls_made: u32,
+    /// The policy out of the delegate's reach, fingerprinted before attempt 0.
+    pub(crate) guard: Arc<PolicyGuard>,
 }
 
 /// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
@@ -211,7 +214,12 @@ impl Session {
                 Box::new(CommandDelegate::new(spec))
             }
         };
-        let toolbox = Toolbox::new(workspace, &delegation.tools)?;
+        let guard = Arc::new(PolicyGuard::new(
+            workspace.root(),
+            &delegation,
+            delegation.journal.as_slice(),
+        ));
+        let toolbox = Toolbox::new(workspace, &delegation.tools, Arc::clone(&guard))?;
         Ok(Session {
             tool_specs: toolbox.specs(),
             toolbox,
@@ -221,6 +229,7 @@ impl Session {
             delegate,
             messages: vec![Message::User(delegation.task.clone())],
             calls_made: 0,
+            guard,
             delegation,
         })
     }

@@ -138,6 +138,8 @@ impl DelegateConfig {
 pub struct VerifySource {
     /// The file name, or `<file>#verify` for an inline script.
     pub name: String,
+    /// The `verify_file` it was read from; `None` for an inline script.
+    pub path: Option<PathBuf>,
     /// The Starlark source.
     pub source: String,
 }
@@ -182,6 +184,8 @@ pub struct Delegation {
     pub redact: Redactor,
     /// The caller's W3C `traceparent`, made the parent of the delegation's root span.
     pub trace_parent: Option<String>,
+    /// The run journal the caller writes, refused to delegate tools like the rest of the policy.
+    pub journal: Option<PathBuf>,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -265,7 +269,7 @@ impl Delegation {
         }
         let read = |key: &str, rel: &Path| -> Result<(PathBuf, String)> {
             let full = base.join(rel);
-            let text = std::fs::read_to_string(&full).map_err(|e| {
+            let text = assembler.script(&full).map_err(|e| {
                 Error::config(format!(
                     "{file}: `{key}`: cannot read {}: {e}",
                     full.display()
@@ -347,12 +351,14 @@ impl Delegation {
             // cache key, so identical inline verifiers on many lines compile once.
             (Some(script), None) => Some(VerifySource {
                 name: format!("{}#verify", source.display()),
+                path: None,
                 source: script,
             }),
             (None, Some(rel)) => {
                 let (path, source) = read("verify_file", &rel)?;
                 Some(VerifySource {
                     name: path.display().to_string(),
+                    path: Some(path),
                     source,
                 })
             }
@@ -403,6 +409,7 @@ impl Delegation {
             timeout,
             redact: project.redact.clone(),
             trace_parent: overrides.trace_parent.clone(),
+            journal: overrides.journal.clone(),
         })
     }
 }

@@ -2,7 +2,9 @@
 //! like the `fs` builtins. A refused or failed call is an error result the delegate reads, never a
 //! crash of the delegation.
 
+use std::io::{Read as _, Write as _};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness_builtins::{PathError, Workspace};
@@ -10,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::conversation::ToolSpec;
 use crate::error::{Error, Result};
+use crate::guard::PolicyGuard;
 
 /// Largest file `read_file` returns.
 const MAX_READ_BYTES: u64 = 1024 * 1024;
@@ -71,7 +74,7 @@ impl Tool {
                 json!({"type": "object", "properties": {"path": {"type": "string", "description": "Directory, default '.'"}}}),
             ),
             Tool::RunCommand => (
-                "Run a program (no shell) in the workspace root and return its exit code and output.",
+                "Run a program (no shell) in the workspace root and return its exit code and output. It runs in its own process group (killed when it exits or times out) with a scrubbed environment and a private HOME; programs are found on PATH, never in the workspace.",
                 json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}, "timeout_s": {"type": "integer"}}, "required": ["argv"]}),
             ),
         };
@@ -115,14 +118,23 @@ impl ToolOutput {
 pub struct Toolbox {
     workspace: Workspace,
     tools: Vec<Tool>,
+    guard: Arc<PolicyGuard>,
+    /// The private `HOME` of `run_command` children, made when the tool is offered and removed
+    /// with the last clone of the toolbox.
+    home: Option<Arc<tempfile::TempDir>>,
 }
 
 impl Toolbox {
-    /// Creates a toolbox offering `names` inside `workspace`.
+    /// Creates a toolbox offering `names` inside `workspace`; `guard` names what no tool may
+    /// write.
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) for an unknown tool name.
-    pub fn new(workspace: Workspace, names: &[String]) -> Result<Self> {
+    pub(crate) fn new(
+        workspace: Workspace,
+        names: &[String],
+        guard: Arc<PolicyGuard>,
+    ) -> Result<Self> {
         let mut tools = Vec::new();
         for name in names {
             let tool = Tool::from_name(name).ok_or_else(|| {
@@ -136,7 +148,26 @@ impl Toolbox {
                 tools.push(tool);
             }
         }
-        Ok(Toolbox { workspace, tools })
+        let home = if tools.contains(&Tool::RunCommand) {
+            let dir = tempfile::Builder::new()
+                .prefix("harness-home-")
+                .tempdir()
+                .map_err(|e| {
+                    Error::new(
+                        crate::ErrorKind::Tool,
+                        format!("cannot make the private HOME for run_command: {e}"),
+                    )
+                })?;
+            Some(Arc::new(dir))
+        } else {
+            None
+        };
+        Ok(Toolbox {
+            workspace,
+            tools,
+            guard,
+            home,
+        })
     }
 
     /// Returns the specs of the offered tools.
@@ -168,37 +199,51 @@ impl Toolbox {
     }
 
     fn resolve(&self, path: &str) -> Result<std::path::PathBuf, String> {
-        self.workspace.resolve(path).map_err(|e| match e {
-            PathError::Escapes { .. } => format!("refused: {e}"),
-            PathError::Io { .. } => e.to_string(),
-        })
+        self.workspace.resolve(path).map_err(refusal)
+    }
+
+    /// Resolves `path` for writing: inside the workspace, not through a dangling link, not a
+    /// special file, and not the harness's own policy.
+    fn resolve_for_write(&self, path: &str) -> Result<std::path::PathBuf, String> {
+        let full = self.workspace.resolve_for_write(path).map_err(refusal)?;
+        if let Some(protected) = self.guard.covering(&full) {
+            return Err(format!(
+                "refused: {path:?} is part of the harness policy that judges this delegation ({}); delegates may not change it",
+                self.workspace.relative(protected)
+            ));
+        }
+        Ok(full)
     }
 
     fn read_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
         let path = string_arg(args, "path")?;
         let full = self.resolve(path)?;
-        let size = std::fs::metadata(&full)
-            .map_err(|e| format!("{path:?}: {e}"))?
-            .len();
-        if size > MAX_READ_BYTES {
+        let file = harness_builtins::open_regular(&full).map_err(|e| format!("{path:?}: {e}"))?;
+        let mut data = Vec::new();
+        file.take(MAX_READ_BYTES + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| format!("{path:?}: {e}"))?;
+        if data.len() as u64 > MAX_READ_BYTES {
             return Err(format!(
-                "{path:?} is {size} bytes; the limit is {MAX_READ_BYTES}"
+                "{path:?} is larger than the read_file cap of {MAX_READ_BYTES} bytes"
             ));
         }
-        let text = std::fs::read_to_string(&full).map_err(|e| format!("{path:?}: {e}"))?;
+        let text = String::from_utf8(data).map_err(|_| format!("{path:?} is not UTF-8 text"))?;
         Ok(ToolOutput::ok(text))
     }
 
     fn write_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
         let path = string_arg(args, "path")?;
         let content = string_arg(args, "content")?;
-        let full = self.resolve(path)?;
+        let full = self.resolve_for_write(path)?;
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{path:?}: {e}"))?;
             // Creating directories may have followed a link made since the check; check again.
-            self.resolve(path)?;
+            self.resolve_for_write(path)?;
         }
-        std::fs::write(&full, content).map_err(|e| format!("{path:?}: {e}"))?;
+        harness_builtins::create_regular(&full)
+            .and_then(|mut file| file.write_all(content.as_bytes()))
+            .map_err(|e| format!("{path:?}: {e}"))?;
         Ok(ToolOutput::ok(format!(
             "wrote {} bytes to {path}",
             content.len()
@@ -242,17 +287,21 @@ impl Toolbox {
                 .ok_or("`timeout_s` must be a positive integer")?
                 .min(COMMAND_TIMEOUT_S.1),
         };
-        let run = harness_builtins::run_program(
-            &argv,
-            self.workspace.root(),
-            &[],
-            Duration::from_secs(timeout),
-            MAX_COMMAND_OUTPUT,
-        )
-        .await
-        .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))?;
+        let launch = harness_builtins::Launch {
+            cwd: self.workspace.root(),
+            env: &[],
+            home: self.home.as_deref().map(tempfile::TempDir::path),
+            hidden: Some(self.workspace.root()),
+            timeout: Duration::from_secs(timeout),
+            cap: MAX_COMMAND_OUTPUT,
+        };
+        let run = harness_builtins::run_program(&argv, &launch)
+            .await
+            .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))?;
         let status = match (run.timed_out, run.exit_code) {
-            (true, _) => format!("timed out after {timeout}s and was killed"),
+            (true, _) => format!(
+                "timed out after {timeout}s and was killed with its process group (timeout_s cap)"
+            ),
             (false, Some(code)) => format!("exit code {code}"),
             (false, None) => "killed by a signal".to_owned(),
         };
@@ -270,6 +319,14 @@ impl Toolbox {
     /// Returns the workspace root.
     pub fn root(&self) -> &Path {
         self.workspace.root()
+    }
+}
+
+/// The message a delegate reads for a path the workspace refused.
+fn refusal(e: PathError) -> String {
+    match e {
+        PathError::Escapes { .. } | PathError::Refused { .. } => format!("refused: {e}"),
+        PathError::Io { .. } => e.to_string(),
     }
 }
 

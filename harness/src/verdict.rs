@@ -209,6 +209,18 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// A verdict that fails attempt `attempt` at once, on `finding`, with no retry.
+    pub fn refused(attempt: u32, finding: Finding) -> Self {
+        Verdict {
+            attempt,
+            decision: Decision::Fail,
+            findings: vec![finding],
+            evidence: Vec::new(),
+            critic: None,
+            logs: Vec::new(),
+        }
+    }
+
     /// Returns true when the attempt passed.
     pub fn passed(&self) -> bool {
         self.decision == Decision::Pass

@@ -751,7 +751,7 @@ mod tests {
                 })
                 .collect(),
             error: match outcome {
-                Outcome::Failed => Some(Error::new(
+                Outcome::Failed(_) => Some(Error::new(
                     ErrorKind::VerificationFailed,
                     "verification failed on all 2 attempts",
                 )),
@@ -853,7 +853,7 @@ mod tests {
             .expect("record");
         let again = report(
             "d-1",
-            Outcome::Failed,
+            Outcome::Failed(ErrorKind::VerificationFailed),
             &[(Some(false), &["verify: x"]), (Some(false), &["verify: y"])],
         );
         let err = journal
@@ -878,10 +878,14 @@ mod tests {
             // Taken already: fails after its delegation row would have gone in.
             report(
                 "d-1",
-                Outcome::Failed,
+                Outcome::Failed(ErrorKind::VerificationFailed),
                 &[(Some(false), &["verify: x"]), (Some(false), &["verify: y"])],
             ),
-            report("d-3", Outcome::Failed, &[(Some(false), &["verify: z"])]),
+            report(
+                "d-3",
+                Outcome::Failed(ErrorKind::VerificationFailed),
+                &[(Some(false), &["verify: z"])],
+            ),
         ];
         let failures = journal
             .record_all(batch.iter().map(|r| (r, &meta)))

@@ -29,10 +29,18 @@ struct Counts {
 
 /// Runs the command and returns its exit code.
 pub async fn run(args: BatchArgs) -> u8 {
+    let located = (!args.no_journal)
+        .then(|| harness_records::locate(args.journal.as_deref()))
+        .transpose();
     let assembler = Arc::new(Assembler::new(settings::overrides(
         &args.sandbox,
         &args.hooks,
         None,
+        located
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map(|l| l.path.as_path()),
     )));
     let reader = match BatchReader::open(&args.file, assembler) {
         Ok(reader) => reader,
@@ -57,17 +65,11 @@ pub async fn run(args: BatchArgs) -> u8 {
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     });
-    let journal = if args.no_journal {
-        None
-    } else {
-        match harness_records::locate(args.journal.as_deref())
-            .and_then(|located| JournalWriter::start(&located.path))
-        {
-            Ok(writer) => Some(writer),
-            Err(e) => {
-                eprintln!("warning: delegations will not be recorded: {}", e.message());
-                None
-            }
+    let journal = match located.and_then(|l| l.map(|l| JournalWriter::start(&l.path)).transpose()) {
+        Ok(writer) => writer,
+        Err(e) => {
+            eprintln!("warning: delegations will not be recorded: {}", e.message());
+            None
         }
     };
     let source = std::path::absolute(&args.file).unwrap_or_else(|_| args.file.clone());
@@ -81,7 +83,7 @@ pub async fn run(args: BatchArgs) -> u8 {
                 match report.outcome {
                     Outcome::Passed => counts.passed += 1,
                     Outcome::Skipped => counts.skipped += 1,
-                    Outcome::Failed => counts.failed += 1,
+                    Outcome::Failed(_) => counts.failed += 1,
                     Outcome::Error(_) => counts.errors += 1,
                 }
                 if json_output {

@@ -59,16 +59,20 @@ pub async fn run(args: RunArgs) -> u8 {
     }
     match report.outcome {
         Outcome::Passed | Outcome::Skipped => exit::OK,
-        Outcome::Failed => exit::NOT_VERIFIED,
+        Outcome::Failed(_) => exit::NOT_VERIFIED,
         Outcome::Error(kind) => exit::for_error(kind),
     }
 }
 
 fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
+    let journal = (!args.no_journal)
+        .then(|| harness_records::locate(args.journal.as_deref()).ok())
+        .flatten();
     let delegation = Assembler::new(settings::overrides(
         &args.sandbox,
         &args.hooks,
         args.max_verify_retries,
+        journal.as_ref().map(|located| located.path.as_path()),
     ))
     .file(&args.file)?;
     Ok((delegation, Runtime::new()?))
@@ -133,7 +137,7 @@ fn print_summary(report: &Report, trace_id: Option<&str>) {
             "skipped: nothing configured to verify; the result was not checked ({})",
             report.id
         ),
-        Outcome::Failed => eprintln!(
+        Outcome::Failed(_) => eprintln!(
             "failed: not verified after {attempts} attempt{plural} ({})",
             report.id
         ),

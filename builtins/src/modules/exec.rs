@@ -1,5 +1,6 @@
 //! `exec.run(argv, timeout=30, cwd=None)`: allow-listed programs, no shell.
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -53,19 +54,35 @@ pub struct ProgramRun {
     pub duration: Duration,
 }
 
-/// Runs `argv` (no shell) in `cwd` with a minimal environment (`PATH`, `HOME`, `LANG`, `LC_ALL`,
-/// `TMPDIR`, `TERM`, `USER` plus `extra_env`), stdout and stderr capped at `cap` bytes each, and
-/// killed after `timeout`. `argv` must not be empty.
+/// How to run one program: what [`run_program`] needs besides `argv`.
+#[derive(Debug, Clone)]
+pub struct Launch<'a> {
+    /// The working directory.
+    pub cwd: &'a Path,
+    /// Variables set besides the passed-through ones (they win over those).
+    pub env: &'a [(String, String)],
+    /// The program's `HOME` (and `TMPDIR`, its `tmp/`), instead of the user's; created when
+    /// missing. `None` passes the user's through.
+    pub home: Option<&'a Path>,
+    /// A directory whose programs must never be found through `PATH` (the workspace: a planted
+    /// `./git` must not run for `git`).
+    pub hidden: Option<&'a Path>,
+    /// Killed, with its whole process group, after this long.
+    pub timeout: Duration,
+    /// Bytes of stdout and of stderr kept, each.
+    pub cap: usize,
+}
+
+/// Runs `argv` (no shell) as [`Launch`] says, with a minimal environment (`PATH` without
+/// relative entries or any inside `launch.hidden`, `HOME`, `LANG`, `LC_ALL`, `TMPDIR`, `TERM`,
+/// `USER` plus `launch.env`), in a process group of its own: when the program exits or times
+/// out, the whole group is killed, so a background child can neither hold the output open nor
+/// outlive the call. A program named without a `/` is looked up on that `PATH` here, never in
+/// the working directory.
 ///
 /// # Errors
-/// The program cannot be started.
-pub async fn run_program(
-    argv: &[String],
-    cwd: &std::path::Path,
-    extra_env: &[(String, String)],
-    timeout: Duration,
-    cap: usize,
-) -> std::io::Result<ProgramRun> {
+/// `argv` is empty, the program is not found, or it cannot be started.
+pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Result<ProgramRun> {
     let Some((program, rest)) = argv.split_first() else {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -73,31 +90,54 @@ pub async fn run_program(
         ));
     };
     let started = Instant::now();
-    let mut command = tokio::process::Command::new(program);
+    let path = search_path(launch.hidden);
+    let resolved = resolve_program(program, path.as_deref(), launch.cwd)?;
+    let mut command = tokio::process::Command::new(resolved);
     command
         .args(rest)
-        .current_dir(cwd)
+        .current_dir(launch.cwd)
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
     for name in PASSED_ENV {
         if let Ok(value) = std::env::var(name) {
             command.env(name, value);
         }
     }
-    command.envs(extra_env.iter().map(|(k, v)| (k, v)));
+    match &path {
+        Some(path) => command.env("PATH", path),
+        None => command.env_remove("PATH"),
+    };
+    if let Some(home) = launch.home {
+        let tmp = home.join("tmp");
+        std::fs::create_dir_all(&tmp)?;
+        command.env("HOME", home).env("TMPDIR", tmp);
+    }
+    command.envs(launch.env.iter().map(|(k, v)| (k, v)));
     let mut child = command.spawn()?;
+    let group = Group(child.id());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
+    let cap = launch.cap;
     let output = async {
-        let ((out, out_cut), (err, err_cut)) =
-            tokio::join!(read_capped(stdout, cap), read_capped(stderr, cap));
-        let status = child.wait().await;
+        let waited = async {
+            let status = child.wait().await;
+            // Whatever it left running in the background goes with it, closing the pipes.
+            group.kill();
+            status
+        };
+        let ((out, out_cut), (err, err_cut), status) =
+            tokio::join!(read_capped(stdout, cap), read_capped(stderr, cap), waited);
         (out, out_cut, err, err_cut, status)
     };
-    match tokio::time::timeout(timeout, output).await {
+    let ended = tokio::time::timeout(launch.timeout, output).await;
+    // On a timeout, the leader is killed when the future drops the child; the rest now.
+    group.kill();
+    match ended {
         Ok((mut stdout, out_cut, mut stderr, err_cut, status)) => {
             if out_cut {
                 stdout.push_str("\n[output truncated]");
@@ -113,7 +153,6 @@ pub async fn run_program(
                 duration: started.elapsed(),
             })
         }
-        // Dropping the future drops the child, which kill_on_drop kills.
         Err(_) => Ok(ProgramRun {
             exit_code: None,
             stdout: String::new(),
@@ -121,6 +160,75 @@ pub async fn run_program(
             timed_out: true,
             duration: started.elapsed(),
         }),
+    }
+}
+
+/// The process group a child leads (its pid), killed as a whole.
+struct Group(Option<u32>);
+
+impl Group {
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0.and_then(|pid| i32::try_from(pid).ok()) {
+            // Gone already (ESRCH) is the usual, fine answer.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// The harness's `PATH` without empty or relative entries and without any inside `hidden`.
+fn search_path(hidden: Option<&Path>) -> Option<std::ffi::OsString> {
+    let path = std::env::var_os("PATH")?;
+    let hidden = hidden.and_then(|h| h.canonicalize().ok());
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            let Some(hidden) = &hidden else { return true };
+            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            !real.starts_with(hidden)
+        })
+        .collect();
+    std::env::join_paths(kept).ok()
+}
+
+/// Finds `program` on `path` when it has no `/`; a path with one is taken relative to `cwd`.
+fn resolve_program(
+    program: &str,
+    path: Option<&std::ffi::OsStr>,
+    cwd: &Path,
+) -> std::io::Result<PathBuf> {
+    if program.contains('/') {
+        return Ok(cwd.join(program));
+    }
+    let found = path
+        .map(std::env::split_paths)
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate));
+    found.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{program:?} is not on PATH (the workspace is never searched; name a program in it as ./{program})"),
+        )
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
     }
 }
 
@@ -177,8 +285,16 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         let wait =
             Duration::from_secs(u64::try_from(timeout.max(1)).unwrap_or(1)).min(host.remaining());
         let cap = host.sandbox.limits.max_exec_output_bytes;
+        let launch = Launch {
+            cwd: &dir,
+            env: &env,
+            home: None,
+            hidden: Some(workspace.root()),
+            timeout: wait,
+            cap,
+        };
         let run = host
-            .block_on(run_program(&argv, &dir, &env, wait, cap))?
+            .block_on(run_program(&argv, &launch))?
             .map_err(|e| anyhow::anyhow!("exec.run: cannot start {program:?}: {e}"))?;
         Ok(alloc_json(
             eval.heap(),

@@ -31,7 +31,9 @@ fn resolve(host: &Host, func: &str, path: &str) -> anyhow::Result<PathBuf> {
     host.needs_thread(func)?;
     require_fs(host, func)?;
     host.sandbox.workspace.resolve(path).map_err(|e| match e {
-        PathError::Escapes { .. } => host.refuse(format!("{func}: {e}")),
+        PathError::Escapes { .. } | PathError::Refused { .. } => {
+            host.refuse(format!("{func}: {e}"))
+        }
         PathError::Io { .. } => anyhow::anyhow!("{func}: {e}"),
     })
 }
@@ -48,9 +50,22 @@ fn stat_json(host: &Host, path: &Path) -> Option<serde_json::Value> {
     }))
 }
 
-/// Reads a whole file, refusing files larger than `cap` bytes.
-fn read_capped(func: &str, shown: &str, path: &Path, cap: u64) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{func}: {shown:?}: {e}"))?;
+/// Reads a whole file, refusing files larger than `cap` bytes and anything that is not a regular
+/// file (a FIFO would block the script past every deadline).
+fn read_capped(
+    host: &Host,
+    func: &str,
+    shown: &str,
+    path: &Path,
+    cap: u64,
+) -> anyhow::Result<Vec<u8>> {
+    let file = crate::workspace::open_regular(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            host.refuse(format!("{func}: {shown:?} {e}"))
+        } else {
+            anyhow::anyhow!("{func}: {shown:?}: {e}")
+        }
+    })?;
     let mut data = Vec::new();
     file.take(cap + 1)
         .read_to_end(&mut data)
@@ -168,7 +183,13 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     fn read(#[starlark(require = pos)] path: &str, eval: &mut Evaluator) -> anyhow::Result<String> {
         let host = Host::of(eval)?;
         let full = resolve(host, "fs.read", path)?;
-        let data = read_capped("fs.read", path, &full, host.sandbox.limits.max_read_bytes)?;
+        let data = read_capped(
+            host,
+            "fs.read",
+            path,
+            &full,
+            host.sandbox.limits.max_read_bytes,
+        )?;
         String::from_utf8(data).map_err(|_| anyhow::anyhow!("fs.read: {path:?} is not UTF-8 text"))
     }
 
@@ -233,7 +254,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         }
         let start = workspace.resolve(&parts.start).map_err(|e| match e {
             PathError::Escapes { .. } => escapes(),
-            PathError::Io { .. } => anyhow::anyhow!("fs.glob: {e}"),
+            PathError::Io { .. } | PathError::Refused { .. } => anyhow::anyhow!("fs.glob: {e}"),
         })?;
         if parts.rest.is_empty() {
             return Ok(Vec::new());
@@ -272,7 +293,13 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     ) -> anyhow::Result<String> {
         let host = Host::of(eval)?;
         let full = resolve(host, "fs.sha256", path)?;
-        let data = read_capped("fs.sha256", path, &full, host.sandbox.limits.max_read_bytes)?;
+        let data = read_capped(
+            host,
+            "fs.sha256",
+            path,
+            &full,
+            host.sandbox.limits.max_read_bytes,
+        )?;
         Ok(super::hash::sha256_hex(&data))
     }
 }

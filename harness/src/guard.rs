@@ -1,0 +1,258 @@
+//! The policy guard (DESIGN §4.8): what judges a delegate is out of its reach. The harness's own
+//! policy — the workspace's `.harness/` (hooks, project policy, journal), the delegation file,
+//! the verifier and the agent script, the hook files — is refused to every delegate tool, and is
+//! fingerprinted before the first attempt so that a change made any other way (a `run_command`
+//! child, an agent CLI) is found after the attempt and fails the delegation.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, ErrorKind};
+use crate::spec::{DelegateConfig, Delegation};
+
+/// Files fingerprinted under one protected directory, at most; past this the rest is still
+/// refused to tools but not compared.
+const MAX_FILES: usize = 10_000;
+
+/// The protected paths of one delegation and their fingerprints before its first attempt.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PolicyGuard {
+    /// Absolute paths (files or directories) no delegate tool may write, as given and resolved.
+    protected: Vec<PathBuf>,
+    /// Journal files: refused to tools, never fingerprinted (other delegations write them).
+    journals: Vec<PathBuf>,
+    /// Path → fingerprint of every protected file when the guard was made.
+    before: BTreeMap<PathBuf, Fingerprint>,
+}
+
+/// What a file held: its length and the sha256 of its bytes (`None` when unreadable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    sha256: Option<[u8; 32]>,
+}
+
+/// How a protected file changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Change {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// `added`, `modified` or `deleted`.
+    pub(crate) how: &'static str,
+}
+
+impl PolicyGuard {
+    /// Protects `delegation`'s policy inside and outside the workspace rooted at `root`, plus
+    /// `journals` (refused, not fingerprinted), and fingerprints it.
+    pub(crate) fn new(root: &Path, delegation: &Delegation, journals: &[PathBuf]) -> Self {
+        let mut protected = vec![root.join(".harness"), delegation.source.clone()];
+        if let Some(path) = delegation.verify.as_ref().and_then(|v| v.path.clone()) {
+            protected.push(path);
+        }
+        if let DelegateConfig::Scripted { path, .. } = &delegation.delegate {
+            protected.push(path.clone());
+        }
+        protected.extend(delegation.hooks.iter().flatten().cloned());
+        protected.extend(delegation.extra_hooks.iter().cloned());
+        let mut journals: Vec<PathBuf> = journals.iter().map(|j| absolute(j)).collect();
+        journals.push(root.join(".harness").join("runs.db"));
+        // Both the path as given and where it leads, so a tool resolving either is refused.
+        let mut all = Vec::new();
+        for path in protected.iter().chain(&journals) {
+            let path = absolute(path);
+            if let Ok(canonical) = path.canonicalize() {
+                if canonical != path {
+                    all.push(canonical);
+                }
+            }
+            all.push(path);
+        }
+        all.sort();
+        all.dedup();
+        let mut guard = PolicyGuard {
+            protected: all,
+            journals,
+            before: BTreeMap::new(),
+        };
+        guard.before = guard.fingerprints();
+        guard
+    }
+
+    /// Returns the protected path covering `path` (an absolute, resolved path), if any.
+    pub(crate) fn covering(&self, path: &Path) -> Option<&Path> {
+        self.protected
+            .iter()
+            .find(|p| path.starts_with(p))
+            .map(PathBuf::as_path)
+    }
+
+    /// Returns what changed in the protected files since the guard was made, in path order.
+    pub(crate) fn changes(&self) -> Vec<Change> {
+        let now = self.fingerprints();
+        let mut changes = Vec::new();
+        for (path, before) in &self.before {
+            match now.get(path) {
+                None => changes.push(Change {
+                    path: path.clone(),
+                    how: "deleted",
+                }),
+                Some(after) if after != before => changes.push(Change {
+                    path: path.clone(),
+                    how: "modified",
+                }),
+                Some(_) => {}
+            }
+        }
+        for path in now.keys().filter(|p| !self.before.contains_key(*p)) {
+            changes.push(Change {
+                path: path.clone(),
+                how: "added",
+            });
+        }
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        changes
+    }
+
+    /// The scope violation to end the delegation with when the protected files changed, naming
+    /// each change (paths inside `root` relative to it).
+    pub(crate) fn violation(&self, root: &Path) -> Option<Error> {
+        let changes = self.changes();
+        if changes.is_empty() {
+            return None;
+        }
+        let listed: Vec<String> = changes
+            .iter()
+            .map(|c| {
+                let shown = c.path.strip_prefix(root).unwrap_or(&c.path);
+                format!("{} ({})", shown.display(), c.how)
+            })
+            .collect();
+        Some(Error::new(
+            ErrorKind::ScopeViolation,
+            format!(
+                "the delegate changed the harness policy that judges it: {}; hooks, .harness/, the delegation file and the verifier and agent scripts are out of a delegate's reach (DESIGN §4.8)",
+                listed.join(", ")
+            ),
+        ))
+    }
+
+    fn is_journal(&self, path: &Path) -> bool {
+        let text = path.as_os_str().to_string_lossy();
+        // The database and its -wal, -shm and -journal companions.
+        self.journals
+            .iter()
+            .any(|j| text.starts_with(j.as_os_str().to_string_lossy().as_ref()))
+    }
+
+    fn fingerprints(&self) -> BTreeMap<PathBuf, Fingerprint> {
+        let mut out = BTreeMap::new();
+        for root in &self.protected {
+            let walk = walkdir::WalkDir::new(root)
+                .follow_links(false)
+                .into_iter()
+                .filter_map(std::result::Result::ok)
+                .filter(|e| !e.file_type().is_dir())
+                .take(MAX_FILES);
+            for entry in walk {
+                let path = entry.path();
+                if self.is_journal(path) || out.contains_key(path) {
+                    continue;
+                }
+                out.insert(path.to_path_buf(), fingerprint(path, entry.file_type()));
+            }
+        }
+        out
+    }
+}
+
+fn fingerprint(path: &Path, kind: std::fs::FileType) -> Fingerprint {
+    if kind.is_symlink() {
+        let target = std::fs::read_link(path).unwrap_or_default();
+        let bytes = target.as_os_str().to_string_lossy();
+        return Fingerprint {
+            len: bytes.len() as u64,
+            sha256: Some(Sha256::digest(bytes.as_bytes()).into()),
+        };
+    }
+    // Only regular files are read: a FIFO planted here must not block the guard.
+    let read = kind
+        .is_file()
+        .then(|| harness_builtins::open_regular(path).ok())
+        .flatten()
+        .and_then(|mut file| {
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut file, &mut hasher).ok()?;
+            Some(hasher.finalize().into())
+        });
+    Fingerprint {
+        len: std::fs::symlink_metadata(path).map_or(0, |m| m.len()),
+        sha256: read,
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delegation(dir: &Path) -> Delegation {
+        std::fs::write(dir.join("agent.star"), "def respond(m):\n    return 'x'\n").expect("agent");
+        std::fs::write(
+            dir.join("delegation.yaml"),
+            "task: t\ndelegate: {kind: scripted, script: agent.star}\n",
+        )
+        .expect("file");
+        crate::Assembler::default()
+            .file(&dir.join("delegation.yaml"))
+            .expect("assembles")
+    }
+
+    #[test]
+    fn protects_the_policy_and_finds_every_kind_of_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join(".harness/hooks")).expect("mkdir");
+        std::fs::write(dir.path().join(".harness/hooks/gate.md"), "a").expect("hook");
+        std::fs::write(dir.path().join(".harness/runs.db"), "journal").expect("journal");
+        let root = dir.path().canonicalize().expect("canonical");
+        let guard = PolicyGuard::new(&root, &delegation(&root), &[]);
+        assert!(
+            guard
+                .covering(&root.join(".harness/hooks/new.md"))
+                .is_some()
+        );
+        assert!(guard.covering(&root.join("agent.star")).is_some());
+        assert!(guard.covering(&root.join("delegation.yaml")).is_some());
+        assert!(guard.covering(&root.join("src/lib.rs")).is_none());
+        assert!(guard.changes().is_empty());
+
+        // The journal is written by the harness itself: never a change.
+        std::fs::write(root.join(".harness/runs.db"), "more journal").expect("journal");
+        std::fs::write(root.join(".harness/runs.db-wal"), "wal").expect("wal");
+        assert!(guard.changes().is_empty());
+
+        std::fs::write(root.join(".harness/hooks/gate.md"), "b").expect("tamper");
+        std::fs::write(root.join(".harness/hooks/extra.md"), "c").expect("add");
+        std::fs::remove_file(root.join("agent.star")).expect("delete");
+        let changes: Vec<(String, &str)> = guard
+            .changes()
+            .into_iter()
+            .map(|c| {
+                let rel = c.path.strip_prefix(&root).expect("inside").display();
+                (rel.to_string(), c.how)
+            })
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                (".harness/hooks/extra.md".to_owned(), "added"),
+                (".harness/hooks/gate.md".to_owned(), "modified"),
+                ("agent.star".to_owned(), "deleted"),
+            ]
+        );
+    }
+}
