@@ -19,3 +19,5 @@ mod telemetry;
 mod batch;
 // The run journal and the failure-mode report: `run --journal`, `report` (JSON, table, HTML), `runs`.
 mod journal;
+// Hostile delegates and scripts: the policy out of reach, links, FIFOs, commands, crashes, signals.
+mod adversarial;

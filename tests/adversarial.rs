@@ -1,0 +1,367 @@
+//! Hostile delegates and scripts (issue 14): each test plays an adversary against the built
+//! binary and asserts the typed error, that the process survived to report it, that the run is
+//! recorded, and that nothing outside the workspace (or inside the policy) changed.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::util::{Output, TempDir, harness};
+
+/// An agent that makes `calls` (a Starlark list literal) on its first turn of every attempt and
+/// then answers "done".
+fn calls_then_done(calls: &str) -> String {
+    format!(
+        "def respond(request):\n    if request[\"messages\"][-1][\"role\"] == \"tool\":\n        return {{\"content\": \"done\"}}\n    return {{\"tool_calls\": {calls}}}\n"
+    )
+}
+
+/// A project: `ws/` the workspace (with `.harness/`), the delegation file and agent beside it
+/// in `ws/` too, so the file and the scripts are inside the delegate's reach.
+fn project(agent: &str, extra: &str) -> TempDir {
+    let dir = TempDir::new();
+    dir.write("ws/agent.star", agent);
+    dir.write(
+        "ws/verify.star",
+        "def run(result):\n    return {\"verified\": fs.exists(\"hello.txt\"), \"reason\": \"hello.txt is missing\"}\n",
+    );
+    dir.write(
+        "ws/.harness/hooks/gate.md",
+        "---\nevent: delegation.post_verify\nscript: |\n  def handle(event, payload):\n      return allow()\n---\n",
+    );
+    dir.write(
+        "ws/delegation.yaml",
+        format!(
+            "task: write hello.txt\ndelegate: {{kind: scripted, script: agent.star}}\nverify_file: verify.star\nmax_verify_retries: 0\nlimits: {{timeout_s: 30}}\n{extra}"
+        ),
+    );
+    dir
+}
+
+/// Runs `harness run --json` on the project's delegation file with a journal in the project.
+fn run(dir: &TempDir) -> (Output, Value) {
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("ws/delegation.yaml")])
+        .run();
+    let report = out.json();
+    (out, report)
+}
+
+/// The recorded run `id` in the project's journal, as `harness runs show --json` prints it.
+fn recorded(dir: &TempDir, id: &str) -> Value {
+    let out = harness(["runs", "show", "--json", "--journal"])
+        .args([dir.join("runs.db").into_os_string(), id.into()])
+        .run();
+    out.expect_code(0);
+    out.json()
+}
+
+fn tool_results(report: &Value) -> Vec<Value> {
+    report["result"]["tool_results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn snapshot(paths: &[&Path]) -> Vec<Option<String>> {
+    paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).ok())
+        .collect()
+}
+
+// --- class 1: policy tampering ------------------------------------------------------------------
+
+#[test]
+fn delegate_tools_cannot_rewrite_the_policy_that_judges_them() {
+    let calls = r#"[
+        {"name": "write_file", "arguments": {"path": "verify.star", "content": "def run(result):\n    return True\n"}},
+        {"name": "write_file", "arguments": {"path": ".harness/hooks/gate.md", "content": "x"}},
+        {"name": "write_file", "arguments": {"path": ".harness/hooks/new.md", "content": "x"}},
+        {"name": "write_file", "arguments": {"path": ".harness/policy.yaml", "content": "max_verify_retries: 9\n"}},
+        {"name": "write_file", "arguments": {"path": "./delegation.yaml", "content": "x"}},
+        {"name": "write_file", "arguments": {"path": "agent.star", "content": "x"}},
+        {"name": "write_file", "arguments": {"path": "sub/../.harness/runs.db", "content": "x"}},
+    ]"#;
+    let dir = project(&calls_then_done(calls), "tools: [write_file]\nworkdir: .\n");
+    let guarded = [
+        dir.join("ws/verify.star"),
+        dir.join("ws/.harness/hooks/gate.md"),
+        dir.join("ws/delegation.yaml"),
+        dir.join("ws/agent.star"),
+    ];
+    let guarded: Vec<&Path> = guarded.iter().map(|p| p.as_path()).collect();
+    let before = snapshot(&guarded);
+    let (out, report) = run(&dir);
+    // Every write was refused, so the verifier still judges: hello.txt was never written.
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 7, "{results:?}");
+    for result in &results {
+        assert_eq!(result["is_error"], json!(true), "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("harness policy")),
+            "{result}"
+        );
+    }
+    assert_eq!(snapshot(&guarded), before);
+    assert!(!dir.join("ws/.harness/hooks/new.md").exists());
+    assert!(!dir.join("ws/.harness/policy.yaml").exists());
+}
+
+#[test]
+fn a_policy_change_made_by_a_command_fails_the_run_as_a_scope_violation() {
+    // The verifier would fail (no hello.txt); the delegate rewrites it to pass instead.
+    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "printf 'def run(result):\\n    return True\\n' > verify.star"]}}]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("scope_violation"), "{out:?}");
+    assert_eq!(report["verified"], json!(false));
+    let message = report["error"]["message"].as_str().expect("message");
+    assert!(message.contains("verify.star (modified)"), "{message}");
+    let finding = &report["history"][0]["findings"][0];
+    assert_eq!(finding["source"], json!("scope"), "{report}");
+    // The command did run: the change is real, and it was found.
+    assert!(
+        dir.read("ws/verify.star")
+            .is_some_and(|s| s.contains("return True"))
+    );
+    let id = report["id"].as_str().expect("id");
+    let record = recorded(&dir, id);
+    assert_eq!(record["outcome"], json!("failed"), "{record}");
+}
+
+#[test]
+fn a_batch_judges_every_line_by_the_scripts_it_read_before_the_first_ran() {
+    let dir = TempDir::new();
+    // Line 1 rewrites the verifier to pass everything and appends a line to the batch file;
+    // line 2 does nothing and must still be judged by the verifier as it was.
+    dir.write(
+        "ws/tamper.star",
+        calls_then_done(
+            r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "printf 'def run(result):\\n    return True\\n' > verify.star; echo '{\"task\": \"appended\", \"delegate\": {\"kind\": \"scripted\", \"script\": \"idle.star\"}}' >> batch.jsonl"]}}]"#,
+        ),
+    );
+    dir.write(
+        "ws/idle.star",
+        "def respond(request):\n    return {\"content\": \"done\"}\n",
+    );
+    dir.write(
+        "ws/verify.star",
+        "def run(result):\n    return {\"verified\": fs.exists(\"hello.txt\"), \"reason\": \"hello.txt is missing\"}\n",
+    );
+    let line = |agent: &str, tools: &str| {
+        json!({"task": "write hello.txt", "delegate": {"kind": "scripted", "script": agent},
+            "tools": [tools], "verify_file": "verify.star", "max_verify_retries": 0})
+        .to_string()
+    };
+    dir.write(
+        "ws/batch.jsonl",
+        format!(
+            "{}\n{}\n",
+            line("tamper.star", "run_command"),
+            line("idle.star", "read_file")
+        ),
+    );
+    let out = harness(["batch", "--json", "--concurrency", "1", "--journal"])
+        .args([dir.join("runs.db"), dir.join("ws/batch.jsonl")])
+        .run();
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &Value| v.get("line").is_some())
+        .collect();
+    assert_eq!(lines.len(), 2, "the appended line must not run: {out:?}");
+    let by_line = |n: u64| {
+        lines
+            .iter()
+            .find(|l| l["line"] == json!(n))
+            .unwrap_or_else(|| panic!("line {n}: {out:?}"))
+    };
+    assert_eq!(by_line(1)["kind"], json!("scope_violation"), "{out:?}");
+    assert_eq!(by_line(2)["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(by_line(2)["kind"], json!("verification_failed"), "{out:?}");
+}
+
+// --- class 2: writes through links, special files --------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn writes_through_dangling_links_are_refused_and_land_nowhere() {
+    let outside = TempDir::new();
+    let target = outside.join("planted.txt");
+    let target_dir = outside.join("made");
+    let calls = r#"[
+        {"name": "write_file", "arguments": {"path": "link.txt", "content": "escaped"}},
+        {"name": "write_file", "arguments": {"path": "dirlink/x.txt", "content": "escaped"}},
+        {"name": "write_file", "arguments": {"path": "fine.txt", "content": "ok"}},
+    ]"#;
+    let dir = project(&calls_then_done(calls), "tools: [write_file]\nworkdir: .\n");
+    std::os::unix::fs::symlink(&target, dir.join("ws/link.txt")).expect("symlink");
+    std::os::unix::fs::symlink(&target_dir, dir.join("ws/dirlink")).expect("symlink");
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 3, "{out:?}");
+    for result in &results[..2] {
+        assert_eq!(result["is_error"], json!(true), "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("dangling symbolic link")),
+            "{result}"
+        );
+    }
+    assert_eq!(results[2]["is_error"], json!(false), "{:?}", results[2]);
+    assert!(!target.exists(), "a write escaped through a dangling link");
+    assert!(
+        !target_dir.exists(),
+        "a directory was made outside the workspace"
+    );
+}
+
+// --- class 4: hangs -----------------------------------------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_in_the_workspace_is_refused_not_waited_on() {
+    let calls = r#"[{"name": "read_file", "arguments": {"path": "pipe"}}, {"name": "write_file", "arguments": {"path": "pipe", "content": "x"}}]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools: [read_file, write_file]\nworkdir: .\n",
+    );
+    // The verifier reads the FIFO too.
+    dir.write(
+        "ws/verify.star",
+        "def run(result):\n    return fs.read(\"pipe\") == \"\"\n",
+    );
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("ws/pipe"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let (out, report) = run(&dir);
+    // Before: both blocked until limits.timeout_s, then `timeout`.
+    assert_eq!(report["error"]["kind"], json!("verifier"), "{out:?}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("FIFO")),
+        "{report}"
+    );
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 2, "{out:?}");
+    for result in &results {
+        assert_eq!(result["is_error"], json!(true), "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("FIFO")),
+            "{result}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn run_command_ends_with_its_process_group() {
+    // The command returns at once but leaves a background child holding its output open, which
+    // would write a file two seconds later.
+    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "(sleep 2; touch late.txt) & echo started"], "timeout_s": 20}}]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    let (out, report) = run(&dir);
+    // Before: the pipe stayed open until the command's timeout, then the delegation's.
+    out.expect_code(1);
+    assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
+    let results = tool_results(&report);
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("exit code 0") && c.contains("started")),
+        "{results:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !dir.join("ws/late.txt").exists(),
+        "a background child outlived its command"
+    );
+}
+
+// --- class 5: run_command confinement ----------------------------------------------------------
+
+#[cfg(unix)]
+#[test]
+fn run_command_gets_a_scrubbed_environment_a_private_home_and_no_workspace_programs() {
+    let calls = r#"[
+        {"name": "run_command", "arguments": {"argv": ["sh", "-c", "echo HOME=$HOME; echo TOKEN=$HARNESS_TEST_SECRET; echo PWD=$(pwd); touch \"$HOME/home-was-writable\""]}},
+        {"name": "run_command", "arguments": {"argv": ["planted"]}},
+    ]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    // A program planted in the workspace, which a PATH holding `.` would find first.
+    let planted = dir.write("ws/planted", "#!/bin/sh\ntouch pwned\n");
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&planted, mode).expect("chmod");
+    let path = format!(
+        ".:{}:{}",
+        dir.join("ws").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let user_home = TempDir::new();
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("ws/delegation.yaml")])
+        .current_dir(dir.join("ws"))
+        .env("PATH", &path)
+        .env("HOME", user_home.path().to_str().expect("utf-8"))
+        .env("HARNESS_TEST_SECRET", "s3cr3t-value")
+        .run();
+    let report = out.json();
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 2, "{out:?}");
+    let shown = results[0]["content"].as_str().expect("content");
+    assert!(!shown.contains("s3cr3t-value"), "{shown}");
+    assert!(
+        shown.contains(&format!("PWD={}", dir.join("ws").display())),
+        "{shown}"
+    );
+    let home = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("HOME="))
+        .expect("HOME printed");
+    assert!(!home.is_empty());
+    assert_ne!(Path::new(home), user_home.path(), "{shown}");
+    assert!(!Path::new(home).starts_with(dir.path()), "{shown}");
+    assert!(
+        std::fs::read_dir(user_home.path())
+            .expect("read")
+            .next()
+            .is_none()
+    );
+    // The private HOME goes with the delegation.
+    assert!(!Path::new(home).exists(), "{home} outlived the delegation");
+    // `planted` is not found: the workspace is never on the search path.
+    assert_eq!(results[1]["is_error"], json!(true), "{:?}", results[1]);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("not on PATH")),
+        "{:?}",
+        results[1]
+    );
+    assert!(!dir.join("ws/pwned").exists());
+}
