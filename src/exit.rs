@@ -14,15 +14,16 @@ pub const BROKEN_POLICY: u8 = 3;
 pub const DELEGATE: u8 = 4;
 /// A policy hook blocked the delegation.
 pub const BLOCKED: u8 = 5;
+/// Stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report Ctrl-C).
+pub const CANCELLED: u8 = 130;
 
 /// Returns the exit code for a delegation that ended in an error of `kind`.
 pub fn for_error(kind: ErrorKind) -> u8 {
     match kind {
         ErrorKind::Config => USAGE,
         ErrorKind::Verifier | ErrorKind::Hook => BROKEN_POLICY,
-        ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout | ErrorKind::Cancelled => {
-            DELEGATE
-        }
+        ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout => DELEGATE,
+        ErrorKind::Cancelled => CANCELLED,
         ErrorKind::Blocked => BLOCKED,
         ErrorKind::VerificationFailed | ErrorKind::ScopeViolation => NOT_VERIFIED,
     }

@@ -202,3 +202,29 @@ mod tests {
         assert!(script_args(None, &["=x".to_owned()]).is_err());
     }
 }
+
+/// Resolves when the process is asked to stop — SIGINT (Ctrl-C) or SIGTERM — to the words for
+/// it ("interrupted by SIGINT"). Never resolves when no handler can be installed.
+pub async fn shutdown_signal() -> String {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
+                _ = interrupt.recv() => "interrupted by SIGINT".to_owned(),
+                _ = terminate.recv() => "terminated by SIGTERM".to_owned(),
+            },
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        "interrupted by Ctrl-C".to_owned()
+    }
+}

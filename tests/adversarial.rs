@@ -365,3 +365,141 @@ fn run_command_gets_a_scrubbed_environment_a_private_home_and_no_workspace_progr
     );
     assert!(!dir.join("ws/pwned").exists());
 }
+
+// --- class 6: lost records ----------------------------------------------------------------------
+
+/// Starts `harness` with `args` in the background (its own journal flag given by the caller).
+#[cfg(unix)]
+fn spawn(args: &[&std::ffi::OsStr]) -> std::process::Child {
+    std::process::Command::new(crate::util::harness_bin())
+        .args(args)
+        .env_remove("HARNESS_JOURNAL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("harness starts")
+}
+
+#[cfg(unix)]
+fn signal(child: &std::process::Child, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([format!("-{name}"), child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+}
+
+/// An agent whose one tool call runs for a minute, leaving a file behind if it is not stopped.
+#[cfg(unix)]
+const SLOW: &str =
+    r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "sleep 60; touch late.txt"]}}]"#;
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_is_recorded_as_cancelled_and_leaves_nothing_running() {
+    // Its own duration, so no other test's command is taken for it below.
+    let dir = project(
+        &calls_then_done(&SLOW.replace("sleep 60", "sleep 61")),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    let journal = dir.join("runs.db");
+    let file = dir.join("ws/delegation.yaml");
+    let child = spawn(&[
+        "run".as_ref(),
+        "--json".as_ref(),
+        "--journal".as_ref(),
+        journal.as_os_str(),
+        file.as_os_str(),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    signal(&child, "INT");
+    let out = child.wait_with_output().expect("harness ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+    assert_eq!(report["kind"], json!("cancelled"), "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SIGINT")),
+        "{report}"
+    );
+    let record = recorded(&dir, report["id"].as_str().expect("id"));
+    assert_eq!(record["outcome"], json!("error"), "{record}");
+    assert_eq!(record["error"]["kind"], json!("cancelled"), "{record}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 61; touch late.txt"])
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    assert!(left.is_empty(), "the command outlived its run");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_terminated_batch_records_what_it_cancelled() {
+    let dir = TempDir::new();
+    dir.write("ws/slow.star", calls_then_done(SLOW));
+    let line = json!({"task": "t", "delegate": {"kind": "scripted", "script": "slow.star"},
+        "tools": ["run_command"], "verify": "def run(result):\n    return True\n"})
+    .to_string();
+    dir.write("ws/batch.jsonl", format!("{line}\n{line}\n"));
+    let journal = dir.join("runs.db");
+    let file = dir.join("ws/batch.jsonl");
+    let child = spawn(&[
+        "batch".as_ref(),
+        "--json".as_ref(),
+        "--grace".as_ref(),
+        "0".as_ref(),
+        "--journal".as_ref(),
+        journal.as_os_str(),
+        file.as_os_str(),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    signal(&child, "TERM");
+    let out = child.wait_with_output().expect("harness ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("SIGTERM"), "{stderr}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    for line in &lines {
+        assert_eq!(line["kind"], json!("cancelled"), "{line}");
+        let record = recorded(&dir, line["id"].as_str().expect("id"));
+        assert_eq!(record["error"]["kind"], json!("cancelled"), "{record}");
+    }
+}
+
+#[test]
+fn a_run_that_cannot_be_recorded_says_so_and_exits_non_zero() {
+    let dir = project(
+        "def respond(request):\n    return {\"content\": \"done\"}\n",
+        "",
+    );
+    dir.write("ws/hello.txt", "hi");
+    // The journal's directory is a file: it cannot be created.
+    dir.write("not-a-dir", "");
+    let out = harness(["run", "--json", "--journal"])
+        .args([
+            dir.join("not-a-dir/runs.db"),
+            dir.join("ws/delegation.yaml"),
+        ])
+        .run();
+    out.expect_code(2);
+    let report = out.json();
+    // The delegation itself passed; the missing record is what failed.
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["journal"], Value::Null);
+    assert_eq!(report["journal_error"]["kind"], json!("config"), "{out:?}");
+    assert!(
+        report["journal_error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not-a-dir")),
+        "{out:?}"
+    );
+}

@@ -242,9 +242,13 @@ pub struct BatchSummary {
     pub stopped: bool,
 }
 
+/// How long cancelled delegations get to hand in their reports.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs every entry of `items` with at most `settings.concurrency` in flight, handing each
 /// outcome to `sink` as it completes. When `stop` resolves, no new entry is dispatched and
-/// running ones get `settings.grace` to finish. One delegation's error never stops the others.
+/// running ones get `settings.grace` to finish; then they are cancelled, and their reports (kind
+/// `cancelled`) handed to `sink` too. One delegation's error never stops the others.
 pub async fn run_batch<I, S, F>(
     runtime: &Runtime,
     items: I,
@@ -259,6 +263,9 @@ where
     F: FnMut(BatchOutcome),
 {
     let semaphore = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    // Set when the grace period after a stop has run out: what still runs is cancelled, and
+    // recorded as such.
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let (tx, mut rx) = mpsc::unbounded_channel::<BatchOutcome>();
     let mut tasks = JoinSet::new();
     let mut summary = BatchSummary::default();
@@ -302,6 +309,7 @@ where
                 let runtime = runtime.clone();
                 let tx = tx.clone();
                 let line = item.line;
+                let mut cancel = cancel_rx.clone();
                 tasks.spawn(async move {
                     let trace = OnceLock::new();
                     let observer = |event: &Event<'_>| {
@@ -311,7 +319,11 @@ where
                             }
                         }
                     };
-                    let report = runtime.run(&delegation, &observer).await;
+                    let cancelled = async move {
+                        let _ = cancel.wait_for(|cancelled| *cancelled).await;
+                        "cancelled: the batch was stopped and its grace period ran out".to_owned()
+                    };
+                    let report = runtime.run_until(&delegation, &observer, cancelled).await;
                     let _ = tx.send(BatchOutcome {
                         line,
                         report: Ok(report),
@@ -325,34 +337,33 @@ where
     }
     drop(tx);
     let mut drained = 0;
-    let drain = async {
-        while let Some(outcome) = rx.recv().await {
-            drained += 1;
-            sink(outcome);
-        }
-    };
-    if summary.stopped {
-        let _ = tokio::time::timeout(settings.grace, drain).await;
-    } else {
+    if !summary.stopped {
         tokio::select! {
-            () = drain => {}
-            () = &mut stop => {
-                summary.stopped = true;
-            }
+            () = drain(&mut rx, &mut sink, &mut drained) => {}
+            () = &mut stop => summary.stopped = true,
         }
-        if summary.stopped {
-            // Stopped while waiting for the last ones: give them the grace period too.
-            let rest = async {
-                while let Some(outcome) = rx.recv().await {
-                    drained += 1;
-                    sink(outcome);
-                }
-            };
-            let _ = tokio::time::timeout(settings.grace, rest).await;
-        }
+    }
+    if summary.stopped {
+        // Running delegations get the grace period; then whatever still runs is cancelled, and
+        // each hands in its report promptly.
+        let _ = tokio::time::timeout(settings.grace, drain(&mut rx, &mut sink, &mut drained)).await;
+        let _ = cancel_tx.send(true);
+        let _ = tokio::time::timeout(CANCEL_WAIT, drain(&mut rx, &mut sink, &mut drained)).await;
     }
     tasks.abort_all();
     summary.finished += drained;
     summary.abandoned = summary.read - summary.malformed - summary.finished;
     summary
+}
+
+/// Hands every outcome still to come to `sink`, counting them in `drained`.
+async fn drain<F: FnMut(BatchOutcome)>(
+    rx: &mut mpsc::UnboundedReceiver<BatchOutcome>,
+    sink: &mut F,
+    drained: &mut usize,
+) {
+    while let Some(outcome) = rx.recv().await {
+        *drained += 1;
+        sink(outcome);
+    }
 }

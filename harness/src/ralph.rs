@@ -122,6 +122,20 @@ impl Runtime {
     /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the
     /// report.
     pub async fn run(&self, delegation: &Delegation, observer: &dyn Observer) -> Report {
+        self.run_until(delegation, observer, std::future::pending())
+            .await
+    }
+
+    /// Runs one delegation as [`Runtime::run`] does, unless `cancel` resolves first: then the
+    /// delegation is stopped where it is (its commands and their process groups are killed) and
+    /// the report, with the attempts made so far, ends in an error of kind `cancelled` whose
+    /// message is what `cancel` resolved to (e.g. "interrupted by SIGINT").
+    pub async fn run_until(
+        &self,
+        delegation: &Delegation,
+        observer: &dyn Observer,
+        cancel: impl Future<Output = String>,
+    ) -> Report {
         let id = new_id();
         let kind = delegation.delegate.kind();
         let agent = delegation.delegate.agent_name();
@@ -170,9 +184,18 @@ impl Runtime {
         // `instrument`, into `timeout`, into the spawned task) and held per running delegation.
         let work =
             Box::pin(self.execute(delegation, observer, &mut report)).instrument(span.clone());
-        let ended = match parent {
-            Some(parent) => work.with_context(parent).await,
-            None => work.await,
+        let work = async {
+            match parent {
+                Some(parent) => work.with_context(parent).await,
+                None => work.await,
+            }
+        };
+        let ended = tokio::select! {
+            ended = work => ended,
+            why = cancel => Err(Error::new(
+                ErrorKind::Cancelled,
+                format!("{why}: the delegation was stopped and its commands killed"),
+            )),
         };
         report.outcome = match ended {
             Ok(outcome) => outcome,

@@ -15,9 +15,6 @@ use crate::exit;
 use crate::settings;
 use harness_telemetry as telemetry;
 
-/// Exit code after Ctrl-C (128 + SIGINT).
-const INTERRUPTED: u8 = 130;
-
 #[derive(Default)]
 struct Counts {
     passed: usize,
@@ -65,11 +62,15 @@ pub async fn run(args: BatchArgs) -> u8 {
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     });
+    // Nothing runs that could not be recorded.
     let journal = match located.and_then(|l| l.map(|l| JournalWriter::start(&l.path)).transpose()) {
         Ok(writer) => writer,
         Err(e) => {
-            eprintln!("warning: delegations will not be recorded: {}", e.message());
-            None
+            let e = harness::Error::config(format!(
+                "the run journal cannot be written (pass --journal PATH to a writable file, or --no-journal): {}",
+                e.message()
+            ));
+            return exit::fail(&e, false);
         }
     };
     let source = std::path::absolute(&args.file).unwrap_or_else(|_| args.file.clone());
@@ -154,11 +155,9 @@ pub async fn run(args: BatchArgs) -> u8 {
         }
     };
     let stop = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        let why = settings::shutdown_signal().await;
         eprintln!(
-            "\ninterrupted: no new delegations; waiting up to {}s for running ones",
+            "\n{why}: no new delegations; waiting up to {}s for running ones, then cancelling them",
             settings.grace.as_secs()
         );
     };
@@ -166,6 +165,7 @@ pub async fn run(args: BatchArgs) -> u8 {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
+    let mut unrecorded = false;
     if let Some(journal) = journal {
         let path = journal.path().to_path_buf();
         let written = journal.finish();
@@ -176,9 +176,10 @@ pub async fn run(args: BatchArgs) -> u8 {
                 path.display()
             );
         }
+        unrecorded = !written.failures.is_empty() || written.crashed;
         if !written.failures.is_empty() {
             eprintln!(
-                "warning: {} delegation(s) not recorded in the run journal {}:",
+                "error[config]: {} delegation(s) not recorded in the run journal {}:",
                 written.failures.len(),
                 path.display()
             );
@@ -188,7 +189,7 @@ pub async fn run(args: BatchArgs) -> u8 {
         }
         if written.crashed {
             eprintln!(
-                "warning: the run journal writer for {} failed; some delegations were not recorded",
+                "error[config]: the run journal writer for {} failed; some delegations were not recorded",
                 path.display()
             );
         }
@@ -217,8 +218,8 @@ pub async fn run(args: BatchArgs) -> u8 {
         },
     );
     if summary.stopped {
-        INTERRUPTED
-    } else if counts.malformed > 0 {
+        exit::CANCELLED
+    } else if counts.malformed > 0 || unrecorded {
         exit::USAGE
     } else if counts.failed + counts.errors > 0 {
         exit::NOT_VERIFIED

@@ -39,13 +39,28 @@ pub async fn run(args: RunArgs) -> u8 {
             print_event(&delegation, event);
         }
     };
-    let report = runtime.run(&delegation, &observer).await;
+    let report = runtime
+        .run_until(&delegation, &observer, settings::shutdown_signal())
+        .await;
     let trace_id = trace_id.into_inner();
     let journal = record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
+    let code = match report.outcome {
+        Outcome::Passed | Outcome::Skipped => exit::OK,
+        Outcome::Failed(_) => exit::NOT_VERIFIED,
+        Outcome::Error(kind) => exit::for_error(kind),
+    };
+    let (journal, unrecorded) = match journal {
+        Ok(path) => (path, None),
+        Err(e) => (None, Some(e)),
+    };
     if json_output {
         let mut object = report.to_json();
         object["trace_id"] = serde_json::json!(trace_id);
         object["journal"] = serde_json::json!(journal.map(|p| p.display().to_string()));
+        if let Some(e) = &unrecorded {
+            object["journal_error"] =
+                serde_json::json!({"kind": e.kind().as_str(), "message": e.message()});
+        }
         println!("{object}");
     } else {
         print_summary(&report, trace_id.as_deref());
@@ -56,11 +71,14 @@ pub async fn run(args: RunArgs) -> u8 {
                 report.id
             );
         }
+        if let Some(e) = &unrecorded {
+            eprintln!("error[{}]: {}", e.kind().as_str(), e.message());
+        }
     }
-    match report.outcome {
-        Outcome::Passed | Outcome::Skipped => exit::OK,
-        Outcome::Failed(_) => exit::NOT_VERIFIED,
-        Outcome::Error(kind) => exit::for_error(kind),
+    // A run that is not on record is not a clean run, whatever its outcome.
+    match unrecorded {
+        Some(e) if code == exit::OK => exit::for_error(e.kind()),
+        _ => code,
     }
 }
 
@@ -172,24 +190,22 @@ fn one_line(text: &str, max: usize) -> String {
 
 /// Records the delegation in the run journal found by the one rule (`--journal`,
 /// `HARNESS_JOURNAL`, the nearest `.harness/runs.db` upward, `./.harness/runs.db`) unless
-/// `--no-journal`, and returns where. A journal that cannot be written is a warning on stderr:
-/// it never changes the outcome or the exit code.
+/// `--no-journal`, and returns where (`None` with `--no-journal`).
+///
+/// # Errors
+/// The journal cannot be found, opened or written: a configuration error naming it.
 async fn record_in_journal(
     args: &RunArgs,
     delegation: &Delegation,
     report: &Report,
     trace_id: Option<String>,
-) -> Option<std::path::PathBuf> {
+) -> Result<Option<std::path::PathBuf>, Error> {
     if args.no_journal {
-        return None;
+        return Ok(None);
     }
-    let path = match harness_records::locate(args.journal.as_deref()) {
-        Ok(located) => located.path,
-        Err(e) => {
-            eprintln!("warning: not recorded in the run journal: {}", e.message());
-            return None;
-        }
-    };
+    let path = harness_records::locate(args.journal.as_deref())
+        .map_err(|e| Error::config(format!("not recorded in the run journal: {}", e.message())))?
+        .path;
     let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let meta = harness_records::RecordMeta {
         trace_id,
@@ -198,20 +214,17 @@ async fn record_in_journal(
     };
     let report = report.clone();
     let journal = path.clone();
-    let written = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         harness_records::Journal::open(&journal)?.record(&report, &meta)
     })
     .await
-    .unwrap_or_else(|e| Err(Error::config(format!("the journal writer failed: {e}"))));
-    match written {
-        Ok(()) => Some(path),
-        Err(e) => {
-            eprintln!(
-                "warning: not recorded in the run journal {}: {}",
-                path.display(),
-                e.message()
-            );
-            None
-        }
-    }
+    .unwrap_or_else(|e| Err(Error::config(format!("the journal writer failed: {e}"))))
+    .map_err(|e| {
+        Error::config(format!(
+            "not recorded in the run journal {} (pass --journal PATH to a writable file, or --no-journal): {}",
+            path.display(),
+            e.message()
+        ))
+    })?;
+    Ok(Some(path))
 }

@@ -119,7 +119,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     }
     command.envs(launch.env.iter().map(|(k, v)| (k, v)));
     let mut child = command.spawn()?;
-    let group = Group(child.id());
+    let group = Group::new(child.id());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let cap = launch.cap;
@@ -163,19 +163,38 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     }
 }
 
-/// The process group a child leads (its pid), killed as a whole.
-struct Group(Option<u32>);
+/// The process group a child leads (its pid), killed as a whole once: after the leader exits,
+/// on a timeout, or at the latest when dropped, so a cancelled call leaves nothing running. Only
+/// once, because a group id is free for reuse when its last member is gone.
+struct Group(std::sync::Mutex<Option<u32>>);
 
 impl Group {
+    fn new(pid: Option<u32>) -> Self {
+        Group(std::sync::Mutex::new(pid))
+    }
+
     fn kill(&self) {
+        let pid = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         #[cfg(unix)]
-        if let Some(pid) = self.0.and_then(|pid| i32::try_from(pid).ok()) {
+        if let Some(pid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
             // Gone already (ESRCH) is the usual, fine answer.
             let _ = nix::sys::signal::killpg(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
         }
+        #[cfg(not(unix))]
+        let _ = pid;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
