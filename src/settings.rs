@@ -185,24 +185,6 @@ pub fn journal_filter(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn arg_values_parse_as_json_else_string() {
-        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
-        let args = script_args(None, &pairs).expect("valid");
-        assert_eq!(
-            args,
-            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
-        );
-        assert!(script_args(None, &["novalue".to_owned()]).is_err());
-        assert!(script_args(None, &["=x".to_owned()]).is_err());
-    }
-}
-
 /// Resolves when the process is asked to stop — SIGINT (Ctrl-C) or SIGTERM — to the words for
 /// it ("interrupted by SIGINT"). Never resolves when no handler can be installed.
 pub async fn shutdown_signal() -> String {
@@ -226,5 +208,23 @@ pub async fn shutdown_signal() -> String {
             std::future::pending::<()>().await;
         }
         "interrupted by Ctrl-C".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arg_values_parse_as_json_else_string() {
+        let pairs = ["n=3", "s=hello", "b=true", "o={\"a\":1}", "e=", "eq=a=b"].map(String::from);
+        let args = script_args(None, &pairs).expect("valid");
+        assert_eq!(
+            args,
+            json!({"n": 3, "s": "hello", "b": true, "o": {"a": 1}, "e": "", "eq": "a=b"})
+        );
+        assert!(script_args(None, &["novalue".to_owned()]).is_err());
+        assert!(script_args(None, &["=x".to_owned()]).is_err());
     }
 }

@@ -475,31 +475,83 @@ fn a_terminated_batch_records_what_it_cancelled() {
     }
 }
 
+// --- class 3: process-killing scripts -----------------------------------------------------------
+
+/// A verifier that builds a list nested `depth` deep and then does `tail` with it (`v`).
+fn deep_verifier(tail: &str) -> String {
+    format!("def run(result):\n    v = []\n    for i in range(300000):\n        v = [v]\n{tail}\n")
+}
+
 #[test]
-fn a_run_that_cannot_be_recorded_says_so_and_exits_non_zero() {
-    let dir = project(
-        "def respond(request):\n    return {\"content\": \"done\"}\n",
-        "",
+fn deeply_nested_values_are_a_limit_error_not_a_stack_overflow() {
+    let cases = [
+        ("returned", deep_verifier("    return {\"verified\": True, \"reason\": \"\", \"v\": v}")),
+        ("str", deep_verifier("    return str(v) == \"\"")),
+        ("repr", deep_verifier("    return repr(v) == \"\"")),
+        ("print", deep_verifier("    print(v)\n    return True")),
+        ("log", deep_verifier("    log(v)\n    return True")),
+        ("json.encode", deep_verifier("    return json.encode(v) == \"\"")),
+        (
+            "a global",
+            "def build():\n    v = []\n    for i in range(300000):\n        v = [v]\n    return v\nX = build()\ndef run(result):\n    return True\n"
+                .to_owned(),
+        ),
+    ];
+    let dir = TempDir::new();
+    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+    for (what, script) in cases {
+        let path = dir.write("deep.star", &script);
+        let out = harness(["verify", "--json", "--result"])
+            .args([&result, &path])
+            .run();
+        // Before: the process aborted with a stack overflow (signal, no output).
+        out.expect_code(3);
+        let report = out.json();
+        assert_eq!(
+            report["error"]["kind"],
+            json!("verifier"),
+            "{what}: {out:?}"
+        );
+        let message = report["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("limit max_nesting_depth hit"),
+            "{what}: {message}"
+        );
+    }
+}
+
+#[test]
+fn a_shared_value_too_large_to_write_out_is_a_heap_limit_error() {
+    // Sixty doublings of one list: tiny on the heap, 2^60 elements as text.
+    let dir = TempDir::new();
+    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+    let path = dir.write(
+        "wide.star",
+        "def run(result):\n    v = \"x\"\n    for i in range(60):\n        v = [v, v]\n    return json.encode(v) == \"\"\n",
     );
-    dir.write("ws/hello.txt", "hi");
-    // The journal's directory is a file: it cannot be created.
-    dir.write("not-a-dir", "");
-    let out = harness(["run", "--json", "--journal"])
-        .args([
-            dir.join("not-a-dir/runs.db"),
-            dir.join("ws/delegation.yaml"),
-        ])
+    let out = harness(["verify", "--json", "--result"])
+        .args([&result, &path])
         .run();
-    out.expect_code(2);
-    let report = out.json();
-    // The delegation itself passed; the missing record is what failed.
-    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
-    assert_eq!(report["journal"], Value::Null);
-    assert_eq!(report["journal_error"]["kind"], json!("config"), "{out:?}");
+    out.expect_code(3);
+    let message = out.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("limit max_heap_bytes hit"), "{message}");
+}
+
+#[test]
+fn an_agent_script_returning_a_deep_value_fails_its_delegation_on_record() {
+    let agent = "def respond(request):\n    v = []\n    for i in range(300000):\n        v = [v]\n    return {\"content\": \"x\", \"extra\": v}\n";
+    let dir = project(agent, "");
+    let (out, report) = run(&dir);
+    assert_eq!(report["outcome"], json!("error"), "{out:?}");
     assert!(
-        report["journal_error"]["message"]
+        report["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("not-a-dir")),
-        "{out:?}"
+            .is_some_and(|m| m.contains("max_nesting_depth")),
+        "{report}"
     );
+    let record = recorded(&dir, report["id"].as_str().expect("id"));
+    assert_eq!(record["outcome"], json!("error"), "{record}");
 }

@@ -656,9 +656,10 @@ fn a_damaged_journal_is_an_error_naming_it_and_reading_never_writes() {
 }
 
 #[test]
-fn a_journal_that_cannot_be_written_only_warns() {
-    // A regular file where the journal's directory should be: no user can create it.
-    for (agent, code, outcome) in [(HONEST, 0, "passed"), (ALWAYS_LIES, 1, "failed")] {
+fn a_journal_that_cannot_be_written_is_an_error_with_a_non_zero_exit() {
+    // A regular file where the journal's directory should be: no user can create it. The run's
+    // own outcome is kept; a run that would have exited 0 exits 2, since it is not on record.
+    for (agent, code, outcome) in [(HONEST, 2, "passed"), (ALWAYS_LIES, 1, "failed")] {
         let case = Case::scripted(agent, FILE_VERIFIER).with_file("blocker", "a file");
         let out = harness([
             "run",
@@ -670,13 +671,27 @@ fn a_journal_that_cannot_be_written_only_warns() {
         .current_dir(case.dir.path())
         .run();
         out.expect_code(code);
-        assert_eq!(out.json()["outcome"], json!(outcome), "{out:?}");
+        let report = out.json();
+        assert_eq!(report["outcome"], json!(outcome), "{out:?}");
+        assert_eq!(report["journal"], Value::Null, "{out:?}");
+        assert_eq!(report["journal_error"]["kind"], json!("config"), "{out:?}");
         assert!(
-            out.stderr
-                .contains("warning: not recorded in the run journal blocker/runs.db"),
+            report["journal_error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not recorded in the run journal blocker/runs.db")),
             "{out:?}"
         );
         assert!(!case.dir.join(".harness").exists());
+        // Without --json the same error is on stderr.
+        let out = harness(["run", "delegation.yaml", "--journal", "blocker/runs.db"])
+            .current_dir(case.dir.path())
+            .run();
+        out.expect_code(code);
+        assert!(
+            out.stderr
+                .contains("error[config]: not recorded in the run journal blocker/runs.db"),
+            "{out:?}"
+        );
     }
 }
 

@@ -183,23 +183,34 @@ impl Script {
             })?;
         }
         let host = Host::new(sandbox);
-        let module = Module::with_temp_heap(|module| -> Result<FrozenModule, Error> {
-            for (key, value) in predeclared {
-                module.set(key, alloc_json(module.heap(), value));
-            }
-            {
-                let mut eval = Evaluator::new(&module);
-                host.configure(&mut eval, name)?;
-                if let Err(e) = eval.eval_module(ast, &engine.globals) {
-                    return Err(host.classify(e, &eval, name));
+        let module = contained(name, || {
+            Module::with_temp_heap(|module| -> Result<FrozenModule, Error> {
+                for (key, value) in predeclared {
+                    module.set(key, alloc_json(module.heap(), value));
                 }
-            }
-            module.freeze().map_err(|e| {
-                Error::new(
-                    ErrorKind::Runtime,
-                    name,
-                    format!("cannot freeze module: {e:?}"),
-                )
+                {
+                    let mut eval = Evaluator::new(&module);
+                    host.configure(&mut eval, name)?;
+                    if let Err(e) = eval.eval_module(ast, &engine.globals) {
+                        return Err(host.classify(e, &eval, name));
+                    }
+                }
+                // Freezing walks every global by recursion: bound them first.
+                for global in module.names() {
+                    if let Some(value) = module.get(&global) {
+                        host.check_value(&format!("global `{}`", global.as_str()), value)
+                            .map_err(|e| {
+                                Error::new(ErrorKind::Limit(limit_of(&host)), name, e.to_string())
+                            })?;
+                    }
+                }
+                module.freeze().map_err(|e| {
+                    Error::new(
+                        ErrorKind::Runtime,
+                        name,
+                        format!("cannot freeze module: {e:?}"),
+                    )
+                })
             })
         })
         .map_err(|e| {
@@ -297,25 +308,33 @@ impl Script {
                 )
             })?;
         }
-        let value = Module::with_temp_heap(|module| -> Result<serde_json::Value, Error> {
-            let heap = module.heap();
-            let func = heap.access_owned_frozen_value(&func);
-            let args: Vec<Value> = args.iter().map(|a| alloc_json(heap, a)).collect();
-            let mut eval = Evaluator::new(&module);
-            host.configure(&mut eval, name)?;
-            match eval.eval_function(func, &args, &[]) {
-                Ok(value) => value.to_json_value().map_err(|e| {
-                    Error::new(
-                        ErrorKind::Conversion,
-                        name,
-                        format!(
-                            "`{function}` returned a {} that has no JSON form: {e}",
-                            value.get_type()
-                        ),
-                    )
-                }),
-                Err(e) => Err(host.classify(e, &eval, name)),
-            }
+        let value = contained(name, || {
+            Module::with_temp_heap(|module| -> Result<serde_json::Value, Error> {
+                let heap = module.heap();
+                let func = heap.access_owned_frozen_value(&func);
+                let args: Vec<Value> = args.iter().map(|a| alloc_json(heap, a)).collect();
+                let mut eval = Evaluator::new(&module);
+                host.configure(&mut eval, name)?;
+                match eval.eval_function(func, &args, &[]) {
+                    Ok(value) => {
+                        host.check_value(&format!("the result of `{function}`"), value)
+                            .map_err(|e| {
+                                Error::new(ErrorKind::Limit(limit_of(&host)), name, e.to_string())
+                            })?;
+                        value.to_json_value().map_err(|e| {
+                            Error::new(
+                                ErrorKind::Conversion,
+                                name,
+                                format!(
+                                    "`{function}` returned a {} that has no JSON form: {e}",
+                                    value.get_type()
+                                ),
+                            )
+                        })
+                    }
+                    Err(e) => Err(host.classify(e, &eval, name)),
+                }
+            })
         });
         let logs = host.logs.into_inner();
         match value {
@@ -331,6 +350,39 @@ impl Script {
             }
         }
     }
+}
+
+/// The limit a failed `Host::check_value` recorded (nesting when none was).
+fn limit_of(host: &Host) -> crate::error::Limit {
+    host.exceeded().unwrap_or(crate::error::Limit::Nesting)
+}
+
+/// Runs `work` (an evaluation of script `name`) so that a panic inside the interpreter — a
+/// string past its 4 GiB length limit, an internal assertion — is an error of the script, never
+/// a crash of the process. The evaluation's heap is dropped with it.
+fn contained<T>(name: &str, work: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "an internal error".to_owned());
+        Err(if what.contains("overflow") || what.contains("capacity") {
+            Error::new(
+                ErrorKind::Limit(crate::error::Limit::Heap),
+                name,
+                format!(
+                    "limit max_heap_bytes hit: one operation built a value larger than the interpreter allows ({what})"
+                ),
+            )
+        } else {
+            Error::new(
+                ErrorKind::Runtime,
+                name,
+                format!("the interpreter failed: {what}"),
+            )
+        })
+    })
 }
 
 /// The 1-based position of a Starlark error, when it has one.
@@ -451,5 +503,24 @@ pub(crate) fn check_json(value: &serde_json::Value) -> Result<(), String> {
         serde_json::Value::Array(items) => items.iter().try_for_each(check_json),
         serde_json::Value::Object(map) => map.values().try_for_each(check_json),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_the_interpreter_is_an_error_of_the_script() {
+        let err = contained::<()>("s.star", || panic!("len overflow")).expect_err("contained");
+        assert_eq!(
+            err.kind(),
+            ErrorKind::Limit(crate::error::Limit::Heap),
+            "{err}"
+        );
+        let err =
+            contained::<()>("s.star", || panic!("{}", String::from("bad state"))).expect_err("x");
+        assert_eq!(err.kind(), ErrorKind::Runtime, "{err}");
+        assert!(err.to_string().contains("bad state"), "{err}");
     }
 }

@@ -52,8 +52,10 @@ pub enum Limit {
     Time,
     /// The call-stack depth.
     CallStack,
-    /// The Starlark heap size.
+    /// The Starlark heap size (also what one value may grow to when it is encoded or printed).
     Heap,
+    /// How deeply containers may nest in a value that is converted, encoded or printed.
+    Nesting,
 }
 
 impl Limit {
@@ -64,6 +66,7 @@ impl Limit {
             Limit::Time => "timeout",
             Limit::CallStack => "max_call_depth",
             Limit::Heap => "max_heap_bytes",
+            Limit::Nesting => "max_nesting_depth",
         }
     }
 }

@@ -24,6 +24,8 @@ pub(crate) struct Host<'s> {
     deferred: Cell<bool>,
     timed_out: Cell<bool>,
     violation: RefCell<Option<String>>,
+    /// A limit a builtin enforced itself (nesting, the size of an encoding).
+    exceeded: RefCell<Option<(Limit, String)>>,
     pub(crate) logs: RefCell<Vec<String>>,
 }
 
@@ -36,6 +38,7 @@ impl<'s> Host<'s> {
             deferred: Cell::new(false),
             timed_out: Cell::new(false),
             violation: RefCell::new(None),
+            exceeded: RefCell::new(None),
             logs: RefCell::new(Vec::new()),
         }
     }
@@ -77,6 +80,10 @@ impl<'s> Host<'s> {
         setup(eval.set_max_tick_count(limits.max_steps.max(1)))?;
         setup(eval.set_max_callstack_size(limits.max_call_depth.max(1)))?;
         setup(eval.set_max_heap_size(limits.max_heap_bytes.max(1)))?;
+        // Starlark's collector traces values by recursion (a million-deep list would overflow
+        // the stack); it only runs between top-level statements, and the heap limit holds
+        // without it.
+        eval.disable_gc();
         eval.set_check_cancelled(Box::new(move || {
             let now = Instant::now();
             if self.inline_until.is_some_and(|until| now >= until) {
@@ -103,7 +110,35 @@ impl<'s> Host<'s> {
         anyhow::anyhow!(message)
     }
 
-    /// Records one line of script output and emits it as a tracing event on the current span.
+    /// Checks `value` before a builtin converts, encodes or prints it (`func` names the
+    /// builtin): too deep or too large is recorded as that limit and returned as the error to
+    /// raise.
+    pub(crate) fn check_value(
+        &self,
+        func: &str,
+        value: starlark::values::Value,
+    ) -> anyhow::Result<()> {
+        let limits = &self.sandbox.limits;
+        crate::nesting::check(value, limits.max_nesting_depth, limits.max_heap_bytes).map_err(
+            |too| {
+                let message = format!(
+                    "limit {} hit: {func}: the value {}",
+                    too.limit.as_str(),
+                    too.what
+                );
+                self.exceeded
+                    .borrow_mut()
+                    .get_or_insert_with(|| (too.limit, message.clone()));
+                anyhow::anyhow!(message)
+            },
+        )
+    }
+
+    /// The limit a builtin enforced itself, when one did.
+    pub(crate) fn exceeded(&self) -> Option<Limit> {
+        self.exceeded.borrow().as_ref().map(|(limit, _)| *limit)
+    }
+
     /// Records one line of script output; the caller emits it once the call has ended.
     pub(crate) fn log(&self, line: String) {
         self.logs.borrow_mut().push(line);
@@ -140,6 +175,9 @@ impl<'s> Host<'s> {
         }
         if let Some(message) = self.violation.borrow().clone() {
             return Error::new(ErrorKind::Sandbox, name, message).at(at);
+        }
+        if let Some((limit, message)) = self.exceeded.borrow().clone() {
+            return Error::new(ErrorKind::Limit(limit), name, message).at(at);
         }
         let limits = &self.sandbox.limits;
         let limit = if matches!(e.kind(), starlark::ErrorKind::StackOverflow(_)) {

@@ -28,6 +28,7 @@ mod error;
 mod host;
 mod limits;
 mod modules;
+mod nesting;
 mod tls;
 mod workspace;
 

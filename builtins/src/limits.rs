@@ -19,6 +19,9 @@ pub struct Limits {
     pub max_call_depth: usize,
     /// Maximum Starlark heap size in bytes.
     pub max_heap_bytes: usize,
+    /// How deeply lists, tuples, dicts and structs may nest in a value that is returned,
+    /// encoded (`json.encode`) or printed (`str`, `repr`, `print`, `log`).
+    pub max_nesting_depth: usize,
     /// Largest file `fs.read` returns, in bytes.
     pub max_read_bytes: u64,
     /// Largest HTTP response body kept, in bytes; longer bodies are truncated.
@@ -34,6 +37,7 @@ impl Default for Limits {
             timeout: Duration::from_secs(30),
             max_call_depth: 50,
             max_heap_bytes: 256 * 1024 * 1024,
+            max_nesting_depth: 100,
             max_read_bytes: 16 * 1024 * 1024,
             max_http_body_bytes: 4 * 1024 * 1024,
             max_exec_output_bytes: 1024 * 1024,

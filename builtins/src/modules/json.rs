@@ -6,6 +6,7 @@ use starlark::starlark_module;
 use starlark::values::Value;
 
 use crate::engine::{alloc_json, check_json};
+use crate::host::Host;
 
 #[starlark_module]
 pub(crate) fn members(builder: &mut GlobalsBuilder) {
@@ -15,7 +16,8 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     /// ```python
     /// json.encode({"verified": True, "reason": ""}) == '{"verified":true,"reason":""}'
     /// ```
-    fn encode(#[starlark(require = pos)] x: Value) -> anyhow::Result<String> {
+    fn encode(#[starlark(require = pos)] x: Value, eval: &mut Evaluator) -> anyhow::Result<String> {
+        Host::of(eval)?.check_value("json.encode", x)?;
         x.to_json().map_err(|e| anyhow::anyhow!("json.encode: {e}"))
     }
 
