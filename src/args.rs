@@ -128,8 +128,9 @@ pub struct RunArgs {
     /// Hook files or directories to add to the file's `hooks:` (or to `.harness/hooks`).
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub hooks: Vec<PathBuf>,
-    /// Retries after a failed verification (overrides the file's `max_verify_retries`).
-    #[arg(long = "max-verify-retries", value_name = "N")]
+    /// Retries after a failed verification (overrides the file's `max_verify_retries`; 0 to
+    /// 100).
+    #[arg(long = "max-verify-retries", value_name = "N", value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::MAX_VERIFY_RETRIES)))]
     pub max_verify_retries: Option<u32>,
     /// Script sandbox (`--workdir` overrides the file's `workdir`; hosts add to
     /// `network.allow`).

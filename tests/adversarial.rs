@@ -555,3 +555,76 @@ fn an_agent_script_returning_a_deep_value_fails_its_delegation_on_record() {
     let record = recorded(&dir, report["id"].as_str().expect("id"));
     assert_eq!(record["outcome"], json!("error"), "{record}");
 }
+
+// --- class 8: silent policy gaps ---------------------------------------------------------------
+
+#[test]
+fn policy_that_cannot_mean_what_it_says_is_a_configuration_error() {
+    let cases = [
+        ("task: 123\n", "`123`, expected a string"),
+        ("task: t\nverify:\n", "`verify` is empty"),
+        ("task: t\nverify: \"  \"\n", "`verify` is empty"),
+        ("task: t\nmax_verify_retries: 4294967295\n", "at most 100"),
+    ];
+    for (head, expected) in cases {
+        let dir = TempDir::new();
+        dir.write(
+            "agent.star",
+            "def respond(request):\n    return {\"content\": \"x\"}\n",
+        );
+        let file = dir.write(
+            "delegation.yaml",
+            format!("{head}delegate: {{kind: scripted, script: agent.star}}\n"),
+        );
+        let out = harness(["run", "--json", "--no-journal"])
+            .args([&file])
+            .run();
+        // Before: accepted (the number as text, no verifier, a panic on the retry count).
+        out.expect_code(2);
+        let report = out.json();
+        assert_eq!(report["error"]["kind"], json!("config"), "{head}: {out:?}");
+        let message = report["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{head}: {message}");
+        assert!(message.contains("delegation.yaml"), "{head}: {message}");
+    }
+    let dir = TempDir::new();
+    dir.write(
+        ".harness/policy.yaml",
+        "verification_defaults: {max_verify_retries: 1000}\n",
+    );
+    dir.write(
+        "agent.star",
+        "def respond(request):\n    return {\"content\": \"x\"}\n",
+    );
+    let file = dir.write(
+        "delegation.yaml",
+        "task: t\ndelegate: {kind: scripted, script: agent.star}\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([&file])
+        .run();
+    out.expect_code(2);
+    assert!(out.stdout.contains("policy.yaml"), "{out:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn hook_files_that_cannot_load_are_named_not_skipped() {
+    let dir = TempDir::new();
+    let hook = "---\nevent: delegation.post_verify\nscript: |\n  def handle(event, payload):\n      return block(\"no\")\n---\n";
+    dir.write("hooks/good.md", hook);
+    dir.write("hooks/shouting.MD", hook);
+    std::os::unix::fs::symlink("gone.md", dir.join("hooks/dangling.md")).expect("symlink");
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("hooks/pipe.md"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let out = harness(["hooks", "check"]).args([dir.join("hooks")]).run();
+    // Before: "ok: 1 hook(s)", the other three skipped without a word.
+    out.expect_code(2);
+    for name in ["shouting.MD", "dangling.md", "pipe.md"] {
+        assert!(out.stderr.contains(name), "{name}: {out:?}");
+    }
+    assert!(!out.stderr.contains("good.md"), "{out:?}");
+}

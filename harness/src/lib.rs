@@ -55,7 +55,8 @@ pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
 pub use spec::{
-    DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, VerifySource,
+    DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, MAX_VERIFY_RETRIES,
+    VerifySource,
 };
 pub use tools::{Tool, ToolOutput, Toolbox};
 pub use verdict::{Decision, Finding, Severity, Source, Verdict};

@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}), `limits` ({steps, wall_ms, heap_mb, call_depth, read_mb, http_body_mb, output_kb}) and `redact` ({patterns})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) and `redact` ({patterns})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +52,8 @@ struct RawLimits {
     heap_mb: Option<u64>,
     #[serde(default)]
     call_depth: Option<u64>,
+    #[serde(default)]
+    nesting_depth: Option<u64>,
     #[serde(default)]
     read_mb: Option<u64>,
     #[serde(default)]
@@ -103,6 +105,15 @@ impl ProjectPolicy {
                 .map_err(|e| Error::config(format!("project policy {file}: {e} ({KEYS_HINT})")))?
         };
         let defaults = raw.verification_defaults.unwrap_or_default();
+        if let Some(n) = defaults
+            .max_verify_retries
+            .filter(|n| *n > crate::spec::MAX_VERIFY_RETRIES)
+        {
+            return Err(Error::config(format!(
+                "project policy {file}: `verification_defaults.max_verify_retries` must be at most {}, got {n}",
+                crate::spec::MAX_VERIFY_RETRIES
+            )));
+        }
         let given = raw.limits.unwrap_or_default();
         let mut limits = Limits::default();
         let range = |key: &str, value: Option<u64>, min: u64, max: u64| -> Result<Option<u64>> {
@@ -126,6 +137,10 @@ impl ProjectPolicy {
         // Deep Starlark stacks need deep native stacks: the runtime's threads have 16 MiB.
         if let Some(n) = range("call_depth", given.call_depth, 5, 200)? {
             limits.max_call_depth = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        // Bounded above so that what passes the check can still be walked by recursion.
+        if let Some(n) = range("nesting_depth", given.nesting_depth, 10, 1_000)? {
+            limits.max_nesting_depth = usize::try_from(n).unwrap_or(usize::MAX);
         }
         if let Some(n) = range("read_mb", given.read_mb, 1, 4_096)? {
             limits.max_read_bytes = n * 1024 * 1024;

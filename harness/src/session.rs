@@ -323,6 +323,13 @@ async fn pre_hooks(
             "may change task, tools, args and max_verify_retries, not id or delegate".to_owned(),
         ));
     }
+    if after.max_verify_retries > crate::spec::MAX_VERIFY_RETRIES {
+        return Err(bad(format!(
+            "set max_verify_retries to {}; at most {} are allowed",
+            after.max_verify_retries,
+            crate::spec::MAX_VERIFY_RETRIES
+        )));
+    }
     delegation.task = after.task;
     delegation.tools = after.tools;
     delegation.args = serde_json::Value::Object(after.args);

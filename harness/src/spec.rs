@@ -20,20 +20,53 @@ const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tool
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
+/// The most `max_verify_retries` a delegation may ask for, however it asks.
+pub const MAX_VERIFY_RETRIES: u32 = 100;
+
+/// Reads a string and nothing else: YAML would otherwise turn `task: 123` or `task: yes` into
+/// the text "123" or "yes" without a word.
+fn string_only<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+    struct Text;
+    impl serde::de::Visitor<'_> for Text {
+        type Value = String;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<String, E> {
+            Ok(v.to_owned())
+        }
+        fn visit_string<E: serde::de::Error>(self, v: String) -> std::result::Result<String, E> {
+            Ok(v)
+        }
+    }
+    d.deserialize_any(Text)
+}
+
+/// A key that may be present but empty: `Some(None)` for `verify:` (null), `Some(Some(text))`
+/// for a string; absent keys are `None` through `#[serde(default)]`.
+fn present_string<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<String>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Strict(#[serde(deserialize_with = "string_only")] String);
+    Ok(Some(Option::<Strict>::deserialize(d)?.map(|s| s.0)))
+}
 /// Default `limits.max_turns` (per attempt).
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
+    #[serde(deserialize_with = "string_only")]
     task: String,
     delegate: RawDelegate,
     #[serde(default)]
     tools: Vec<String>,
     #[serde(default)]
     args: Option<Map<String, Value>>,
-    #[serde(default)]
-    verify: Option<String>,
+    /// `None` when absent; `Some(None)` when present but empty (`verify:`), which is an error.
+    #[serde(default, deserialize_with = "present_string")]
+    verify: Option<Option<String>>,
     #[serde(default)]
     verify_file: Option<PathBuf>,
     #[serde(default)]
@@ -341,7 +374,16 @@ impl Delegation {
                 )));
             }
         }
-        let verify = match (raw.verify, raw.verify_file) {
+        let verify = match raw.verify {
+            Some(Some(script)) if !script.trim().is_empty() => Some(script),
+            Some(_) => {
+                return Err(Error::config(format!(
+                    "{file}: `verify` is empty; give a Starlark script defining `def run(result):`, or remove the key"
+                )));
+            }
+            None => None,
+        };
+        let verify = match (verify, raw.verify_file) {
             (Some(_), Some(_)) => {
                 return Err(Error::config(format!(
                     "{file}: give `verify` (inline script) or `verify_file` (a path), not both"
@@ -384,6 +426,16 @@ impl Delegation {
             None => base.join(raw.workdir.unwrap_or_else(|| PathBuf::from("."))),
         };
         let project = assembler.project_policy(&workdir)?;
+        for (source, retries) in [
+            ("--max-verify-retries", overrides.max_verify_retries),
+            ("`max_verify_retries`", raw.max_verify_retries),
+        ] {
+            if let Some(n) = retries.filter(|n| *n > MAX_VERIFY_RETRIES) {
+                return Err(Error::config(format!(
+                    "{file}: {source} is {n}; at most {MAX_VERIFY_RETRIES} retries are allowed"
+                )));
+            }
+        }
         let mut allow_hosts = raw.network.map(|n| n.allow).unwrap_or_default();
         allow_hosts.extend(overrides.allow_hosts.iter().cloned());
         Ok(Delegation {

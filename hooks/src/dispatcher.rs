@@ -1,7 +1,7 @@
 //! A loaded set of hooks and ordered dispatch: priority order, first block wins, modify patches
 //! chain, anything broken fails closed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harness_builtins::{Engine, Sandbox};
@@ -63,30 +63,66 @@ pub fn engine() -> Engine {
     Engine::with_extension(crate::decision::decisions)
 }
 
-/// Lists the `*.md` files of `paths` (directories are walked, files taken as they are).
+/// Lists the `*.md` files of `paths` (directories are walked, files taken as they are). Whatever
+/// under a hook directory looks like a hook but cannot be one — a dangling link, an unreadable
+/// directory, `gate.MD`, a FIFO named `gate.md` — is a problem, never silently skipped: a policy
+/// file that does not load must not leave a gap nobody sees.
 fn hook_files(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
     let mut files = Vec::new();
+    let problem = |path: &Path, message: String| Problem {
+        path: path.to_path_buf(),
+        line: None,
+        message,
+    };
     for path in paths {
         if path.is_dir() {
-            let mut found: Vec<PathBuf> = walkdir::WalkDir::new(path)
-                .follow_links(true)
-                .into_iter()
-                .filter_map(Result::ok)
-                .filter(|e| {
-                    e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "md")
-                })
-                .map(walkdir::DirEntry::into_path)
-                .collect();
+            let mut found = Vec::new();
+            for entry in walkdir::WalkDir::new(path).follow_links(true) {
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        let at = e.path().unwrap_or(path).to_path_buf();
+                        problems.push(problem(&at, format!("cannot read: {e}")));
+                        continue;
+                    }
+                };
+                let Some(extension) = entry.path().extension().and_then(|x| x.to_str()) else {
+                    continue;
+                };
+                if !extension.eq_ignore_ascii_case("md") {
+                    continue;
+                }
+                if extension != "md" {
+                    problems.push(problem(
+                        entry.path(),
+                        format!(
+                            "hook files end in `.md`, lower case; rename it to {}",
+                            entry.path().with_extension("md").display()
+                        ),
+                    ));
+                } else if entry.file_type().is_file() {
+                    found.push(entry.into_path());
+                } else if !entry.file_type().is_dir() {
+                    problems.push(problem(
+                        entry.path(),
+                        "is not a regular file (a FIFO, socket or device cannot be a hook)"
+                            .to_owned(),
+                    ));
+                }
+            }
             found.sort();
             files.extend(found);
         } else if path.is_file() {
             files.push(path.clone());
         } else {
-            problems.push(Problem {
-                path: path.clone(),
-                line: None,
-                message: "no such hook file or directory".to_owned(),
-            });
+            problems.push(problem(
+                path,
+                if path.symlink_metadata().is_ok() {
+                    "is a dangling link or not a regular file".to_owned()
+                } else {
+                    "no such hook file or directory".to_owned()
+                },
+            ));
         }
     }
     // A file named twice (a directory and a file in it, or the delegation's `hooks:` and

@@ -223,6 +223,14 @@ fn strip_location(message: &str) -> &str {
     }
 }
 
+/// Reads a text file without ever waiting on a FIFO or device.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    harness_builtins::open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// Loads and compiles one hook file, returning every problem found in it.
 pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Hook, Vec<Problem>> {
     let problem = |line: Option<usize>, message: String| Problem {
@@ -230,8 +238,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         line,
         message,
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
+    let text = read_text(path).map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
     let Some((yaml, yaml_line)) = front_matter(&text) else {
         return Err(vec![problem(
             Some(1),
@@ -332,7 +339,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         ),
         (None, Some(file)) => {
             let full = base.join(&file);
-            match std::fs::read_to_string(&full) {
+            match read_text(&full) {
                 Ok(source) => (full, Some(source), Some(1)),
                 Err(e) => {
                     problems.push(problem(
