@@ -628,3 +628,40 @@ fn hook_files_that_cannot_load_are_named_not_skipped() {
     }
     assert!(!out.stderr.contains("good.md"), "{out:?}");
 }
+
+// --- class 9: caps say which cap ----------------------------------------------------------------
+
+#[test]
+fn a_flood_of_tool_calls_is_refused_naming_the_cap() {
+    let agent = "def respond(request):\n    return {\"tool_calls\": [{\"name\": \"list_files\", \"arguments\": {}} for i in range(100000)]}\n";
+    let dir = project(agent, "tools: [list_files]\nworkdir: .\n");
+    let (out, report) = run(&dir);
+    out.expect_code(4);
+    assert_eq!(report["error"]["kind"], json!("delegate"), "{out:?}");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("100000 tool calls") && message.contains("64 tool calls per turn"),
+        "{message}"
+    );
+    // None of them ran.
+    assert!(tool_results(&report).is_empty(), "{report}");
+}
+
+#[cfg(unix)]
+#[test]
+fn command_output_past_its_cap_says_which_cap() {
+    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x"]}}]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    let (out, report) = run(&dir);
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 1, "{out:?}");
+    let content = results[0]["content"].as_str().unwrap_or_default();
+    assert!(
+        content.contains("[output truncated at the 65536-byte cap]"),
+        "{}",
+        &content[content.len().saturating_sub(200)..]
+    );
+}

@@ -491,3 +491,35 @@ async fn an_untrusted_certificate_is_refused_not_read() {
         "the client rejected the certificate during the handshake: {ended}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_are_never_sent_to_another_origin_on_a_redirect() {
+    let named = WebServer::start();
+    let other = WebServer::start();
+    let source = "
+def run(url):
+    r = http.get(url, headers = {\"X-Token\": \"t0k\", \"Authorization\": \"Bearer s3cret\"}, timeout = 5)
+    return json.decode(r[\"body\"])
+";
+    let via = |to: String| json!(format!("{}/redirect?to={to}", base(named.addr())));
+    let same = run(
+        allow(&["127.0.0.1"]),
+        Limits::default(),
+        source,
+        via(format!("{}/echo", base(named.addr()))),
+    )
+    .await
+    .expect("same origin");
+    assert_eq!(same["token"], json!("t0k"), "{same}");
+    // Another port is another origin: the credential headers stay behind.
+    let crossed = run(
+        allow(&["127.0.0.1"]),
+        Limits::default(),
+        source,
+        via(format!("{}/echo", base(other.addr()))),
+    )
+    .await
+    .expect("other origin");
+    assert_eq!(crossed["method"], json!("GET"), "{crossed}");
+    assert_eq!(crossed["token"], Value::Null, "{crossed}");
+}

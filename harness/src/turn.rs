@@ -12,6 +12,9 @@ use crate::ralph::{Event, Observer};
 use crate::session::Session;
 use crate::telemetry;
 use crate::tools::ToolOutput;
+
+/// Tool calls one turn may ask for; more is the delegate's error, named as this cap.
+pub const MAX_TOOL_CALLS_PER_TURN: usize = 64;
 use harness_hooks::{DelegationResult, ToolCall, ToolResult};
 
 /// Runs the delegate's turns of one attempt until it answers without tool calls; returns the
@@ -48,6 +51,16 @@ pub(crate) async fn attempt(
                 tool_calls,
                 tool_results,
             });
+        }
+        if answer.tool_calls.len() > MAX_TOOL_CALLS_PER_TURN {
+            return Err(Error::new(
+                ErrorKind::Delegate,
+                format!(
+                    "the delegate asked for {} tool calls in one turn of attempt {}; the cap is {MAX_TOOL_CALLS_PER_TURN} tool calls per turn",
+                    answer.tool_calls.len(),
+                    attempt + 1
+                ),
+            ));
         }
         let calls: Vec<ToolCall> = answer
             .tool_calls

@@ -139,11 +139,12 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     group.kill();
     match ended {
         Ok((mut stdout, out_cut, mut stderr, err_cut, status)) => {
+            let marker = format!("\n[output truncated at the {cap}-byte cap]");
             if out_cut {
-                stdout.push_str("\n[output truncated]");
+                stdout.push_str(&marker);
             }
             if err_cut {
-                stderr.push_str("\n[output truncated]");
+                stderr.push_str(&marker);
             }
             Ok(ProgramRun {
                 exit_code: status?.code(),

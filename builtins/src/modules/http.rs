@@ -36,29 +36,62 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     }
 }
 
-/// True for addresses that reach the local machine or network rather than the internet.
+/// True for addresses that reach the local machine or network rather than the internet, or that
+/// are not for ordinary unicast use at all: loopback, private, link-local, shared (CGNAT),
+/// `0.0.0.0/8`, protocol-assignment, documentation, benchmarking, multicast and reserved ranges;
+/// for IPv6 also unique-local, multicast and documentation ranges, NAT64 (`64:ff9b::/96`,
+/// `64:ff9b:1::/48`, which reach IPv4 hosts through a translator), and every form that embeds an
+/// IPv4 address (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, 6to4 `2002::/16`) judged by the
+/// address it embeds.
 pub(crate) fn is_local(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
+                || v4.is_multicast()
+                || a == 0 // "this network", including 0.0.0.0
+                || a >= 240 // reserved, and the broadcast address
                 || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+                || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+                || (a == 192 && b == 0 && c == 2) // documentation
+                || (a == 198 && b == 51 && c == 100) // documentation
+                || (a == 203 && b == 0 && c == 113) // documentation
+                || (a == 198 && (b == 18 || b == 19)) // benchmarking
         }
         IpAddr::V6(v6) => {
+            let segments = v6.segments();
+            if v6.is_loopback() || v6.is_unspecified() {
+                return true;
+            }
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_local(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
+            // IPv4-compatible (deprecated): `::a.b.c.d`.
+            if segments[..6].iter().all(|s| *s == 0) {
+                return is_local(IpAddr::V4(embedded_v4(segments[6], segments[7])));
+            }
+            // 6to4: the IPv4 address follows the 2002::/16 prefix.
+            if segments[0] == 0x2002 {
+                return is_local(IpAddr::V4(embedded_v4(segments[1], segments[2])));
+            }
+            let first = segments[0];
+            (segments[0] == 0x0064 && segments[1] == 0xff9b) // NAT64, well-known and local-use
                 || (first & 0xfe00) == 0xfc00 // unique local
                 || (first & 0xffc0) == 0xfe80 // link-local
+                || (first & 0xff00) == 0xff00 // multicast
+                || (first == 0x2001 && segments[1] == 0x0db8) // documentation
+                || (first == 0x0100 && segments[1..4].iter().all(|s| *s == 0)) // discard-only
         }
     }
+}
+
+/// The IPv4 address held in two IPv6 segments.
+fn embedded_v4(high: u16, low: u16) -> std::net::Ipv4Addr {
+    let [a, b] = high.to_be_bytes();
+    let [c, d] = low.to_be_bytes();
+    std::net::Ipv4Addr::new(a, b, c, d)
 }
 
 /// Refusal raised by the resolver; found again in the error chain to tell a violation from a
@@ -195,6 +228,17 @@ fn describe(error: &reqwest::Error) -> String {
     text
 }
 
+/// True for headers that carry credentials, which are not sent across origins on a redirect.
+fn is_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    ) || ["token", "key", "secret", "auth", "session", "password"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
 fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_json::Value> {
     host.needs_thread(func)?;
     let client = client(host)?;
@@ -207,11 +251,16 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
     let failure = |url: &Url, error: String| json!({"status": 0, "ok": false, "headers": {}, "body": "", "url": url.as_str(), "error": error, "truncated": false});
     host.block_on(async {
         let started = tokio::time::Instant::now();
+        let origin = url.origin();
         for _hop in 0..=MAX_REDIRECTS {
             check_url(host, func, &url)?;
             let mut builder = client.request(method.clone(), url.clone());
+            // Credentials go to the origin the script named, never to one a redirect names.
+            let same_origin = url.origin() == origin;
             for (name, value) in &request.headers {
-                builder = builder.header(name, value);
+                if same_origin || !is_credential(name) {
+                    builder = builder.header(name, value);
+                }
             }
             if let Some(bytes) = &body {
                 if let Some(ct) = request.content_type {
@@ -401,7 +450,25 @@ mod tests {
             ("fe80::1", true),
             ("fd00::1", true),
             ("::ffff:127.0.0.1", true),
+            ("::ffff:8.8.8.8", false),
+            ("::127.0.0.1", true),
+            ("::10.0.0.1", true),
+            ("64:ff9b::808:808", true),
+            ("64:ff9b::7f00:1", true),
+            ("64:ff9b:1::1", true),
+            ("2002:7f00:1::", true),
+            ("2002:808:808::", false),
+            ("0.1.2.3", true),
+            ("255.255.255.255", true),
+            ("240.0.0.1", true),
+            ("224.0.0.251", true),
+            ("192.0.0.170", true),
+            ("198.18.0.1", true),
+            ("203.0.113.9", true),
+            ("ff02::1", true),
+            ("2001:db8::1", true),
             ("2606:4700::1111", false),
+            ("1.1.1.1", false),
         ] {
             assert_eq!(is_local(ip.parse().expect("ip")), local, "{ip}");
         }

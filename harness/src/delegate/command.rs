@@ -154,7 +154,9 @@ impl CommandDelegate {
         }
         let mut content = stdout.trim_end_matches(['\n', '\r']).to_owned();
         if out_cut {
-            content.push_str("\n[output truncated]");
+            content.push_str(&format!(
+                "\n[output truncated at the command delegate's {MAX_STDOUT_BYTES}-byte cap]"
+            ));
         }
         Ok(Turn {
             content: Some(content),
