@@ -59,7 +59,7 @@ def write_batch(path, count, url, hooks, workdir, verify=True, hook=True):
                     "model": "bench-model",
                     "base_url": f"{url}/v1",
                     # Never set: no Authorization header, and no real key can leak to the fake.
-                    "api_key_env": "HARNESS_BENCH_UNSET_KEY",
+                    "api_key_env": "none",
                     "max_retries": 0,
                 },
                 "verify": VERIFIER,

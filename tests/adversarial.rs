@@ -665,3 +665,38 @@ fn command_output_past_its_cap_says_which_cap() {
         &content[content.len().saturating_sub(200)..]
     );
 }
+
+// --- class 7: credentials -----------------------------------------------------------------------
+
+#[test]
+fn a_missing_api_key_is_a_configuration_error_not_an_unauthenticated_request() {
+    let server = harness_testkit::model::ModelServer::start(|_, _| {
+        harness_testkit::model::Reply::Json(200, vec![], json!({}))
+    });
+    let dir = TempDir::new();
+    let file = dir.write(
+        "delegation.yaml",
+        format!(
+            "task: t\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: HARNESS_TEST_KEY_THAT_IS_NOT_SET}}\n",
+            server.base_url()
+        ),
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([&file])
+        .run();
+    // Before: the request went out without an Authorization header.
+    out.expect_code(2);
+    let message = out.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for part in [
+        "delegation.yaml",
+        "`delegate.api_key_env`",
+        "HARNESS_TEST_KEY_THAT_IS_NOT_SET",
+        "api_key_env: none",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    assert!(server.seen().is_empty(), "a request went out");
+}

@@ -179,7 +179,7 @@ async fn the_concurrency_bound_holds_at_the_server() {
     let dir = TempDir::new();
     let entry = json!({
         "task": "say ok",
-        "delegate": {"kind": "openai", "model": "fake", "base_url": base_url, "max_retries": 0},
+        "delegate": {"kind": "openai", "model": "fake", "base_url": base_url, "max_retries": 0, "api_key_env": "none"},
         "verify": "def run(result):\n    return json.decode(result['response'], default = {}).get('ok') == True\n",
     })
     .to_string();

@@ -21,7 +21,8 @@ const LIE: &str = "Done, I created hello.txt";
 const TRUTH: &str = "Wrote hello.txt.";
 
 /// An API key variable that is never set, so no `Authorization` header is sent.
-const NO_KEY_VAR: &str = "HARNESS_TEST_OPENAI_KEY_NEVER_SET";
+/// The fake server takes no key.
+const NO_KEY_VAR: &str = "none";
 
 /// Checks the real file system for the claimed file; the reason names the attempt it judged.
 const FILE_VERIFIER: &str = r#"

@@ -648,7 +648,7 @@ fn model_requests_carry_the_trace_context() {
     dir.write(
         "delegation.yaml",
         format!(
-            "task: Say done\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: HARNESS_TEST_NO_KEY}}\nverify: |\n  def run(result):\n      return result[\"response\"] == \"done\"\n",
+            "task: Say done\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: none}}\nverify: |\n  def run(result):\n      return result[\"response\"] == \"done\"\n",
             server.base_url()
         ),
     );

@@ -341,8 +341,20 @@ impl Delegation {
                     })?;
                     spec.base_url = url;
                 }
-                if let Some(var) = api_key_env {
-                    spec.api_key_env = var;
+                match api_key_env.as_deref() {
+                    Some("none") => spec.api_key_env = None,
+                    Some(var) if var.trim().is_empty() => {
+                        return Err(Error::config(format!(
+                            "{file}: `delegate.api_key_env` is empty; name the variable holding the key, or write `none` for a server that takes no key"
+                        )));
+                    }
+                    Some(var) => spec.api_key_env = Some(var.to_owned()),
+                    None => {}
+                }
+                if let Some(var) = &spec.api_key_env {
+                    crate::delegate::api_key(var).map_err(|why| {
+                        Error::config(format!("{file}: `delegate.api_key_env` {why}"))
+                    })?;
                 }
                 spec.temperature = temperature;
                 spec.max_tokens = max_tokens;

@@ -40,7 +40,7 @@ fn spec(base_url: &str) -> OpenAiSpec {
     OpenAiSpec {
         model: "test-model".to_owned(),
         base_url: base_url.to_owned(),
-        api_key_env: "HARNESS_TEST_OPENAI_KEY_NEVER_SET".to_owned(),
+        api_key_env: None,
         temperature: None,
         max_tokens: None,
         request_timeout: Duration::from_secs(10),
@@ -236,7 +236,7 @@ async fn authorization_child() {
     );
     let server = ModelServer::replies(vec![answer("ok")]);
     let mut spec = spec(server.base_url());
-    spec.api_key_env = AUTH_VAR.to_owned();
+    spec.api_key_env = Some(AUTH_VAR.to_owned());
     turn(spec).await.expect("turn");
     assert_eq!(server.seen()[0].authorization(), Some("Bearer sk-test-123"));
 }

@@ -17,8 +17,8 @@ mod openai;
 mod scripted;
 
 pub use command::{CommandDelegate, CommandSpec};
-pub(crate) use openai::check_base_url;
 pub use openai::{OpenAiDelegate, OpenAiSpec};
+pub(crate) use openai::{api_key, check_base_url};
 pub use scripted::ScriptedDelegate;
 
 /// A boxed future, as returned by [`Delegate::turn`].

@@ -33,6 +33,20 @@ const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// How much of an error body goes into a message.
 const BODY_EXCERPT_CHARS: usize = 500;
 
+/// Reads the API key from the environment variable `var`: set and not empty, or a message saying
+/// which variable is missing and the fix. Never an unauthenticated request by accident.
+pub(crate) fn api_key(var: &str) -> std::result::Result<String, String> {
+    match std::env::var(var) {
+        Ok(key) if !key.trim().is_empty() => Ok(key),
+        Ok(_) => Err(format!(
+            "names {var}, which is empty; set it to the API key, or write `api_key_env: none` for a server that takes no key"
+        )),
+        Err(_) => Err(format!(
+            "names {var}, which is not set; export it with the API key, or write `api_key_env: none` for a server that takes no key"
+        )),
+    }
+}
+
 /// Settings of an OpenAI-compatible delegate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenAiSpec {
@@ -40,8 +54,9 @@ pub struct OpenAiSpec {
     pub model: String,
     /// Base URL; requests go to `{base_url}/chat/completions` (a trailing `/` is ignored).
     pub base_url: String,
-    /// Environment variable holding the API key (no `Authorization` header when unset or empty).
-    pub api_key_env: String,
+    /// Environment variable holding the API key, sent as `Authorization: Bearer`; it must be set
+    /// and not empty. `None` for a server that takes no key (`api_key_env: none`): no header.
+    pub api_key_env: Option<String>,
     /// Sampling temperature, forwarded when set (0 is valid).
     pub temperature: Option<f64>,
     /// Completion token cap, forwarded when set.
@@ -61,7 +76,7 @@ impl OpenAiSpec {
         OpenAiSpec {
             model: model.into(),
             base_url: DEFAULT_BASE_URL.to_owned(),
-            api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
+            api_key_env: Some(DEFAULT_API_KEY_ENV.to_owned()),
             temperature: None,
             max_tokens: None,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -163,9 +178,12 @@ impl OpenAiDelegate {
                 self.spec.base_url
             ))
         })?;
-        let api_key = std::env::var(&self.spec.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty());
+        let api_key = match &self.spec.api_key_env {
+            None => None,
+            Some(var) => Some(api_key(var).map_err(|why| {
+                Error::new(ErrorKind::Config, format!("openai: `api_key_env` {why}"))
+            })?),
+        };
         let tries = self.spec.max_retries.saturating_add(1);
         let mut retry = 0;
         loop {
