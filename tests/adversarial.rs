@@ -700,3 +700,48 @@ fn a_missing_api_key_is_a_configuration_error_not_an_unauthenticated_request() {
     }
     assert!(server.seen().is_empty(), "a request went out");
 }
+
+/// True when bubblewrap is installed and may make namespaces here.
+#[cfg(unix)]
+fn bubblewrap_works() -> bool {
+    std::process::Command::new("bwrap")
+        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[cfg(unix)]
+#[test]
+fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside() {
+    if !bubblewrap_works() {
+        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+        return;
+    }
+    let outside = TempDir::new();
+    let marker = outside.join("escaped.txt");
+    let script = format!(
+        "echo tampered > verify.star; echo tampered > .harness/hooks/gate.md; echo x > {}; sleep 30 & echo done > fine.txt",
+        marker.display()
+    );
+    let calls = json!([{"name": "run_command", "arguments": {"argv": ["sh", "-c", script]}}]);
+    let dir = project(
+        &calls_then_done(&calls.to_string()),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    dir.write("ws/.harness/policy.yaml", "commands: {isolation: bwrap}\n");
+    let before = dir.read("ws/verify.star");
+    let (out, report) = run(&dir);
+    // Nothing was changed, so nothing was violated: the verifier judged, and hello.txt is missing.
+    assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
+    assert_eq!(dir.read("ws/verify.star"), before);
+    assert!(
+        dir.read("ws/.harness/hooks/gate.md")
+            .is_some_and(|s| !s.contains("tampered"))
+    );
+    assert_eq!(
+        dir.read("ws/fine.txt").as_deref(),
+        Some("done\n"),
+        "{out:?}"
+    );
+    assert!(!marker.exists(), "a write escaped the sandbox");
+}

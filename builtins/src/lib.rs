@@ -36,7 +36,9 @@ pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};
 pub use engine::{CallOutput, Engine, INLINE_BUDGET, Sandbox, Script};
 pub use error::{Error, ErrorKind, Limit, Location};
 pub use limits::Limits;
-pub use modules::{Launch, ProgramRun, http_client_builder, read_capped, run_program};
+pub use modules::{
+    Isolation, Launch, ProgramRun, bubblewrap, http_client_builder, read_capped, run_program,
+};
 pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular};
 
 /// Re-exported so hosts extending the globals (`Engine::with_extension`) use the same starlark.

@@ -1,13 +1,17 @@
 //! The policy guard (DESIGN §4.8): what judges a delegate is out of its reach. The harness's own
 //! policy — the workspace's `.harness/` (hooks, project policy, journal), the delegation file,
-//! the verifier and the agent script, the hook files — is refused to every delegate tool, and is
-//! fingerprinted before the first attempt so that a change made any other way (a `run_command`
-//! child, an agent CLI) is found after the attempt and fails the delegation.
+//! the verifier and the agent script, the hook files — is refused to every delegate tool, and,
+//! when the delegate can change files some other way (a `run_command` child, an agent CLI), is
+//! fingerprinted before the first attempt so that a change is found after the attempt and fails
+//! the delegation.
+//!
+//! A fingerprint is what `stat` says — size, modification and status-change times, inode — not
+//! a hash of the contents: a write always moves the status-change time, which a user cannot set
+//! back, and a stat costs microseconds where hashing a large batch file per attempt would cost
+//! milliseconds.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorKind};
 use crate::spec::{DelegateConfig, Delegation};
@@ -23,15 +27,18 @@ pub(crate) struct PolicyGuard {
     protected: Vec<PathBuf>,
     /// Journal files: refused to tools, never fingerprinted (other delegations write them).
     journals: Vec<PathBuf>,
-    /// Path → fingerprint of every protected file when the guard was made.
-    before: BTreeMap<PathBuf, Fingerprint>,
+    /// Path → fingerprint of every protected file when the guard was made; `None` when the
+    /// delegate has no way to change files but through the (refusing) tools.
+    before: Option<BTreeMap<PathBuf, Fingerprint>>,
 }
 
-/// What a file held: its length and the sha256 of its bytes (`None` when unreadable).
+/// What `stat` says about a file: enough to see that it was written, replaced or touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fingerprint {
     len: u64,
-    sha256: Option<[u8; 32]>,
+    modified: Option<std::time::SystemTime>,
+    /// Status-change time (seconds, nanoseconds) and inode, where the platform has them.
+    changed: (i64, i64, u64),
 }
 
 /// How a protected file changed.
@@ -45,8 +52,11 @@ pub(crate) struct Change {
 
 impl PolicyGuard {
     /// Protects `delegation`'s policy inside and outside the workspace rooted at `root`, plus
-    /// `journals` (refused, not fingerprinted), and fingerprints it.
+    /// `journals` (refused, not fingerprinted), and fingerprints it when the delegate can write
+    /// other than through the tools: it is offered `run_command`, or it is an agent CLI.
     pub(crate) fn new(root: &Path, delegation: &Delegation, journals: &[PathBuf]) -> Self {
+        let watch = matches!(delegation.delegate, DelegateConfig::Command(_))
+            || delegation.tools.iter().any(|t| t == "run_command");
         let mut protected = vec![root.join(".harness"), delegation.source.clone()];
         if let Some(path) = delegation.verify.as_ref().and_then(|v| v.path.clone()) {
             protected.push(path);
@@ -74,10 +84,17 @@ impl PolicyGuard {
         let mut guard = PolicyGuard {
             protected: all,
             journals,
-            before: BTreeMap::new(),
+            before: None,
         };
-        guard.before = guard.fingerprints();
+        if watch {
+            guard.before = Some(guard.fingerprints());
+        }
         guard
+    }
+
+    /// Returns every protected path, absolute.
+    pub(crate) fn paths(&self) -> &[PathBuf] {
+        &self.protected
     }
 
     /// Returns the protected path covering `path` (an absolute, resolved path), if any.
@@ -90,22 +107,25 @@ impl PolicyGuard {
 
     /// Returns what changed in the protected files since the guard was made, in path order.
     pub(crate) fn changes(&self) -> Vec<Change> {
+        let Some(before) = &self.before else {
+            return Vec::new();
+        };
         let now = self.fingerprints();
         let mut changes = Vec::new();
-        for (path, before) in &self.before {
+        for (path, was) in before {
             match now.get(path) {
                 None => changes.push(Change {
                     path: path.clone(),
                     how: "deleted",
                 }),
-                Some(after) if after != before => changes.push(Change {
+                Some(after) if after != was => changes.push(Change {
                     path: path.clone(),
                     how: "modified",
                 }),
                 Some(_) => {}
             }
         }
-        for path in now.keys().filter(|p| !self.before.contains_key(*p)) {
+        for path in now.keys().filter(|p| !before.contains_key(*p)) {
             changes.push(Change {
                 path: path.clone(),
                 how: "added",
@@ -160,35 +180,27 @@ impl PolicyGuard {
                 if self.is_journal(path) || out.contains_key(path) {
                     continue;
                 }
-                out.insert(path.to_path_buf(), fingerprint(path, entry.file_type()));
+                if let Ok(meta) = entry.path().symlink_metadata() {
+                    out.insert(path.to_path_buf(), fingerprint(&meta));
+                }
             }
         }
         out
     }
 }
 
-fn fingerprint(path: &Path, kind: std::fs::FileType) -> Fingerprint {
-    if kind.is_symlink() {
-        let target = std::fs::read_link(path).unwrap_or_default();
-        let bytes = target.as_os_str().to_string_lossy();
-        return Fingerprint {
-            len: bytes.len() as u64,
-            sha256: Some(Sha256::digest(bytes.as_bytes()).into()),
-        };
-    }
-    // Only regular files are read: a FIFO planted here must not block the guard.
-    let read = kind
-        .is_file()
-        .then(|| harness_builtins::open_regular(path).ok())
-        .flatten()
-        .and_then(|mut file| {
-            let mut hasher = Sha256::new();
-            std::io::copy(&mut file, &mut hasher).ok()?;
-            Some(hasher.finalize().into())
-        });
+fn fingerprint(meta: &std::fs::Metadata) -> Fingerprint {
+    #[cfg(unix)]
+    let changed = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.ctime(), meta.ctime_nsec(), meta.ino())
+    };
+    #[cfg(not(unix))]
+    let changed = (0, 0, 0);
     Fingerprint {
-        len: std::fs::symlink_metadata(path).map_or(0, |m| m.len()),
-        sha256: read,
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        changed,
     }
 }
 
@@ -200,11 +212,13 @@ fn absolute(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn delegation(dir: &Path) -> Delegation {
+    fn delegation(dir: &Path, tools: &str) -> Delegation {
         std::fs::write(dir.join("agent.star"), "def respond(m):\n    return 'x'\n").expect("agent");
         std::fs::write(
             dir.join("delegation.yaml"),
-            "task: t\ndelegate: {kind: scripted, script: agent.star}\n",
+            format!(
+                "task: t\ndelegate: {{kind: scripted, script: agent.star}}\ntools: [{tools}]\n"
+            ),
         )
         .expect("file");
         crate::Assembler::default()
@@ -219,7 +233,9 @@ mod tests {
         std::fs::write(dir.path().join(".harness/hooks/gate.md"), "a").expect("hook");
         std::fs::write(dir.path().join(".harness/runs.db"), "journal").expect("journal");
         let root = dir.path().canonicalize().expect("canonical");
-        let guard = PolicyGuard::new(&root, &delegation(&root), &[]);
+        // Without run_command the tools refuse every write: nothing needs watching.
+        let unwatched = PolicyGuard::new(&root, &delegation(&root, "write_file"), &[]);
+        let guard = PolicyGuard::new(&root, &delegation(&root, "run_command"), &[]);
         assert!(
             guard
                 .covering(&root.join(".harness/hooks/new.md"))
@@ -235,6 +251,8 @@ mod tests {
         std::fs::write(root.join(".harness/runs.db-wal"), "wal").expect("wal");
         assert!(guard.changes().is_empty());
 
+        // Same length, new contents: the status-change time still moves.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(root.join(".harness/hooks/gate.md"), "b").expect("tamper");
         std::fs::write(root.join(".harness/hooks/extra.md"), "c").expect("add");
         std::fs::remove_file(root.join("agent.star")).expect("delete");
@@ -254,5 +272,7 @@ mod tests {
                 ("agent.star".to_owned(), "deleted"),
             ]
         );
+        assert!(unwatched.covering(&root.join("agent.star")).is_some());
+        assert!(unwatched.changes().is_empty());
     }
 }

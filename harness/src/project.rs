@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) and `redact` ({patterns})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}) and `commands` ({isolation: none | bwrap})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +25,15 @@ struct RawPolicy {
     limits: Option<RawLimits>,
     #[serde(default)]
     redact: Option<RawRedact>,
+    #[serde(default)]
+    commands: Option<RawCommands>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommands {
+    #[serde(default)]
+    isolation: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -67,6 +76,8 @@ struct RawLimits {
 pub struct ProjectPolicy {
     /// `verification_defaults.max_verify_retries`: used when a delegation does not say.
     pub max_verify_retries: Option<u32>,
+    /// `commands.isolation: bwrap`: `run_command` children run under bubblewrap.
+    pub isolate_commands: bool,
     /// The budgets every script (verifier, hook, scripted delegate) runs under.
     pub limits: Limits,
     /// The built-in secret patterns plus `redact.patterns`: applied to everything a run prints
@@ -159,7 +170,24 @@ impl ProjectPolicy {
                 e.message()
             ))
         })?;
+        let isolate_commands = match raw.commands.and_then(|c| c.isolation).as_deref() {
+            None | Some("none") => false,
+            Some("bwrap") => {
+                harness_builtins::bubblewrap().map_err(|e| {
+                    Error::config(format!(
+                        "project policy {file}: `commands.isolation: bwrap`: {e}"
+                    ))
+                })?;
+                true
+            }
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "project policy {file}: `commands.isolation` is {other:?}; use `none` (the default) or `bwrap`"
+                )));
+            }
+        };
         Ok(ProjectPolicy {
+            isolate_commands,
             max_verify_retries: defaults.max_verify_retries,
             limits,
             redact,

@@ -219,7 +219,12 @@ impl Session {
             &delegation,
             delegation.journal.as_slice(),
         ));
-        let toolbox = Toolbox::new(workspace, &delegation.tools, Arc::clone(&guard))?;
+        let toolbox = Toolbox::new(
+            workspace,
+            &delegation.tools,
+            Arc::clone(&guard),
+            delegation.isolate_commands,
+        )?;
         Ok(Session {
             tool_specs: toolbox.specs(),
             toolbox,

@@ -219,6 +219,8 @@ pub struct Delegation {
     pub trace_parent: Option<String>,
     /// The run journal the caller writes, refused to delegate tools like the rest of the policy.
     pub journal: Option<PathBuf>,
+    /// Run `run_command` children under bubblewrap (project policy `commands.isolation: bwrap`).
+    pub isolate_commands: bool,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -474,6 +476,7 @@ impl Delegation {
             redact: project.redact.clone(),
             trace_parent: overrides.trace_parent.clone(),
             journal: overrides.journal.clone(),
+            isolate_commands: project.isolate_commands,
         })
     }
 }

@@ -122,6 +122,8 @@ pub struct Toolbox {
     /// The private `HOME` of `run_command` children, made when the tool is offered and removed
     /// with the last clone of the toolbox.
     home: Option<Arc<tempfile::TempDir>>,
+    /// Run `run_command` children under bubblewrap (project policy `commands.isolation`).
+    isolate: bool,
 }
 
 impl Toolbox {
@@ -134,6 +136,7 @@ impl Toolbox {
         workspace: Workspace,
         names: &[String],
         guard: Arc<PolicyGuard>,
+        isolate: bool,
     ) -> Result<Self> {
         let mut tools = Vec::new();
         for name in names {
@@ -167,6 +170,7 @@ impl Toolbox {
             tools,
             guard,
             home,
+            isolate,
         })
     }
 
@@ -287,13 +291,19 @@ impl Toolbox {
                 .ok_or("`timeout_s` must be a positive integer")?
                 .min(COMMAND_TIMEOUT_S.1),
         };
+        let home = self.home.as_deref().map(tempfile::TempDir::path);
+        let writable: Vec<&Path> = std::iter::once(self.workspace.root()).chain(home).collect();
         let launch = harness_builtins::Launch {
             cwd: self.workspace.root(),
             env: &[],
-            home: self.home.as_deref().map(tempfile::TempDir::path),
+            home,
             hidden: Some(self.workspace.root()),
             timeout: Duration::from_secs(timeout),
             cap: MAX_COMMAND_OUTPUT,
+            isolation: self.isolate.then(|| harness_builtins::Isolation {
+                writable: &writable,
+                read_only: self.guard.paths(),
+            }),
         };
         let run = harness_builtins::run_program(&argv, &launch)
             .await

@@ -71,6 +71,33 @@ pub struct Launch<'a> {
     pub timeout: Duration,
     /// Bytes of stdout and of stderr kept, each.
     pub cap: usize,
+    /// Run inside an OS sandbox (bubblewrap) rather than as a plain child.
+    pub isolation: Option<Isolation<'a>>,
+}
+
+/// An OS sandbox for one program, made with bubblewrap (`bwrap`): the whole file system
+/// read-only, a private `/tmp`, no network, its own PID, IPC and UTS namespaces (every process in
+/// it dies with it), and only `writable` writable — except `read_only` paths inside them, bound
+/// read-only over them.
+#[derive(Debug, Clone)]
+pub struct Isolation<'a> {
+    /// Directories that stay writable: the workspace and the program's private HOME.
+    pub writable: &'a [&'a Path],
+    /// Paths inside those bound read-only: the harness's own policy.
+    pub read_only: &'a [PathBuf],
+}
+
+/// The bubblewrap program, when it is installed.
+///
+/// # Errors
+/// `NotFound`, saying how to install it.
+pub fn bubblewrap() -> std::io::Result<PathBuf> {
+    resolve_program("bwrap", std::env::var_os("PATH").as_deref(), Path::new("/")).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "bubblewrap (`bwrap`) is not installed; install it (Debian/Ubuntu: apt install bubblewrap) or set `commands.isolation: none`",
+        )
+    })
 }
 
 /// Runs `argv` (no shell) as [`Launch`] says, with a minimal environment (`PATH` without
@@ -92,7 +119,38 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     let started = Instant::now();
     let path = search_path(launch.hidden);
     let resolved = resolve_program(program, path.as_deref(), launch.cwd)?;
-    let mut command = tokio::process::Command::new(resolved);
+    let mut command = match &launch.isolation {
+        None => tokio::process::Command::new(resolved),
+        Some(isolation) => {
+            let mut command = tokio::process::Command::new(bubblewrap()?);
+            command.args([
+                "--die-with-parent",
+                "--new-session",
+                "--unshare-all",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--tmpfs",
+                "/tmp",
+            ]);
+            for dir in isolation.writable {
+                command.arg("--bind").arg(dir).arg(dir);
+            }
+            for path in isolation.read_only.iter().filter(|p| p.exists()) {
+                command.arg("--ro-bind").arg(path).arg(path);
+            }
+            command
+                .arg("--chdir")
+                .arg(launch.cwd)
+                .arg("--")
+                .arg(resolved);
+            command
+        }
+    };
     command
         .args(rest)
         .current_dir(launch.cwd)
@@ -312,6 +370,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             hidden: Some(workspace.root()),
             timeout: wait,
             cap,
+            isolation: None,
         };
         let run = host
             .block_on(run_program(&argv, &launch))?
