@@ -58,7 +58,7 @@ def write_batch(path, count, url, hooks, workdir, verify=True, hook=True):
                     "kind": "openai",
                     "model": "bench-model",
                     "base_url": f"{url}/v1",
-                    # Never set: no Authorization header, and no real key can leak to the fake.
+                    # The fake takes no key: no Authorization header, and no real key can leak to it.
                     "api_key_env": "none",
                     "max_retries": 0,
                 },

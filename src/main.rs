@@ -14,15 +14,12 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    // Starlark recursion runs on blocking threads; give them room for deep (limited) call stacks.
+    // Scripts run on these threads (inline on workers, or on blocking threads) with a known stack:
+    // 16 MiB holds the deepest call stack `limits.call_depth` allows and every value walk the
+    // nesting limit lets through.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_stack_size(
-            std::env::var("XSTACK")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(16 * 1024 * 1024),
-        )
+        .thread_stack_size(16 * 1024 * 1024)
         .build()
     {
         Ok(runtime) => runtime,
@@ -48,5 +45,8 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     });
+    // Everything is recorded and flushed by now. A script still running on a blocking thread
+    // (its delegation cancelled) would hold the exit until its own time budget ran out.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     ExitCode::from(code)
 }

@@ -463,6 +463,7 @@ fn a_terminated_batch_records_what_it_cancelled() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("SIGTERM"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -744,4 +745,32 @@ fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside()
         "{out:?}"
     );
     assert!(!marker.exists(), "a write escaped the sandbox");
+}
+
+#[test]
+fn the_model_key_never_follows_a_redirect_to_another_origin() {
+    use harness_testkit::model::{ModelServer, Reply, answer};
+    let target = ModelServer::start(|_, body| answer(body, "done"));
+    let location: &'static str =
+        Box::leak(format!("{}/chat/completions", target.base_url()).into_boxed_str());
+    let redirector =
+        ModelServer::start(move |_, _| Reply::Json(307, vec![("location", location)], json!({})));
+    let dir = TempDir::new();
+    let file = dir.write(
+        "delegation.yaml",
+        format!(
+            "task: t\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: HARNESS_TEST_REDIRECT_KEY, max_retries: 0}}\n",
+            redirector.base_url()
+        ),
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([&file])
+        .env("HARNESS_TEST_REDIRECT_KEY", "sk-must-not-travel")
+        .run();
+    let sent = redirector.seen();
+    assert_eq!(sent.len(), 1, "{out:?}");
+    assert_eq!(sent[0].authorization(), Some("Bearer sk-must-not-travel"));
+    for seen in target.seen() {
+        assert_eq!(seen.authorization(), None, "{out:?}");
+    }
 }

@@ -23,8 +23,11 @@ const MAX_FILES: usize = 10_000;
 /// The protected paths of one delegation and their fingerprints before its first attempt.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PolicyGuard {
-    /// Absolute paths (files or directories) no delegate tool may write, as given and resolved.
-    protected: Vec<PathBuf>,
+    /// The protected paths and journals as the delegation names them.
+    given: Vec<PathBuf>,
+    /// Absolute paths (files or directories) no delegate tool may write, as given and resolved:
+    /// worked out on first use, since most delegations never write.
+    protected: std::sync::OnceLock<Vec<PathBuf>>,
     /// Journal files: refused to tools, never fingerprinted (other delegations write them).
     journals: Vec<PathBuf>,
     /// Path → fingerprint of every protected file when the guard was made; `None` when the
@@ -66,23 +69,12 @@ impl PolicyGuard {
         }
         protected.extend(delegation.hooks.iter().flatten().cloned());
         protected.extend(delegation.extra_hooks.iter().cloned());
-        let mut journals: Vec<PathBuf> = journals.iter().map(|j| absolute(j)).collect();
+        let mut journals = journals.to_vec();
         journals.push(root.join(".harness").join("runs.db"));
-        // Both the path as given and where it leads, so a tool resolving either is refused.
-        let mut all = Vec::new();
-        for path in protected.iter().chain(&journals) {
-            let path = absolute(path);
-            if let Ok(canonical) = path.canonicalize() {
-                if canonical != path {
-                    all.push(canonical);
-                }
-            }
-            all.push(path);
-        }
-        all.sort();
-        all.dedup();
+        protected.extend(journals.iter().cloned());
         let mut guard = PolicyGuard {
-            protected: all,
+            given: protected,
+            protected: std::sync::OnceLock::new(),
             journals,
             before: None,
         };
@@ -92,14 +84,29 @@ impl PolicyGuard {
         guard
     }
 
-    /// Returns every protected path, absolute.
+    /// Returns every protected path, absolute: each as given and, where it differs, where it
+    /// leads, so a tool resolving either is refused.
     pub(crate) fn paths(&self) -> &[PathBuf] {
-        &self.protected
+        self.protected.get_or_init(|| {
+            let mut all = Vec::new();
+            for path in &self.given {
+                let path = absolute(path);
+                if let Ok(canonical) = path.canonicalize() {
+                    if canonical != path {
+                        all.push(canonical);
+                    }
+                }
+                all.push(path);
+            }
+            all.sort();
+            all.dedup();
+            all
+        })
     }
 
     /// Returns the protected path covering `path` (an absolute, resolved path), if any.
     pub(crate) fn covering(&self, path: &Path) -> Option<&Path> {
-        self.protected
+        self.paths()
             .iter()
             .find(|p| path.starts_with(p))
             .map(PathBuf::as_path)
@@ -163,12 +170,12 @@ impl PolicyGuard {
         // The database and its -wal, -shm and -journal companions.
         self.journals
             .iter()
-            .any(|j| text.starts_with(j.as_os_str().to_string_lossy().as_ref()))
+            .any(|j| text.starts_with(absolute(j).as_os_str().to_string_lossy().as_ref()))
     }
 
     fn fingerprints(&self) -> BTreeMap<PathBuf, Fingerprint> {
         let mut out = BTreeMap::new();
-        for root in &self.protected {
+        for root in self.paths() {
             let walk = walkdir::WalkDir::new(root)
                 .follow_links(false)
                 .into_iter()
