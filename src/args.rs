@@ -36,16 +36,16 @@ pub enum Command {
     /// reasons until it is real or the retry budget is spent.
     ///
     /// Progress (attempts, tool calls, verdicts, retries) goes to stderr; the outcome decides the
-    /// exit code.
+    /// exit code. Ctrl-C or SIGTERM stops the delegation, records it as cancelled and exits 130.
     Run(RunArgs),
     /// Run many delegations from a JSONL file (one delegation per line) or a YAML file
     /// (`template:` plus a list of `args:`), concurrently.
     ///
     /// Prints one outcome per delegation in completion order (JSON lines with --json), a
     /// progress bar on a terminal, and a summary. One delegation's error never stops the others;
-    /// Ctrl-C stops dispatching and lets running delegations finish (up to --grace seconds).
-    /// Exit code: 0 all passed or skipped, 1 some failed or errored, 2 some entries malformed,
-    /// 130 interrupted.
+    /// Ctrl-C or SIGTERM stops dispatching, lets running delegations finish (up to --grace
+    /// seconds), then cancels and records the rest. Exit code: 0 all passed or skipped, 1 some
+    /// failed or errored, 2 some entries malformed or not recorded, 130 interrupted.
     Batch(BatchArgs),
     /// Judge a recorded delegation result with a verifier script.
     ///
