@@ -774,3 +774,37 @@ fn the_model_key_never_follows_a_redirect_to_another_origin() {
         assert_eq!(seen.authorization(), None, "{out:?}");
     }
 }
+
+#[test]
+fn builtins_refuse_results_past_the_heap_limit_before_building_them() {
+    let dir = TempDir::new();
+    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+    // The smallest heap the project policy allows, so the inputs can stay small.
+    dir.write(".harness/policy.yaml", "limits: {heap_mb: 8}\n");
+    for (what, body) in [
+        // Ten gigabytes from one call: every position matches, each gets the whole string.
+        (
+            "re.sub",
+            "    s = \"x\" * 100000\n    return re.sub(\"\", s, s) == \"\"",
+        ),
+        (
+            "re.findall",
+            "    s = \"x\" * 400000\n    return len(re.findall(\"\", s)) > 0",
+        ),
+    ] {
+        let path = dir.write("big.star", format!("def run(result):\n{body}\n"));
+        let out = harness(["verify", "--json", "--result"])
+            .args([&result, &path])
+            .args(["--workdir".as_ref(), dir.path().as_os_str()])
+            .run();
+        out.expect_code(3);
+        let message = out.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains(&format!("limit max_heap_bytes hit: {what}")),
+            "{what}: {message}"
+        );
+    }
+}

@@ -134,6 +134,16 @@ impl<'s> Host<'s> {
         )
     }
 
+    /// Records that builtin `func` would break `limit` (it checks before it allocates) and returns
+    /// the error it raises: `limit NAME hit: func: what`.
+    pub(crate) fn over_limit(&self, limit: Limit, func: &str, what: &str) -> anyhow::Error {
+        let message = format!("limit {} hit: {func}: {what}", limit.as_str());
+        self.exceeded
+            .borrow_mut()
+            .get_or_insert_with(|| (limit, message.clone()));
+        anyhow::anyhow!(message)
+    }
+
     /// The limit a builtin enforced itself, when one did.
     pub(crate) fn exceeded(&self) -> Option<Limit> {
         self.exceeded.borrow().as_ref().map(|(limit, _)| *limit)

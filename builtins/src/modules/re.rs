@@ -97,17 +97,30 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] s: &str,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Value<'v>> {
-        let re = compile(Host::of(eval)?, "re.findall", pattern)?;
+        let host = Host::of(eval)?;
+        let re = compile(host, "re.findall", pattern)?;
         let groups = re.captures_len() - 1;
         let text = |m: Option<regex::Match>| m.map_or(String::new(), |m| m.as_str().to_owned());
-        let found: Vec<serde_json::Value> = re
-            .captures_iter(s)
-            .map(|caps| match groups {
+        // What the list will take on the heap, counted before it is built: an empty pattern
+        // matches at every byte.
+        let cap = host.sandbox.limits.max_heap_bytes;
+        let mut bytes = 0usize;
+        let mut found: Vec<serde_json::Value> = Vec::new();
+        for caps in re.captures_iter(s) {
+            bytes = bytes.saturating_add(caps.get(0).map_or(0, |m| m.len()) + 32 * (groups + 1));
+            if bytes > cap {
+                return Err(host.over_limit(
+                    crate::error::Limit::Heap,
+                    "re.findall",
+                    &format!("the matches would take more than {cap} bytes"),
+                ));
+            }
+            found.push(match groups {
                 0 => json!(text(caps.get(0))),
                 1 => json!(text(caps.get(1))),
                 _ => json!((1..=groups).map(|i| text(caps.get(i))).collect::<Vec<_>>()),
-            })
-            .collect();
+            });
+        }
         Ok(alloc_json(eval.heap(), &serde_json::Value::Array(found)))
     }
 
@@ -124,8 +137,30 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         #[starlark(require = named, default = 0)] count: i32,
         eval: &mut Evaluator,
     ) -> anyhow::Result<String> {
-        let re = compile(Host::of(eval)?, "re.sub", pattern)?;
+        let host = Host::of(eval)?;
+        let re = compile(host, "re.sub", pattern)?;
         let limit = usize::try_from(count.max(0)).unwrap_or(0);
+        // Each replacement adds at most `repl` plus one copy of the match per `$` reference:
+        // the result's size is bounded before it is built.
+        let cap = host.sandbox.limits.max_heap_bytes;
+        let references = repl.bytes().filter(|b| *b == b'$').count();
+        let mut bound = s.len();
+        for (i, m) in re.find_iter(s).enumerate() {
+            if limit > 0 && i >= limit {
+                break;
+            }
+            bound = bound.saturating_add(
+                repl.len()
+                    .saturating_add(references.saturating_mul(m.len())),
+            );
+            if bound > cap {
+                return Err(host.over_limit(
+                    crate::error::Limit::Heap,
+                    "re.sub",
+                    &format!("the result could be larger than {cap} bytes"),
+                ));
+            }
+        }
         Ok(re.replacen(s, limit, repl).into_owned())
     }
 }
