@@ -543,8 +543,9 @@ fn a_shared_value_too_large_to_write_out_is_a_heap_limit_error() {
 
 #[test]
 fn an_agent_script_returning_a_deep_value_fails_its_delegation_on_record() {
-    let agent = "def respond(request):\n    v = []\n    for i in range(300000):\n        v = [v]\n    return {\"content\": \"x\", \"extra\": v}\n";
-    let dir = project(agent, "");
+    // Very deep tool-call arguments.
+    let agent = "def respond(request):\n    v = []\n    for i in range(300000):\n        v = [v]\n    return {\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"x\", \"content\": \"y\", \"deep\": v}}]}\n";
+    let dir = project(agent, "tools: [write_file]\n");
     let (out, report) = run(&dir);
     assert_eq!(report["outcome"], json!("error"), "{out:?}");
     assert!(
@@ -804,6 +805,40 @@ fn builtins_refuse_results_past_the_heap_limit_before_building_them() {
             .to_owned();
         assert!(
             message.contains(&format!("limit max_heap_bytes hit: {what}")),
+            "{what}: {message}"
+        );
+    }
+}
+
+#[test]
+fn recursion_behind_higher_order_calls_is_a_call_depth_limit_error() {
+    let dir = TempDir::new();
+    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+    for (what, script) in [
+        (
+            "sorted",
+            "def f(x):\n    return sorted([1, 2], key = f)\ndef run(result):\n    return f(1)\n",
+        ),
+        (
+            "map",
+            "def f(x):\n    return list(map(f, [x]))\ndef run(result):\n    return f(1)\n",
+        ),
+        (
+            "filter",
+            "def f(x):\n    return list(filter(f, [x]))\ndef run(result):\n    return f(1)\n",
+        ),
+    ] {
+        let path = dir.write("recurse.star", script);
+        let out = harness(["verify", "--json", "--result"])
+            .args([&result, &path])
+            .run();
+        out.expect_code(3);
+        let message = out.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("limit max_call_depth hit"),
             "{what}: {message}"
         );
     }
