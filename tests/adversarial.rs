@@ -204,15 +204,31 @@ fn writes_through_dangling_links_are_refused_and_land_nowhere() {
     let calls = r#"[
         {"name": "write_file", "arguments": {"path": "link.txt", "content": "escaped"}},
         {"name": "write_file", "arguments": {"path": "dirlink/x.txt", "content": "escaped"}},
+        {"name": "write_file", "arguments": {"path": "hard.txt", "content": "escaped"}},
         {"name": "write_file", "arguments": {"path": "fine.txt", "content": "ok"}},
     ]"#;
     let dir = project(&calls_then_done(calls), "tools: [write_file]\nworkdir: .\n");
     std::os::unix::fs::symlink(&target, dir.join("ws/link.txt")).expect("symlink");
     std::os::unix::fs::symlink(&target_dir, dir.join("ws/dirlink")).expect("symlink");
+    // A hard link to a file outside (as a command could have made it on the same file system).
+    let linked = outside.write("linked.txt", "untouched");
+    std::fs::hard_link(&linked, dir.join("ws/hard.txt")).expect("hard link");
     let (out, report) = run(&dir);
     out.expect_code(1);
     let results = tool_results(&report);
-    assert_eq!(results.len(), 3, "{out:?}");
+    assert_eq!(results.len(), 4, "{out:?}");
+    assert_eq!(results[2]["is_error"], json!(true), "{:?}", results[2]);
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("hard links")),
+        "{:?}",
+        results[2]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&linked).ok().as_deref(),
+        Some("untouched")
+    );
     for result in &results[..2] {
         assert_eq!(result["is_error"], json!(true), "{result}");
         assert!(
@@ -222,7 +238,7 @@ fn writes_through_dangling_links_are_refused_and_land_nowhere() {
             "{result}"
         );
     }
-    assert_eq!(results[2]["is_error"], json!(false), "{:?}", results[2]);
+    assert_eq!(results[3]["is_error"], json!(false), "{:?}", results[3]);
     assert!(!target.exists(), "a write escaped through a dangling link");
     assert!(
         !target_dir.exists(),

@@ -184,7 +184,8 @@ pub fn open_regular(full: &Path) -> io::Result<std::fs::File> {
 
 /// Creates or truncates the regular file at `full` (a path [`Workspace::resolve_for_write`]
 /// returned) for writing. Never follows a symbolic link in the last component (one made since
-/// the path was resolved is refused) and never waits on or writes into a FIFO, socket or device.
+/// the path was resolved is refused), never waits on or writes into a FIFO, socket or device,
+/// and never writes a file that has other hard links.
 ///
 /// # Errors
 /// The file cannot be opened, or is not a regular file.
@@ -197,6 +198,18 @@ pub fn create_regular(full: &Path) -> io::Result<std::fs::File> {
         options.custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW);
     }
     let file = regular(options.open(full)?)?;
+    // A file with another name elsewhere (a hard link made by a command) would carry the write
+    // to that name too: perhaps the policy, perhaps outside the workspace.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if file.metadata()?.nlink() > 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "has other hard links; writing it would change them too",
+            ));
+        }
+    }
     file.set_len(0)?;
     Ok(file)
 }
