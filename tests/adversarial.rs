@@ -859,3 +859,28 @@ fn recursion_behind_higher_order_calls_is_a_call_depth_limit_error() {
         );
     }
 }
+
+// --- class 10: redaction ------------------------------------------------------------------------
+
+#[test]
+fn secrets_in_failure_reasons_never_reach_the_delegate() {
+    // The agent says on its second attempt whether the retry prompt it was sent held the key
+    // (its answer is redacted before it is shown, so it must not echo the key itself).
+    let agent = "def respond(request):\n    if request[\"attempt\"] == 0:\n        return \"done\"\n    prompt = request[\"messages\"][-1][\"content\"]\n    return \"leaked\" if \"sk-abcdefghij\" in prompt else \"clean: \" + prompt\n";
+    let dir = project(agent, "");
+    dir.write(
+        "ws/verify.star",
+        "def run(result):\n    if result[\"attempt\"] == 0:\n        return {\"verified\": False, \"reason\": \"config holds OPENAI_API_KEY=sk-abcdefghijklmnop1234\"}\n    return True\n",
+    );
+    let text = dir
+        .read("ws/delegation.yaml")
+        .expect("file")
+        .replace("max_verify_retries: 0", "max_verify_retries: 1");
+    dir.write("ws/delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    let said = report["result"]["response"].as_str().unwrap_or_default();
+    // Before: "leaked".
+    assert!(said.starts_with("clean: "), "{said}");
+    assert!(said.contains("OPENAI_API_KEY=[REDACTED]"), "{said}");
+}

@@ -357,7 +357,12 @@ async fn attempts(
         let passed = verdict.passed();
         let reasons = verdict.reasons();
         span.in_scope(|| evaluation_event(&verdict, &reasons));
-        let retry = (!passed && !last).then(|| RetryContext::assemble(&verdict).render());
+        // Reasons quote what verifiers and hooks saw; secrets among them never go to the model.
+        let retry = (!passed && !last).then(|| {
+            let mut prompt = RetryContext::assemble(&verdict).render();
+            session.delegation.redact.scrub_string(&mut prompt);
+            prompt
+        });
         if passed {
             report.delivered = Box::pin(session.deliver(result)).await?;
             record.verdict = Some(verdict);
