@@ -92,7 +92,12 @@ pub struct Isolation<'a> {
 /// # Errors
 /// `NotFound`, saying how to install it.
 pub fn bubblewrap() -> std::io::Result<PathBuf> {
-    resolve_program("bwrap", std::env::var_os("PATH").as_deref(), Path::new("/")).map_err(|_| {
+    find_bubblewrap(search_path(None).as_deref())
+}
+
+/// Finds `bwrap` on `path` (absolute entries only, as [`search_path`] leaves them).
+fn find_bubblewrap(path: Option<&std::ffi::OsStr>) -> std::io::Result<PathBuf> {
+    resolve_program("bwrap", path, Path::new("/")).map_err(|_| {
         std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "bubblewrap (`bwrap`) is not installed; install it (Debian/Ubuntu: apt install bubblewrap) or set `commands.isolation: none`",
@@ -122,7 +127,8 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     let mut command = match &launch.isolation {
         None => tokio::process::Command::new(resolved),
         Some(isolation) => {
-            let mut command = tokio::process::Command::new(bubblewrap()?);
+            // Found like the program: never in the workspace.
+            let mut command = tokio::process::Command::new(find_bubblewrap(path.as_deref())?);
             command.args([
                 "--die-with-parent",
                 "--new-session",
