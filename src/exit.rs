@@ -21,7 +21,7 @@ pub const CANCELLED: u8 = 130;
 pub fn for_error(kind: ErrorKind) -> u8 {
     match kind {
         ErrorKind::Config => USAGE,
-        ErrorKind::Verifier | ErrorKind::Hook => BROKEN_POLICY,
+        ErrorKind::Verifier | ErrorKind::Hook | ErrorKind::Check => BROKEN_POLICY,
         ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout => DELEGATE,
         ErrorKind::Cancelled => CANCELLED,
         ErrorKind::Blocked => BLOCKED,

@@ -21,3 +21,5 @@ mod batch;
 mod journal;
 // Hostile delegates and scripts: the policy out of reach, links, FIFOs, commands, crashes, signals.
 mod adversarial;
+// `checks:`: commands judging attempts by exit code, evidence records, bad configuration.
+mod checks;

@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Verifier,
     /// A hook script is broken in the same ways.
     Hook,
+    /// A check command cannot run (program missing, bad configuration): never a pass.
+    Check,
     /// A policy hook blocked the delegation.
     Blocked,
     /// The delegate failed: provider or model error after transport retries, a failing command.
@@ -47,6 +49,7 @@ impl ErrorKind {
             ErrorKind::Config => "config",
             ErrorKind::Verifier => "verifier",
             ErrorKind::Hook => "hook",
+            ErrorKind::Check => "check",
             ErrorKind::Blocked => "blocked",
             ErrorKind::Delegate => "delegate",
             ErrorKind::Tool => "tool",

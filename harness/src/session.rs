@@ -214,6 +214,25 @@ impl Session {
                 Box::new(CommandDelegate::new(spec))
             }
         };
+        let checks = if delegation.checks.is_empty() {
+            None
+        } else {
+            let home = tempfile::Builder::new()
+                .prefix("harness-check-home-")
+                .tempdir()
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Check,
+                        format!("cannot make the private HOME for checks: {e}"),
+                    )
+                })?;
+            Some(crate::checks::CommandChecks {
+                checks: delegation.checks.clone(),
+                root: workspace.root().to_path_buf(),
+                home: Arc::new(home),
+                redact: delegation.redact.clone(),
+            })
+        };
         let guard = Arc::new(PolicyGuard::new(
             workspace.root(),
             &delegation,
@@ -228,7 +247,7 @@ impl Session {
         Ok(Session {
             tool_specs: toolbox.specs(),
             toolbox,
-            pipeline: Pipeline::new(verifier, policy.clone(), names.clone()),
+            pipeline: Pipeline::with_checks(checks, verifier, policy.clone(), names.clone()),
             policy,
             names,
             delegate,

@@ -11,12 +11,13 @@ use serde_json::{Map, Value};
 use harness_builtins::Limits;
 
 use crate::assembly::Assembler;
+use crate::checks::CheckSpec;
 use crate::delegate::{CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 use crate::tools::Tool;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
@@ -79,6 +80,25 @@ struct RawFile {
     network: Option<RawNetwork>,
     #[serde(default)]
     limits: Option<RawLimits>,
+    #[serde(default)]
+    checks: Vec<RawCheck>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    #[serde(deserialize_with = "string_only")]
+    name: String,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    argv: Option<Vec<String>>,
+    #[serde(default)]
+    required: Option<bool>,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    env: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -221,6 +241,8 @@ pub struct Delegation {
     pub journal: Option<PathBuf>,
     /// Run `run_command` children under bubblewrap (project policy `commands.isolation: bwrap`).
     pub isolate_commands: bool,
+    /// Commands that judge every attempt by exit code, before the verifier (`checks:`).
+    pub checks: Vec<CheckSpec>,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -420,6 +442,7 @@ impl Delegation {
             }
             (None, None) => None,
         };
+        let checks = check_specs(&file, raw.checks)?;
         let limits = raw.limits.unwrap_or(RawLimits {
             max_turns: None,
             timeout_s: None,
@@ -477,8 +500,70 @@ impl Delegation {
             trace_parent: overrides.trace_parent.clone(),
             journal: overrides.journal.clone(),
             isolate_commands: project.isolate_commands,
+            checks,
         })
     }
+}
+
+/// Validates `checks:` entries into runnable specs, naming the entry and the key at fault.
+fn check_specs(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
+    let mut specs: Vec<CheckSpec> = Vec::new();
+    for (i, check) in raw.into_iter().enumerate() {
+        let at = format!("{file}: `checks[{i}]`");
+        let name = check.name.trim().to_owned();
+        if name.is_empty() {
+            return Err(Error::config(format!(
+                "{at}: `name` is empty; name the check (it labels findings and evidence)"
+            )));
+        }
+        if specs.iter().any(|s| s.name == name) {
+            return Err(Error::config(format!(
+                "{at}: a check named {name:?} is already defined; names must be unique"
+            )));
+        }
+        let argv = match (check.run, check.argv) {
+            (Some(run), None) if !run.trim().is_empty() => {
+                vec!["sh".to_owned(), "-c".to_owned(), run]
+            }
+            (None, Some(argv)) if argv.first().is_some_and(|p| !p.trim().is_empty()) => argv,
+            (Some(_), Some(_)) => {
+                return Err(Error::config(format!(
+                    "{at} ({name}): give `run` (a shell command) or `argv` (a program and its arguments), not both"
+                )));
+            }
+            _ => {
+                return Err(Error::config(format!(
+                    "{at} ({name}): give `run` (a shell command) or `argv` (a non-empty list: program, arguments)"
+                )));
+            }
+        };
+        let timeout = seconds(&at, "timeout_s", check.timeout_s, 300.0)?;
+        let mut env = Vec::new();
+        for (key, value) in check.env.unwrap_or_default() {
+            let valid = !key.is_empty()
+                && !key.starts_with(|c: char| c.is_ascii_digit())
+                && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let Value::String(value) = value else {
+                return Err(Error::config(format!(
+                    "{at} ({name}): `env.{key}` must be a string"
+                )));
+            };
+            if !valid {
+                return Err(Error::config(format!(
+                    "{at} ({name}): `env` name {key:?} is not a valid variable name"
+                )));
+            }
+            env.push((key, value));
+        }
+        specs.push(CheckSpec {
+            name,
+            argv,
+            required: check.required.unwrap_or(true),
+            timeout,
+            env,
+        });
+    }
+    Ok(specs)
 }
 
 /// A delegation of the wrong shape: the file or line, the field, what is wrong, and the keys.

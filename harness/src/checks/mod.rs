@@ -2,9 +2,12 @@
 //! small thing that looks at one attempt and adds findings. The [`Pipeline`](crate::Pipeline)
 //! orders them by authority and turns what they found into a verdict.
 
+mod commands;
 mod hooks;
 mod verifier;
 
+pub use commands::CheckSpec;
+pub(crate) use commands::CommandChecks;
 pub(crate) use hooks::PostVerifyHooks;
 pub(crate) use verifier::InlineVerifier;
 

@@ -1,0 +1,215 @@
+//! `checks:` (DESIGN §4.7): the user's own commands judge every attempt by exit code before the
+//! verifier, each leaving an evidence record in `--json` `history` and in the journal.
+
+use serde_json::{Value, json};
+
+use crate::util::{Output, TempDir, harness};
+
+/// Claims the work on attempt 0; writes `feature.txt` when told it was not done.
+const CLAIMS_THEN_FIXES: &str = r#"def respond(request):
+    last = request["messages"][-1]
+    if request["attempt"] == 0:
+        return "All tests pass."
+    if last["role"] == "tool":
+        return "Fixed: tests pass now."
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": "feature.txt", "content": "done\n"}}]}
+"#;
+
+/// The test the delegate claims passes: it needs `feature.txt`.
+const TESTS: &str = "{name: tests, run: \"test -f feature.txt && echo 3 passed || { echo 'FAIL: feature.txt missing'; exit 1; }\"}";
+
+fn delegation(agent: &str, checks: &str) -> TempDir {
+    let dir = TempDir::new();
+    dir.write("agent.star", agent);
+    std::fs::create_dir_all(dir.join("ws")).expect("mkdir ws");
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: Make the tests pass.\ndelegate: {{kind: scripted, script: agent.star}}\ntools: [write_file]\nworkdir: ws\nchecks:\n{checks}"
+        ),
+    );
+    dir
+}
+
+fn run(dir: &TempDir) -> (Output, Value) {
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .run();
+    let report = out.json();
+    (out, report)
+}
+
+#[test]
+fn a_failing_check_fails_the_attempt_and_its_evidence_is_kept() {
+    let dir = delegation(CLAIMS_THEN_FIXES, &format!("  - {TESTS}\n"));
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(2));
+    let first = &report["history"][0];
+    assert_eq!(first["findings"][0]["source"], json!("check"), "{first}");
+    assert_eq!(first["findings"][0]["name"], json!("tests"));
+    assert!(
+        first["findings"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exit 1") && m.contains("FAIL: feature.txt missing")),
+        "{first}"
+    );
+    let evidence = &first["evidence"][0];
+    assert_eq!(evidence["criterion"], json!("tests"));
+    assert_eq!(evidence["source"], json!("check"));
+    assert_eq!(evidence["result"], json!("fail"));
+    assert_eq!(evidence["exit_code"], json!(1));
+    assert_eq!(evidence["required"], json!(true));
+    assert_eq!(
+        evidence["output_tail"],
+        json!("FAIL: feature.txt missing\n")
+    );
+    assert!(
+        evidence["method"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("sh -c 'test -f feature.txt")),
+        "{evidence}"
+    );
+    let passed = &report["history"][1]["evidence"][0];
+    assert_eq!(passed["result"], json!("pass"), "{passed}");
+    assert_eq!(passed["output_tail"], json!("3 passed\n"));
+    // The retry prompt carried the failing check to the delegate.
+    assert!(
+        report["history"][0]["retry_prompt"]
+            .as_str()
+            .or_else(|| report["reasons"][0][0].as_str())
+            .is_some_and(|p| p.contains("check tests")),
+        "{report}"
+    );
+    // And the journal keeps the evidence.
+    let shown = harness(["runs", "show", "--json", "--journal"])
+        .args([
+            dir.join("runs.db").into_os_string(),
+            report["id"].as_str().expect("id").into(),
+        ])
+        .run();
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.contains("FAIL: feature.txt missing"),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn an_advisory_check_is_said_but_never_fails_the_attempt() {
+    let agent = "def respond(request):\n    return \"done\"\n";
+    let dir = delegation(
+        agent,
+        "  - {name: lint, argv: [sh, -c, \"echo style nit >&2; exit 1\"], required: false}\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    let finding = &report["history"][0]["findings"][0];
+    assert_eq!(finding["blocking"], json!(false), "{finding}");
+    assert_eq!(finding["severity"], json!("advisory"));
+    assert_eq!(
+        report["history"][0]["evidence"][0]["output_tail"],
+        json!("style nit\n")
+    );
+}
+
+#[test]
+fn a_check_that_cannot_start_is_a_broken_policy_never_a_pass() {
+    let agent = "def respond(request):\n    return \"done\"\n";
+    let dir = delegation(
+        agent,
+        "  - {name: tests, argv: [harness-test-no-such-program, --all]}\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(3);
+    assert_eq!(report["outcome"], json!("error"), "{out:?}");
+    assert_eq!(report["error"]["kind"], json!("check"));
+    assert!(
+        report["error"]["message"].as_str().is_some_and(
+            |m| m.contains("check tests") && m.contains("harness-test-no-such-program")
+        ),
+        "{report}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_check_past_its_timeout_fails_as_timeout_and_takes_its_children_with_it() {
+    let agent = "def respond(request):\n    return \"done\"\n";
+    let dir = delegation(
+        agent,
+        "  - {name: slow, run: \"(sleep 2; touch late.txt) & sleep 30\", timeout_s: 0.5}\n",
+    );
+    let text = dir.read("delegation.yaml").expect("file") + "max_verify_retries: 0\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    let evidence = &report["history"][0]["evidence"][0];
+    assert_eq!(evidence["result"], json!("timeout"), "{evidence}");
+    assert_eq!(evidence["exit_code"], Value::Null);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !dir.join("ws/late.txt").exists(),
+        "a check's child outlived it"
+    );
+}
+
+#[test]
+fn checks_run_scrubbed_and_their_output_is_redacted() {
+    let agent = "def respond(request):\n    return \"done\"\n";
+    let dir = delegation(
+        agent,
+        "  - {name: env, run: \"echo token=$HARNESS_TEST_SECRET given=$GIVEN; echo OPENAI_API_KEY=sk-abcdefghijklmnop1234; exit 1\", env: {GIVEN: yes}}\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .env("HARNESS_TEST_SECRET", "s3cr3t-value")
+        .run();
+    let report = out.json();
+    let tail = report["history"][0]["evidence"][0]["output_tail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(tail.contains("token= given=yes"), "{tail}");
+    assert!(tail.contains("OPENAI_API_KEY=[REDACTED]"), "{tail}");
+    assert!(!out.stdout.contains("sk-abcdefghijklmnop1234"), "{out:?}");
+    assert!(!out.stdout.contains("s3cr3t-value"), "{out:?}");
+}
+
+#[test]
+fn bad_checks_are_configuration_errors_naming_the_entry_and_key() {
+    for (checks, says) in [
+        (
+            "  - {name: t, run: \"true\", argv: [\"true\"]}\n",
+            "not both",
+        ),
+        ("  - {name: t}\n", "give `run`"),
+        ("  - {name: t, argv: []}\n", "give `run`"),
+        ("  - {name: \"\", run: \"true\"}\n", "`name` is empty"),
+        (
+            "  - {name: t, run: a}\n  - {name: t, run: b}\n",
+            "already defined",
+        ),
+        ("  - {name: t, run: a, timeout_s: -1}\n", "timeout_s"),
+        (
+            "  - {name: t, run: a, env: {\"1X\": y}}\n",
+            "not a valid variable name",
+        ),
+        ("  - {name: t, run: a, env: {X: 1}}\n", "must be a string"),
+        ("  - {name: t, run: a, retries: 2}\n", "retries"),
+    ] {
+        let dir = delegation("def respond(request):\n    return \"x\"\n", checks);
+        let out = harness(["run", "--json", "--no-journal"])
+            .args([dir.join("delegation.yaml")])
+            .run();
+        out.expect_code(2);
+        let message = out.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(message.contains("delegation.yaml"), "{checks}: {message}");
+        assert!(message.contains(says), "{checks}: {message}");
+    }
+}
