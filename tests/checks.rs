@@ -15,6 +15,9 @@ const CLAIMS_THEN_FIXES: &str = r#"def respond(request):
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": "feature.txt", "content": "done\n"}}]}
 "#;
 
+/// Answers "done" and nothing else.
+const DONE: &str = "def respond(request):\n    return \"done\"\n";
+
 /// The test the delegate claims passes: it needs `feature.txt`.
 const TESTS: &str = "{name: tests, run: \"test -f feature.txt && echo 3 passed || { echo 'FAIL: feature.txt missing'; exit 1; }\"}";
 
@@ -98,9 +101,8 @@ fn a_failing_check_fails_the_attempt_and_its_evidence_is_kept() {
 
 #[test]
 fn an_advisory_check_is_said_but_never_fails_the_attempt() {
-    let agent = "def respond(request):\n    return \"done\"\n";
     let dir = delegation(
-        agent,
+        DONE,
         "  - {name: lint, argv: [sh, -c, \"echo style nit >&2; exit 1\"], required: false}\n",
     );
     let (out, report) = run(&dir);
@@ -117,9 +119,8 @@ fn an_advisory_check_is_said_but_never_fails_the_attempt() {
 
 #[test]
 fn a_check_that_cannot_start_is_a_broken_policy_never_a_pass() {
-    let agent = "def respond(request):\n    return \"done\"\n";
     let dir = delegation(
-        agent,
+        DONE,
         "  - {name: tests, argv: [harness-test-no-such-program, --all]}\n",
     );
     let (out, report) = run(&dir);
@@ -137,9 +138,8 @@ fn a_check_that_cannot_start_is_a_broken_policy_never_a_pass() {
 #[cfg(unix)]
 #[test]
 fn a_check_past_its_timeout_fails_as_timeout_and_takes_its_children_with_it() {
-    let agent = "def respond(request):\n    return \"done\"\n";
     let dir = delegation(
-        agent,
+        DONE,
         "  - {name: slow, run: \"(sleep 2; touch late.txt) & sleep 30\", timeout_s: 0.5}\n",
     );
     let text = dir.read("delegation.yaml").expect("file") + "max_verify_retries: 0\n";
@@ -158,9 +158,8 @@ fn a_check_past_its_timeout_fails_as_timeout_and_takes_its_children_with_it() {
 
 #[test]
 fn checks_run_scrubbed_and_their_output_is_redacted() {
-    let agent = "def respond(request):\n    return \"done\"\n";
     let dir = delegation(
-        agent,
+        DONE,
         "  - {name: env, run: \"echo token=$HARNESS_TEST_SECRET given=$GIVEN; echo OPENAI_API_KEY=sk-abcdefghijklmnop1234; exit 1\", env: {GIVEN: yes}}\n",
     );
     let out = harness(["run", "--json", "--no-journal"])
@@ -200,7 +199,7 @@ fn bad_checks_are_configuration_errors_naming_the_entry_and_key() {
         ("  - {name: t, run: a, env: {X: 1}}\n", "must be a string"),
         ("  - {name: t, run: a, retries: 2}\n", "retries"),
     ] {
-        let dir = delegation("def respond(request):\n    return \"x\"\n", checks);
+        let dir = delegation(DONE, checks);
         let out = harness(["run", "--json", "--no-journal"])
             .args([dir.join("delegation.yaml")])
             .run();
