@@ -42,6 +42,18 @@ fn run(dir: &TempDir) -> (Output, Value) {
     (out, report)
 }
 
+/// Runs the delegation, expecting a configuration error; returns its message.
+fn config_error(dir: &TempDir) -> String {
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(2);
+    out.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 #[test]
 fn a_failing_check_fails_the_attempt_and_its_evidence_is_kept() {
     let dir = delegation(CLAIMS_THEN_FIXES, &format!("  - {TESTS}\n"));
@@ -199,16 +211,107 @@ fn bad_checks_are_configuration_errors_naming_the_entry_and_key() {
         ("  - {name: t, run: a, env: {X: 1}}\n", "must be a string"),
         ("  - {name: t, run: a, retries: 2}\n", "retries"),
     ] {
-        let dir = delegation(DONE, checks);
-        let out = harness(["run", "--json", "--no-journal"])
-            .args([dir.join("delegation.yaml")])
-            .run();
-        out.expect_code(2);
-        let message = out.json()["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let message = config_error(&delegation(DONE, checks));
         assert!(message.contains("delegation.yaml"), "{checks}: {message}");
         assert!(message.contains(says), "{checks}: {message}");
+    }
+}
+
+// --- criteria -----------------------------------------------------------------------------------
+
+/// Writes a stub on attempt 0 and the real thing when told.
+const STUB_THEN_REAL: &str = r#"def respond(request):
+    last = request["messages"][-1]
+    if last["role"] == "tool":
+        return "Done."
+    content = "pub fn f() {\n    todo!()\n}\n// TODO: the rest\n" if request["attempt"] == 0 else "pub fn f() {}\n"
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": "src/lib.rs", "content": content}}]}
+"#;
+
+fn with_criteria(agent: &str, criteria: &str) -> TempDir {
+    let dir = delegation(agent, "  []\n");
+    let text = dir
+        .read("delegation.yaml")
+        .expect("file")
+        .replace("checks:\n  []\n", &format!("criteria:\n{criteria}"));
+    dir.write("delegation.yaml", text);
+    dir
+}
+
+#[test]
+fn criteria_fail_an_attempt_with_placeholders_and_pass_the_real_work() {
+    let dir = with_criteria(
+        STUB_THEN_REAL,
+        "  - \"file_exists:src/lib.rs\"\n  - {no_placeholders: \"src/**/*.rs\"}\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["attempts"], json!(2), "{out:?}");
+    let first = &report["history"][0];
+    let finding = &first["findings"][0];
+    assert_eq!(finding["source"], json!("criterion"), "{first}");
+    assert_eq!(finding["name"], json!("no_placeholders:src/**/*.rs"));
+    let message = finding["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("src/lib.rs:2 todo!(") && message.contains("src/lib.rs:4 TODO"),
+        "{message}"
+    );
+    let exists = &report["history"][1]["evidence"][0];
+    assert_eq!(
+        exists["criterion"],
+        json!("file_exists:src/lib.rs"),
+        "{exists}"
+    );
+    assert_eq!(exists["result"], json!("pass"));
+    assert_eq!(
+        exists["subject_sha256"].as_str().map(str::len),
+        Some(64),
+        "{exists}"
+    );
+    assert_eq!(report["history"][1]["evidence"][1]["result"], json!("pass"));
+}
+
+#[test]
+fn a_missing_file_and_a_failing_command_criterion_are_findings_of_kind_criterion() {
+    let dir = with_criteria(
+        DONE,
+        "  - \"file_exists:report.md\"\n  - {command: \"echo broken >&2; exit 2\", name: compiles}\n",
+    );
+    let text = dir.read("delegation.yaml").expect("file") + "max_verify_retries: 0\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    let findings = report["history"][0]["findings"]
+        .as_array()
+        .expect("findings");
+    let names: Vec<&str> = findings.iter().filter_map(|f| f["name"].as_str()).collect();
+    assert_eq!(names, ["compiles", "file_exists:report.md"], "{out:?}");
+    for finding in findings {
+        assert_eq!(finding["source"], json!("criterion"), "{finding}");
+    }
+    assert!(
+        findings[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("report.md does not exist"))
+    );
+}
+
+#[test]
+fn bad_criteria_are_configuration_errors_naming_the_entry() {
+    for (criteria, says) in [
+        ("  - \"nokind\"\n", "no `kind:target` form"),
+        ("  - \"bogus:x\"\n", "unknown criterion kind \"bogus\""),
+        ("  - {file_exists: \"\"}\n", "needs a path or glob"),
+        ("  - \"no_placeholders:src/[\"\n", "does not compile"),
+        ("  - {command: \"cargo check\"}\n", "needs `command`"),
+        (
+            "  - {command: x, name: n, retries: 1}\n",
+            "unknown key `retries`",
+        ),
+        ("  - 42\n", "is not a criterion"),
+    ] {
+        let message = config_error(&with_criteria(DONE, criteria));
+        assert!(message.contains("`criteria[0]`"), "{criteria}: {message}");
+        assert!(message.contains(says), "{criteria}: {message}");
     }
 }

@@ -44,7 +44,7 @@ mod verdict;
 mod verifier;
 
 pub use assembly::{Assembler, Overrides};
-pub use checks::CheckSpec;
+pub use checks::{CheckSpec, FileCriterion};
 pub use conversation::{Message, ToolSpec, Usage};
 pub use error::{Error, ErrorKind, Result};
 pub use harness_hooks::{DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};

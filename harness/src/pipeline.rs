@@ -4,7 +4,7 @@
 
 use harness_hooks::Event;
 
-use crate::checks::{Check, CommandChecks, InlineVerifier, PostVerifyHooks, Subject};
+use crate::checks::{Check, CommandChecks, FileCriteria, InlineVerifier, PostVerifyHooks, Subject};
 use crate::error::Result;
 use crate::policy::Policy;
 use crate::verdict::{Decision, Verdict};
@@ -21,13 +21,14 @@ impl Pipeline {
     /// Creates a pipeline: an optional inline verifier, then the `delegation.post_verify` hooks
     /// of `policy` that match `names` (the delegate's kind and model).
     pub fn new(verifier: Option<Verifier>, policy: Option<Policy>, names: Vec<String>) -> Self {
-        Self::with_checks(None, verifier, policy, names)
+        Self::with_checks(None, None, verifier, policy, names)
     }
 
-    /// As [`Pipeline::new`], with the delegation's command checks first: the strongest,
-    /// deterministic signal leads.
+    /// As [`Pipeline::new`], with the delegation's command checks and then its file criteria
+    /// first: the strongest, deterministic signal leads.
     pub(crate) fn with_checks(
         checks: Option<CommandChecks>,
+        criteria: Option<FileCriteria>,
         verifier: Option<Verifier>,
         policy: Option<Policy>,
         names: Vec<String>,
@@ -35,6 +36,9 @@ impl Pipeline {
         let mut stages: Vec<Box<dyn Check>> = Vec::new();
         if let Some(checks) = checks.filter(|c| !c.checks.is_empty()) {
             stages.push(Box::new(checks));
+        }
+        if let Some(criteria) = criteria.filter(|c| !c.criteria.is_empty()) {
+            stages.push(Box::new(criteria));
         }
         if let Some(verifier) = verifier {
             stages.push(Box::new(InlineVerifier(verifier)));

@@ -233,6 +233,10 @@ impl Session {
                 redact: delegation.redact.clone(),
             })
         };
+        let criteria = (!delegation.criteria.is_empty()).then(|| crate::checks::FileCriteria {
+            criteria: delegation.criteria.clone(),
+            workspace: workspace.clone(),
+        });
         let guard = Arc::new(PolicyGuard::new(
             workspace.root(),
             &delegation,
@@ -247,7 +251,13 @@ impl Session {
         Ok(Session {
             tool_specs: toolbox.specs(),
             toolbox,
-            pipeline: Pipeline::with_checks(checks, verifier, policy.clone(), names.clone()),
+            pipeline: Pipeline::with_checks(
+                checks,
+                criteria,
+                verifier,
+                policy.clone(),
+                names.clone(),
+            ),
             policy,
             names,
             delegate,

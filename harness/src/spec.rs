@@ -11,13 +11,13 @@ use serde_json::{Map, Value};
 use harness_builtins::Limits;
 
 use crate::assembly::Assembler;
-use crate::checks::CheckSpec;
+use crate::checks::{CheckSpec, FileCriterion};
 use crate::delegate::{CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 use crate::tools::Tool;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
@@ -82,6 +82,8 @@ struct RawFile {
     limits: Option<RawLimits>,
     #[serde(default)]
     checks: Vec<RawCheck>,
+    #[serde(default)]
+    criteria: Vec<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -241,8 +243,11 @@ pub struct Delegation {
     pub journal: Option<PathBuf>,
     /// Run `run_command` children under bubblewrap (project policy `commands.isolation: bwrap`).
     pub isolate_commands: bool,
-    /// Commands that judge every attempt by exit code, before the verifier (`checks:`).
+    /// Commands that judge every attempt by exit code, before the verifier (`checks:`, then the
+    /// command criteria of `criteria:`).
     pub checks: Vec<CheckSpec>,
+    /// Facts about the workspace every attempt must make true (`criteria:`).
+    pub criteria: Vec<FileCriterion>,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -442,7 +447,8 @@ impl Delegation {
             }
             (None, None) => None,
         };
-        let checks = check_specs(&file, raw.checks)?;
+        let mut checks = check_specs(&file, raw.checks)?;
+        let criteria = criteria(&file, raw.criteria, &mut checks)?;
         let limits = raw.limits.unwrap_or(RawLimits {
             max_turns: None,
             timeout_s: None,
@@ -501,6 +507,7 @@ impl Delegation {
             journal: overrides.journal.clone(),
             isolate_commands: project.isolate_commands,
             checks,
+            criteria,
         })
     }
 }
@@ -561,9 +568,100 @@ fn check_specs(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
             required: check.required.unwrap_or(true),
             timeout,
             env,
+            criterion: false,
         });
     }
     Ok(specs)
+}
+
+/// The criterion kinds, for messages.
+const CRITERIA_HINT: &str = "\"file_exists:PATH\", \"no_placeholders:GLOB\", or {command: \"…\", name: compiles | lint_passes | tests_pass | …}";
+
+/// Validates `criteria:` entries: file criteria are returned, command criteria join `checks`.
+fn criteria(
+    file: &str,
+    raw: Vec<Value>,
+    checks: &mut Vec<CheckSpec>,
+) -> Result<Vec<FileCriterion>> {
+    let mut out = Vec::new();
+    for (i, entry) in raw.into_iter().enumerate() {
+        let at = format!("{file}: `criteria[{i}]`");
+        let bad =
+            |why: String| Error::config(format!("{at}: {why} (a criterion is {CRITERIA_HINT})"));
+        let (kind, target) = match &entry {
+            Value::String(text) => match text.split_once(':') {
+                Some((kind, target)) => (
+                    kind.trim().to_owned(),
+                    Value::String(target.trim().to_owned()),
+                ),
+                None => return Err(bad(format!("{text:?} has no `kind:target` form"))),
+            },
+            Value::Object(map) if map.contains_key("command") => {
+                let command = map
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .filter(|c| !c.trim().is_empty());
+                let name = map
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.trim().is_empty());
+                let (Some(command), Some(name)) = (command, name) else {
+                    return Err(bad(
+                        "a command criterion needs `command` (a shell command) and `name`"
+                            .to_owned(),
+                    ));
+                };
+                if let Some(key) = map
+                    .keys()
+                    .find(|k| !["command", "name", "timeout_s"].contains(&k.as_str()))
+                {
+                    return Err(bad(format!("unknown key `{key}` in a command criterion")));
+                }
+                if checks.iter().any(|c| c.name == name) {
+                    return Err(bad(format!(
+                        "a check or criterion named {name:?} is already defined"
+                    )));
+                }
+                checks.push(CheckSpec {
+                    name: name.to_owned(),
+                    argv: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
+                    required: true,
+                    timeout: seconds(
+                        &at,
+                        "timeout_s",
+                        map.get("timeout_s").and_then(Value::as_f64),
+                        300.0,
+                    )?,
+                    env: Vec::new(),
+                    criterion: true,
+                });
+                continue;
+            }
+            Value::Object(map) if map.len() == 1 => {
+                let (kind, target) = map.iter().next().expect("one entry");
+                (kind.clone(), target.clone())
+            }
+            other => return Err(bad(format!("{other} is not a criterion"))),
+        };
+        let Some(target) = target
+            .as_str()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+        else {
+            return Err(bad(format!("`{kind}` needs a path or glob")));
+        };
+        out.push(match kind.as_str() {
+            "file_exists" => FileCriterion::FileExists(target),
+            "no_placeholders" => {
+                globset::Glob::new(&target)
+                    .map_err(|e| bad(format!("the glob {target:?} does not compile: {e}")))?;
+                FileCriterion::NoPlaceholders(target)
+            }
+            other => return Err(bad(format!("unknown criterion kind {other:?}"))),
+        });
+    }
+    Ok(out)
 }
 
 /// A delegation of the wrong shape: the file or line, the field, what is wrong, and the keys.

@@ -36,6 +36,9 @@ pub struct CheckSpec {
     pub timeout: Duration,
     /// Variables set besides the scrubbed environment.
     pub env: Vec<(String, String)>,
+    /// True for a command criterion (`criteria: [{command: …, name: …}]`): its findings and
+    /// evidence say `criterion`, not `check`.
+    pub criterion: bool,
 }
 
 impl CheckSpec {
@@ -123,9 +126,14 @@ impl CommandChecks {
             .rev()
             .nth(TAIL_CHARS.saturating_sub(1))
             .map_or(0, |(i, _)| i);
+        let source = if check.criterion {
+            Source::Criterion
+        } else {
+            Source::Check
+        };
         subject.evidence.push(json!({
             "criterion": check.name,
-            "source": "check",
+            "source": source.as_str(),
             "method": check.method(),
             "target": null,
             "required": check.required,
@@ -150,9 +158,9 @@ impl CommandChecks {
             ));
         }
         subject.findings.push(if check.required {
-            Finding::blocking(Source::Check, &check.name, message)
+            Finding::blocking(source, &check.name, message)
         } else {
-            Finding::advisory(Source::Check, &check.name, message)
+            Finding::advisory(source, &check.name, message)
         });
         Ok(())
     }

@@ -3,11 +3,14 @@
 //! orders them by authority and turns what they found into a verdict.
 
 mod commands;
+mod criteria;
 mod hooks;
 mod verifier;
 
 pub use commands::CheckSpec;
 pub(crate) use commands::CommandChecks;
+pub(crate) use criteria::FileCriteria;
+pub use criteria::FileCriterion;
 pub(crate) use hooks::PostVerifyHooks;
 pub(crate) use verifier::InlineVerifier;
 
