@@ -25,7 +25,9 @@ pub fn for_error(kind: ErrorKind) -> u8 {
         ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout => DELEGATE,
         ErrorKind::Cancelled => CANCELLED,
         ErrorKind::Blocked => BLOCKED,
-        ErrorKind::VerificationFailed | ErrorKind::ScopeViolation => NOT_VERIFIED,
+        ErrorKind::VerificationFailed | ErrorKind::ScopeViolation | ErrorKind::NoGate => {
+            NOT_VERIFIED
+        }
     }
 }
 

@@ -315,3 +315,35 @@ fn bad_criteria_are_configuration_errors_naming_the_entry() {
         assert!(message.contains(says), "{criteria}: {message}");
     }
 }
+
+#[test]
+fn require_checks_without_a_gate_fails_as_no_gate_before_the_delegate_runs() {
+    let dir = TempDir::new();
+    dir.write(
+        "agent.star",
+        "def respond(request):\n    fail(\"the delegate must not run\")\n",
+    );
+    dir.write(
+        "delegation.yaml",
+        "task: t\ndelegate: {kind: scripted, script: agent.star}\nrequire_checks: true\nverify: |\n  def run(result):\n      return True\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("no_gate"));
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`require_checks`") && m.contains("delegation.yaml")),
+        "{report}"
+    );
+    assert_eq!(report["attempts"], json!(0));
+}
+
+#[test]
+fn a_pass_with_evidence_carries_no_warning() {
+    let dir = delegation(DONE, "  - {name: ok, run: \"true\"}\n");
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["warnings"], json!([]), "{out:?}");
+}

@@ -144,7 +144,15 @@ fn lies_then_tells_the_truth() {
     assert_eq!(report["kind"], json!(null));
     assert_eq!(report["review"], json!({"status": null}));
     assert_eq!(report["debt"], json!([]));
-    assert_eq!(report["warnings"], json!([]));
+    // Passed on a verifier's word alone: said (DESIGN §4.7).
+    let warnings = report["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .is_some_and(|w| w.starts_with("verified without evidence")),
+        "{warnings:?}"
+    );
     let history = report["history"].as_array().expect("history is a list");
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(history[0]["decision"], json!("retry"));

@@ -31,6 +31,8 @@ pub enum ErrorKind {
     VerificationFailed,
     /// The delegate changed what it may not (DESIGN §4.8): the harness's own policy.
     ScopeViolation,
+    /// `require_checks` is set, and the delegation has no checks and no criteria.
+    NoGate,
 }
 
 impl ErrorKind {
@@ -39,7 +41,7 @@ impl ErrorKind {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            ErrorKind::VerificationFailed | ErrorKind::ScopeViolation
+            ErrorKind::VerificationFailed | ErrorKind::ScopeViolation | ErrorKind::NoGate
         )
     }
 
@@ -57,6 +59,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::VerificationFailed => "verification_failed",
             ErrorKind::ScopeViolation => "scope_violation",
+            ErrorKind::NoGate => "no_gate",
         }
     }
 }

@@ -215,6 +215,17 @@ impl Runtime {
                     .to_owned(),
             );
         }
+        let evidenced = report
+            .attempts
+            .last()
+            .and_then(|a| a.verdict.as_ref())
+            .is_some_and(|v| !v.evidence.is_empty());
+        if report.outcome == Outcome::Passed && !evidenced {
+            report.warnings.push(
+                "verified without evidence: no check or criterion ran (add `checks:` or `criteria:`, or set `require_checks: true`)"
+                    .to_owned(),
+            );
+        }
         report.redact(&delegation.redact);
         report.duration = clock.elapsed();
         telemetry::record_delegation(
@@ -244,6 +255,18 @@ impl Runtime {
         observer: &dyn Observer,
         report: &mut Report,
     ) -> Result<Outcome> {
+        if delegation.require_checks
+            && delegation.checks.is_empty()
+            && delegation.criteria.is_empty()
+        {
+            return Err(Error::new(
+                ErrorKind::NoGate,
+                format!(
+                    "{}: `require_checks` is set but the delegation has no `checks` and no `criteria`: nothing deterministic would judge it",
+                    delegation.source.display()
+                ),
+            ));
+        }
         let mut session = Box::pin(Session::open(&self.shared, delegation, &report.id)).await?;
         report.model = session.delegate.model().map(str::to_owned);
         report.request = Some(crate::session::request(

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::redact::Redactor;
 use crate::tools::Tool;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
@@ -84,6 +84,8 @@ struct RawFile {
     checks: Vec<RawCheck>,
     #[serde(default)]
     criteria: Vec<Value>,
+    #[serde(default)]
+    require_checks: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,6 +250,8 @@ pub struct Delegation {
     pub checks: Vec<CheckSpec>,
     /// Facts about the workspace every attempt must make true (`criteria:`).
     pub criteria: Vec<FileCriterion>,
+    /// Without checks and criteria the delegation fails as `no_gate` (`require_checks: true`).
+    pub require_checks: bool,
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -508,6 +512,7 @@ impl Delegation {
             isolate_commands: project.isolate_commands,
             checks,
             criteria,
+            require_checks: raw.require_checks.unwrap_or(false),
         })
     }
 }

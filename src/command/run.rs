@@ -166,6 +166,11 @@ fn print_summary(report: &Report, trace_id: Option<&str>) {
             report.id
         ),
     }
+    if report.outcome == Outcome::Passed {
+        for warning in &report.warnings {
+            eprintln!("warning: {warning}");
+        }
+    }
     if let Some(id) = trace_id {
         match telemetry::trace_url(id) {
             Some(url) => eprintln!("trace: {id} {url}"),
