@@ -494,6 +494,25 @@ fn a_terminated_batch_records_what_it_cancelled() {
 
 // --- class 3: process-killing scripts -----------------------------------------------------------
 
+/// Runs `harness verify --json` with `script` in `dir` (its workspace, whose project policy
+/// applies) on a one-line Result, expects a broken verifier (exit 3, kind `verifier`) and returns
+/// the error message.
+fn broken_verifier(dir: &TempDir, script: &str) -> String {
+    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+    let path = dir.write("hostile.star", script);
+    let out = harness(["verify", "--json", "--result"])
+        .args([&result, &path])
+        .args(["--workdir".as_ref(), dir.path().as_os_str()])
+        .run();
+    out.expect_code(3);
+    let report = out.json();
+    assert_eq!(report["error"]["kind"], json!("verifier"), "{out:?}");
+    report["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// A verifier that builds a list nested `depth` deep and then does `tail` with it (`v`).
 fn deep_verifier(tail: &str) -> String {
     format!("def run(result):\n    v = []\n    for i in range(300000):\n        v = [v]\n{tail}\n")
@@ -515,21 +534,9 @@ fn deeply_nested_values_are_a_limit_error_not_a_stack_overflow() {
         ),
     ];
     let dir = TempDir::new();
-    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
     for (what, script) in cases {
-        let path = dir.write("deep.star", &script);
-        let out = harness(["verify", "--json", "--result"])
-            .args([&result, &path])
-            .run();
         // Before: the process aborted with a stack overflow (signal, no output).
-        out.expect_code(3);
-        let report = out.json();
-        assert_eq!(
-            report["error"]["kind"],
-            json!("verifier"),
-            "{what}: {out:?}"
-        );
-        let message = report["error"]["message"].as_str().unwrap_or_default();
+        let message = broken_verifier(&dir, &script);
         assert!(
             message.contains("limit max_nesting_depth hit"),
             "{what}: {message}"
@@ -540,20 +547,10 @@ fn deeply_nested_values_are_a_limit_error_not_a_stack_overflow() {
 #[test]
 fn a_shared_value_too_large_to_write_out_is_a_heap_limit_error() {
     // Sixty doublings of one list: tiny on the heap, 2^60 elements as text.
-    let dir = TempDir::new();
-    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
-    let path = dir.write(
-        "wide.star",
+    let message = broken_verifier(
+        &TempDir::new(),
         "def run(result):\n    v = \"x\"\n    for i in range(60):\n        v = [v, v]\n    return json.encode(v) == \"\"\n",
     );
-    let out = harness(["verify", "--json", "--result"])
-        .args([&result, &path])
-        .run();
-    out.expect_code(3);
-    let message = out.json()["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
     assert!(message.contains("limit max_heap_bytes hit"), "{message}");
 }
 
@@ -795,7 +792,6 @@ fn the_model_key_never_follows_a_redirect_to_another_origin() {
 #[test]
 fn builtins_refuse_results_past_the_heap_limit_before_building_them() {
     let dir = TempDir::new();
-    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
     // The smallest heap the project policy allows, so the inputs can stay small.
     dir.write(".harness/policy.yaml", "limits: {heap_mb: 8}\n");
     for (what, body) in [
@@ -809,16 +805,7 @@ fn builtins_refuse_results_past_the_heap_limit_before_building_them() {
             "    s = \"x\" * 400000\n    return len(re.findall(\"\", s)) > 0",
         ),
     ] {
-        let path = dir.write("big.star", format!("def run(result):\n{body}\n"));
-        let out = harness(["verify", "--json", "--result"])
-            .args([&result, &path])
-            .args(["--workdir".as_ref(), dir.path().as_os_str()])
-            .run();
-        out.expect_code(3);
-        let message = out.json()["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let message = broken_verifier(&dir, &format!("def run(result):\n{body}\n"));
         assert!(
             message.contains(&format!("limit max_heap_bytes hit: {what}")),
             "{what}: {message}"
@@ -829,7 +816,6 @@ fn builtins_refuse_results_past_the_heap_limit_before_building_them() {
 #[test]
 fn recursion_behind_higher_order_calls_is_a_call_depth_limit_error() {
     let dir = TempDir::new();
-    let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
     for (what, script) in [
         (
             "sorted",
@@ -844,15 +830,7 @@ fn recursion_behind_higher_order_calls_is_a_call_depth_limit_error() {
             "def f(x):\n    return list(filter(f, [x]))\ndef run(result):\n    return f(1)\n",
         ),
     ] {
-        let path = dir.write("recurse.star", script);
-        let out = harness(["verify", "--json", "--result"])
-            .args([&result, &path])
-            .run();
-        out.expect_code(3);
-        let message = out.json()["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let message = broken_verifier(&dir, script);
         assert!(
             message.contains("limit max_call_depth hit"),
             "{what}: {message}"

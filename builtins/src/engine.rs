@@ -198,10 +198,7 @@ impl Script {
                 // Freezing walks every global by recursion: bound them first.
                 for global in module.names() {
                     if let Some(value) = module.get(&global) {
-                        host.check_value(&format!("global `{}`", global.as_str()), value)
-                            .map_err(|e| {
-                                Error::new(ErrorKind::Limit(limit_of(&host)), name, e.to_string())
-                            })?;
+                        host.check_leaving(name, &format!("global `{}`", global.as_str()), value)?;
                     }
                 }
                 module.freeze().map_err(|e| {
@@ -317,10 +314,7 @@ impl Script {
                 host.configure(&mut eval, name)?;
                 match eval.eval_function(func, &args, &[]) {
                     Ok(value) => {
-                        host.check_value(&format!("the result of `{function}`"), value)
-                            .map_err(|e| {
-                                Error::new(ErrorKind::Limit(limit_of(&host)), name, e.to_string())
-                            })?;
+                        host.check_leaving(name, &format!("the result of `{function}`"), value)?;
                         value.to_json_value().map_err(|e| {
                             Error::new(
                                 ErrorKind::Conversion,
@@ -350,11 +344,6 @@ impl Script {
             }
         }
     }
-}
-
-/// The limit a failed `Host::check_value` recorded (nesting when none was).
-fn limit_of(host: &Host) -> crate::error::Limit {
-    host.exceeded().unwrap_or(crate::error::Limit::Nesting)
 }
 
 /// Runs `work` (an evaluation of script `name`) so that a panic inside the interpreter — a

@@ -118,20 +118,31 @@ impl<'s> Host<'s> {
         func: &str,
         value: starlark::values::Value,
     ) -> anyhow::Result<()> {
+        self.bound(value)
+            .map_err(|too| self.over_limit(too.limit, func, &format!("the value {}", too.what)))
+    }
+
+    /// As [`Host::check_value`], for a value leaving the evaluation (`what` it is, of script
+    /// `name`): the script's typed limit error.
+    pub(crate) fn check_leaving(
+        &self,
+        name: &str,
+        what: &str,
+        value: starlark::values::Value,
+    ) -> Result<(), Error> {
+        self.bound(value).map_err(|too| {
+            let message = format!(
+                "limit {} hit: {what}: the value {}",
+                too.limit.as_str(),
+                too.what
+            );
+            Error::new(ErrorKind::Limit(too.limit), name, message)
+        })
+    }
+
+    fn bound(&self, value: starlark::values::Value) -> Result<(), crate::nesting::TooBig> {
         let limits = &self.sandbox.limits;
-        crate::nesting::check(value, limits.max_nesting_depth, limits.max_heap_bytes).map_err(
-            |too| {
-                let message = format!(
-                    "limit {} hit: {func}: the value {}",
-                    too.limit.as_str(),
-                    too.what
-                );
-                self.exceeded
-                    .borrow_mut()
-                    .get_or_insert_with(|| (too.limit, message.clone()));
-                anyhow::anyhow!(message)
-            },
-        )
+        crate::nesting::check(value, limits.max_nesting_depth, limits.max_heap_bytes)
     }
 
     /// Records that builtin `func` would break `limit` (it checks before it allocates) and returns
@@ -142,11 +153,6 @@ impl<'s> Host<'s> {
             .borrow_mut()
             .get_or_insert_with(|| (limit, message.clone()));
         anyhow::anyhow!(message)
-    }
-
-    /// The limit a builtin enforced itself, when one did.
-    pub(crate) fn exceeded(&self) -> Option<Limit> {
-        self.exceeded.borrow().as_ref().map(|(limit, _)| *limit)
     }
 
     /// Records one line of script output; the caller emits it once the call has ended.

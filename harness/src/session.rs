@@ -217,6 +217,8 @@ impl Session {
         let checks = if delegation.checks.is_empty() {
             None
         } else {
+            // Not the HOME `run_command` children get: a delegate could plant configuration there
+            // (`.gitconfig`, `.cargo/config.toml`, `.npmrc`) that changes what its judges do.
             let home = tempfile::Builder::new()
                 .prefix("harness-check-home-")
                 .tempdir()
