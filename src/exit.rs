@@ -22,12 +22,13 @@ pub fn for_error(kind: ErrorKind) -> u8 {
     match kind {
         ErrorKind::Config => USAGE,
         ErrorKind::Verifier | ErrorKind::Hook | ErrorKind::Check => BROKEN_POLICY,
-        ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout => DELEGATE,
+        ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout | ErrorKind::Budget => DELEGATE,
         ErrorKind::Cancelled => CANCELLED,
         ErrorKind::Blocked => BLOCKED,
-        ErrorKind::VerificationFailed | ErrorKind::ScopeViolation | ErrorKind::NoGate => {
-            NOT_VERIFIED
-        }
+        ErrorKind::VerificationFailed
+        | ErrorKind::ScopeViolation
+        | ErrorKind::NoGate
+        | ErrorKind::Stuck => NOT_VERIFIED,
     }
 }
 

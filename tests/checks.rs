@@ -347,3 +347,162 @@ fn a_pass_with_evidence_carries_no_warning() {
     out.expect_code(0);
     assert_eq!(report["warnings"], json!([]), "{out:?}");
 }
+
+#[test]
+fn verifiers_read_the_evidence_and_may_return_their_own() {
+    let dir = delegation(DONE, &format!("  - {TESTS}\n"));
+    dir.write("ws/feature.txt", "done\n");
+    let text = dir.read("delegation.yaml").expect("file")
+        + "verify: |\n  def run(result):\n      tests = [e for e in result[\"evidence\"] if e[\"criterion\"] == \"tests\"]\n      if len(tests) != 1 or tests[0][\"result\"] != \"pass\":\n          return {\"verified\": False, \"reason\": \"no passing tests evidence: %r\" % result[\"evidence\"]}\n      return {\"verified\": True, \"evidence\": [{\"criterion\": \"answer\", \"result\": \"pass\", \"proof\": \"said done\"}]}\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    let evidence = report["history"][0]["evidence"]
+        .as_array()
+        .expect("evidence");
+    assert_eq!(evidence.len(), 2, "{evidence:?}");
+    assert_eq!(evidence[1]["criterion"], json!("answer"));
+    assert_eq!(evidence[1]["source"], json!("verify"));
+    assert_eq!(evidence[1]["proof"], json!("said done"));
+    assert!(evidence[1]["at"].is_string());
+    // The Result the caller gets carries the evidence too.
+    assert_eq!(report["result"]["evidence"][0]["criterion"], json!("tests"));
+}
+
+#[test]
+fn malformed_verifier_evidence_is_a_broken_verifier() {
+    let dir = delegation(DONE, "  []\n");
+    let text = dir
+        .read("delegation.yaml")
+        .expect("file")
+        .replace("checks:\n  []\n", "")
+        + "verify: |\n  def run(result):\n      return {\"verified\": True, \"evidence\": [{\"criterion\": \"x\", \"result\": \"great\"}]}\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    crate::util::expect_error_kind(&out, &report, 3, "verifier");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`evidence[0]`") && message.contains("`result`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn endpoint_criteria_judge_status_and_body_and_time_out() {
+    let server = harness_testkit::web::WebServer::start();
+    let (url, closed) = (server.url("/health"), crate::util::closed_port());
+    let dir = with_criteria(
+        DONE,
+        &format!(
+            "  - {{endpoint: \"{url}\", status: 200, body_contains: \"nope\", timeout_s: 5}}\n  - \"endpoint:http://127.0.0.1:{closed}/health\"\n"
+        ),
+    );
+    let text = dir.read("delegation.yaml").expect("file") + "max_verify_retries: 0\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    let evidence = report["history"][0]["evidence"]
+        .as_array()
+        .expect("evidence");
+    assert_eq!(evidence[0]["method"], json!("endpoint"), "{evidence:?}");
+    assert_eq!(evidence[0]["result"], json!("fail"));
+    let proof = evidence[0]["proof"].as_str().unwrap_or_default();
+    assert!(proof.contains("does not contain \"nope\""), "{proof}");
+    assert_eq!(evidence[1]["result"], json!("fail"));
+    assert!(
+        evidence[1]["proof"]
+            .as_str()
+            .is_some_and(|p| p.contains("failed")),
+        "{evidence:?}"
+    );
+    let dir = with_criteria(DONE, &format!("  - {{endpoint: \"{url}\"}}\n"));
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(
+        report["history"][0]["evidence"][0]["result"],
+        json!("pass"),
+        "{out:?}"
+    );
+    for (criteria, says) in [
+        ("  - \"endpoint:ftp://x/\"\n", "not an http(s) URL"),
+        ("  - {endpoint: \"http://x/\", status: 42}\n", "`status`"),
+        (
+            "  - {endpoint: \"http://x/\", timeout_s: -1}\n",
+            "`timeout_s`",
+        ),
+        (
+            "  - {endpoint: \"http://x/\", method: POST}\n",
+            "unknown key `method`",
+        ),
+    ] {
+        let message = config_error(&with_criteria(DONE, criteria));
+        assert!(message.contains(says), "{criteria}: {message}");
+    }
+}
+
+#[test]
+fn the_project_policy_supplies_gates_a_request_overrides_key_by_key() {
+    let dir = delegation(DONE, "  []\n");
+    let text = dir
+        .read("delegation.yaml")
+        .expect("file")
+        .replace("checks:\n  []\n", "");
+    dir.write("delegation.yaml", text + "max_verify_retries: 0\n");
+    dir.write(
+        "ws/.harness/policy.yaml",
+        "verification_defaults:\n  checks: [{name: lint, run: \"exit 1\"}]\n  criteria: [\"file_exists:out.txt\"]\n  require_checks: true\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    let names: Vec<&str> = report["history"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert_eq!(names, ["lint", "file_exists:out.txt"], "{out:?}");
+    // The request's own `checks:` replaces the default checks; the default criteria stay.
+    let text =
+        dir.read("delegation.yaml").expect("file") + "checks: [{name: own, run: \"true\"}]\n";
+    dir.write("delegation.yaml", text);
+    dir.write("ws/out.txt", "x");
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    let names: Vec<&str> = report["history"][0]["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter_map(|e| e["criterion"].as_str())
+        .collect();
+    assert_eq!(names, ["own", "file_exists:out.txt"], "{out:?}");
+    // Bad defaults name the project policy and the key.
+    dir.write(
+        "ws/.harness/policy.yaml",
+        "verification_defaults:\n  criteria: [\"bogus:x\"]\n",
+    );
+    let message = config_error(&dir);
+    assert!(
+        message.contains(".harness/policy.yaml") && message.contains("`criteria[0]`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_same_failure_on_stuck_after_attempts_ends_the_loop_early_as_stuck() {
+    let dir = delegation(DONE, &format!("  - {TESTS}\n"));
+    let text =
+        dir.read("delegation.yaml").expect("file") + "max_verify_retries: 6\nstuck_after: 2\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("stuck"));
+    assert_eq!(report["attempts"], json!(2));
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("attempts 1 to 2 failed on the same finding"),
+        "{message}"
+    );
+    assert!(message.contains("check tests"), "{message}");
+}

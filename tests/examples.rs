@@ -165,3 +165,78 @@ fn the_reachability_example_says_the_endpoint_is_down() {
     let reason = out.json()["reason"].as_str().expect("a reason").to_owned();
     assert!(reason.contains("500"), "{reason}");
 }
+
+#[test]
+fn the_checks_example_fails_a_false_claim_on_its_test_output_and_passes_the_fix() {
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/checks"), &dir.path());
+    let _ = std::fs::remove_file(dir.join("workspace/calc.sh"));
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(2));
+    let first = &report["history"][0];
+    let names: Vec<&str> = first["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert_eq!(names, ["tests", "no_placeholders:*.sh"], "{first}");
+    assert!(
+        first["findings"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("FAIL calc add 2 3: expected 5, got -1")),
+        "{first}"
+    );
+    // Every check and criterion of the passing attempt left its evidence.
+    let evidence: Vec<(&str, &str)> = report["history"][1]["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .map(|e| {
+            (
+                e["criterion"].as_str().unwrap_or_default(),
+                e["result"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        evidence,
+        [
+            ("tests", "pass"),
+            ("shellcheck-lite", "pass"),
+            ("file_exists:calc.sh", "pass"),
+            ("no_placeholders:*.sh", "pass")
+        ]
+    );
+    assert_eq!(report["warnings"], json!([]));
+}
+
+#[test]
+fn the_scope_example_fails_a_write_outside_allow_without_a_retry() {
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/scope"), &dir.path());
+    for stale in ["workspace/notes.txt", "workspace/src/greeting.txt"] {
+        let _ = std::fs::remove_file(dir.join(stale));
+    }
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(1);
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("scope_violation"));
+    assert_eq!(report["attempts"], json!(1));
+    assert_eq!(
+        report["result"]["changes"]["added"],
+        json!(["notes.txt", "src/greeting.txt"])
+    );
+    assert_eq!(
+        report["reasons"],
+        json!([["scope notes.txt: added, outside `scope.allow`"]])
+    );
+}

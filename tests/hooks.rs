@@ -599,7 +599,7 @@ fn verify_with_only_hooks_needs_no_script() {
     assert_eq!(
         verdict["result"],
         json!({"id": "d-1", "parent_id": null, "attempt": 0, "response": r#"{"status":"done"}"#,
-               "tool_calls": [], "tool_results": []})
+               "tool_calls": [], "tool_results": [], "evidence": []})
     );
 
     // status-check (priority 10) sees canonicalise's rewrite: a wrong status fails after it.

@@ -23,3 +23,5 @@ mod journal;
 mod adversarial;
 // `checks:`: commands judging attempts by exit code, evidence records, bad configuration.
 mod checks;
+// `scope:`: the baseline, changes in the Result, allow/deny, on_violation, odd files.
+mod scope;

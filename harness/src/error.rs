@@ -33,6 +33,10 @@ pub enum ErrorKind {
     ScopeViolation,
     /// `require_checks` is set, and the delegation has no checks and no criteria.
     NoGate,
+    /// The same blocking finding on `stuck_after` consecutive attempts: retrying is not helping.
+    Stuck,
+    /// A budget of the delegation (`limits.max_tokens`) was spent.
+    Budget,
 }
 
 impl ErrorKind {
@@ -41,7 +45,10 @@ impl ErrorKind {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            ErrorKind::VerificationFailed | ErrorKind::ScopeViolation | ErrorKind::NoGate
+            ErrorKind::VerificationFailed
+                | ErrorKind::ScopeViolation
+                | ErrorKind::NoGate
+                | ErrorKind::Stuck
         )
     }
 
@@ -60,6 +67,8 @@ impl ErrorKind {
             ErrorKind::VerificationFailed => "verification_failed",
             ErrorKind::ScopeViolation => "scope_violation",
             ErrorKind::NoGate => "no_gate",
+            ErrorKind::Stuck => "stuck",
+            ErrorKind::Budget => "budget",
         }
     }
 }

@@ -35,6 +35,7 @@ mod ralph;
 pub mod redact;
 mod report;
 mod retry;
+pub mod scope;
 mod session;
 mod spec;
 pub mod telemetry;
@@ -44,10 +45,10 @@ mod verdict;
 mod verifier;
 
 pub use assembly::{Assembler, Overrides};
-pub use checks::{CheckSpec, FileCriterion};
+pub use checks::{CheckSpec, Criterion};
 pub use conversation::{Message, ToolSpec, Usage};
 pub use error::{Error, ErrorKind, Result};
-pub use harness_hooks::{DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};
+pub use harness_hooks::{Changes, DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};
 pub use pipeline::Pipeline;
 pub use policy::Policy;
 pub use project::{PROJECT_POLICY, ProjectPolicy};
@@ -55,6 +56,7 @@ pub use ralph::{Event, Observer, Runtime};
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
+pub use scope::{OnViolation, ScopeSpec};
 pub use spec::{
     DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, MAX_VERIFY_RETRIES,
     VerifySource,

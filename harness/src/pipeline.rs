@@ -4,7 +4,10 @@
 
 use harness_hooks::Event;
 
-use crate::checks::{Check, CommandChecks, FileCriteria, InlineVerifier, PostVerifyHooks, Subject};
+use crate::checks::{
+    Check, CommandChecks, CriteriaStage, InlineVerifier, PostVerifyHooks, ScopeStage, Subject,
+};
+use crate::error::Error;
 use crate::error::Result;
 use crate::policy::Policy;
 use crate::verdict::{Decision, Verdict};
@@ -21,19 +24,23 @@ impl Pipeline {
     /// Creates a pipeline: an optional inline verifier, then the `delegation.post_verify` hooks
     /// of `policy` that match `names` (the delegate's kind and model).
     pub fn new(verifier: Option<Verifier>, policy: Option<Policy>, names: Vec<String>) -> Self {
-        Self::with_checks(None, None, verifier, policy, names)
+        Self::with_checks(None, None, None, verifier, policy, names)
     }
 
-    /// As [`Pipeline::new`], with the delegation's command checks and then its file criteria
-    /// first: the strongest, deterministic signal leads.
+    /// As [`Pipeline::new`], led by the delegation's scope, command checks and criteria: the
+    /// strongest, deterministic signal first.
     pub(crate) fn with_checks(
+        scope: Option<ScopeStage>,
         checks: Option<CommandChecks>,
-        criteria: Option<FileCriteria>,
+        criteria: Option<CriteriaStage>,
         verifier: Option<Verifier>,
         policy: Option<Policy>,
         names: Vec<String>,
     ) -> Self {
         let mut stages: Vec<Box<dyn Check>> = Vec::new();
+        if let Some(scope) = scope {
+            stages.push(Box::new(scope));
+        }
         if let Some(checks) = checks.filter(|c| !c.checks.is_empty()) {
             stages.push(Box::new(checks));
         }
@@ -66,17 +73,40 @@ impl Pipeline {
         &self,
         result: DelegationResult,
     ) -> (DelegationResult, Result<Option<Verdict>>) {
+        let judged = self.judge_attempt(result).await;
+        (judged.result, judged.verdict)
+    }
+
+    /// Judges one attempt as [`Pipeline::judge`] does, keeping what the loop needs besides.
+    pub(crate) async fn judge_attempt(&self, result: DelegationResult) -> Judgement {
         if !self.is_active() {
-            return (result, Ok(None));
+            return Judgement {
+                result,
+                verdict: Ok(None),
+                diff: Vec::new(),
+                fatal: None,
+            };
         }
         let attempt = result.attempt;
         let mut subject = Subject::new(result);
         for stage in &self.stages {
+            subject.share_evidence();
             if let Err(e) = stage.check(&mut subject).await {
-                return (subject.result, Err(e));
+                return Judgement {
+                    result: subject.result,
+                    verdict: Err(e),
+                    diff: subject.diff,
+                    fatal: None,
+                };
+            }
+            if subject.fatal.is_some() {
+                break;
             }
         }
-        let decision = if subject.findings.iter().any(|f| f.blocking) {
+        subject.share_evidence();
+        let decision = if subject.fatal.is_some() {
+            Decision::Fail
+        } else if subject.findings.iter().any(|f| f.blocking) {
             Decision::Retry
         } else {
             Decision::Pass
@@ -89,6 +119,25 @@ impl Pipeline {
             critic: None,
             logs: subject.logs,
         };
-        (subject.result, Ok(Some(verdict)))
+        Judgement {
+            result: subject.result,
+            verdict: Ok(Some(verdict)),
+            diff: subject.diff,
+            fatal: subject.fatal,
+        }
     }
+}
+
+/// What judging one attempt left.
+#[derive(Debug)]
+pub(crate) struct Judgement {
+    /// The Result as the stages left it.
+    pub(crate) result: DelegationResult,
+    /// The verdict; `None` when nothing verifies; an error when a judge is broken.
+    pub(crate) verdict: Result<Option<Verdict>>,
+    /// Unified diffs of what the delegation changed so far (with a scope).
+    pub(crate) diff: Vec<String>,
+    /// The error that ends the delegation now (a scope violation under `on_violation: fail`);
+    /// the verdict's decision is then `fail`.
+    pub(crate) fatal: Option<Error>,
 }

@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({max_verify_retries}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}) and `commands` ({isolation: none | bwrap})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}) and `commands` ({isolation: none | bwrap})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +48,16 @@ struct RawRedact {
 struct RawDefaults {
     #[serde(default)]
     max_verify_retries: Option<u32>,
+    #[serde(default)]
+    checks: Option<Vec<crate::spec::RawCheck>>,
+    #[serde(default)]
+    criteria: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    require_checks: Option<bool>,
+    #[serde(default)]
+    scope: Option<crate::spec::RawScope>,
+    #[serde(default)]
+    stuck_after: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -76,6 +86,9 @@ struct RawLimits {
 pub struct ProjectPolicy {
     /// `verification_defaults.max_verify_retries`: used when a delegation does not say.
     pub max_verify_retries: Option<u32>,
+    /// The other `verification_defaults` (checks, criteria, require_checks, scope,
+    /// stuck_after): each used when a delegation does not give that key.
+    pub(crate) defaults: crate::spec::Gates,
     /// `commands.isolation: bwrap`: `run_command` children run under bubblewrap.
     pub isolate_commands: bool,
     /// The budgets every script (verifier, hook, scripted delegate) runs under.
@@ -125,6 +138,14 @@ impl ProjectPolicy {
                 crate::spec::MAX_VERIFY_RETRIES
             )));
         }
+        let gates = crate::spec::Gates::parse(
+            &format!("project policy {file}: `verification_defaults`"),
+            defaults.checks,
+            defaults.criteria,
+            defaults.require_checks,
+            defaults.scope,
+            defaults.stuck_after,
+        )?;
         let given = raw.limits.unwrap_or_default();
         let mut limits = Limits::default();
         let range = |key: &str, value: Option<u64>, min: u64, max: u64| -> Result<Option<u64>> {
@@ -189,6 +210,7 @@ impl ProjectPolicy {
         Ok(ProjectPolicy {
             isolate_commands,
             max_verify_retries: defaults.max_verify_retries,
+            defaults: gates,
             limits,
             redact,
         })

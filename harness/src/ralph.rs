@@ -269,6 +269,7 @@ impl Runtime {
         }
         let mut session = Box::pin(Session::open(&self.shared, delegation, &report.id)).await?;
         report.model = session.delegate.model().map(str::to_owned);
+        report.warnings.append(&mut session.warnings);
         report.request = Some(crate::session::request(
             &report.id,
             &session.delegation,
@@ -326,7 +327,8 @@ async fn attempts(
             duration: std::time::Duration::ZERO,
         });
         let clock = std::time::Instant::now();
-        let record = report.attempts.last_mut().expect("pushed above");
+        let (earlier, current) = report.attempts.split_at_mut(attempt as usize);
+        let record = &mut current[0];
         let produced = Box::pin(turn::attempt(
             session,
             attempt,
@@ -357,21 +359,60 @@ async fn attempts(
             response: &result.response,
             redacted_later: session.redacts_later(),
         });
-        let (result, judged) = session
+        let judged = session
             .pipeline
-            .judge(result)
+            .judge_attempt(result)
             .instrument(span.clone())
             .await;
         record.duration = clock.elapsed();
-        let result = &*record.result.insert(result);
-        let Some(mut verdict) = judged? else {
+        let result = &*record.result.insert(judged.result);
+        let Some(mut verdict) = judged.verdict? else {
             report.delivered = Box::pin(session.deliver(result)).await?;
             return Ok(Outcome::Skipped);
         };
+        if let Some(fatal) = judged.fatal {
+            observer.on_event(&Event::Judged {
+                attempt,
+                verdict: &verdict,
+            });
+            record.verdict = Some(verdict);
+            return Err(fatal);
+        }
         let last = attempt + 1 == total;
         if verdict.decision == Decision::Retry && last {
             verdict.decision = Decision::Fail;
         }
+        let tokens: u64 = earlier
+            .iter()
+            .map(|a| &a.usage)
+            .chain(std::iter::once(&record.usage))
+            .map(|u| u.input_tokens + u.output_tokens)
+            .sum();
+        let earlier: Vec<&Verdict> = earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();
+        // A spent budget or a loop that is not getting anywhere ends early, the reason in the
+        // verdict.
+        let ended = if verdict.passed() {
+            None
+        } else if let Some(max) = session.delegation.max_tokens.filter(|max| tokens > *max) {
+            let message = format!(
+                "the delegation used {tokens} tokens, more than limits.max_tokens = {max}; it was stopped after attempt {}",
+                attempt + 1
+            );
+            verdict.decision = Decision::Fail;
+            verdict.findings.push(Finding::blocking(
+                Source::Budget,
+                "max_tokens",
+                message.clone(),
+            ));
+            Some(Error::new(ErrorKind::Budget, message))
+        } else {
+            stuck(&verdict, &earlier, session.delegation.stuck_after)
+                .filter(|_| !last)
+                .map(|message| {
+                    verdict.decision = Decision::Fail;
+                    Error::new(ErrorKind::Stuck, message)
+                })
+        };
         span.record("verify.passed", verdict.passed());
         observer.on_event(&Event::Judged {
             attempt,
@@ -381,8 +422,13 @@ async fn attempts(
         let reasons = verdict.reasons();
         span.in_scope(|| evaluation_event(&verdict, &reasons));
         // Reasons quote what verifiers and hooks saw; secrets among them never go to the model.
+        if let Some(ended) = ended {
+            record.verdict = Some(verdict);
+            return Err(ended);
+        }
         let retry = (!passed && !last).then(|| {
-            let mut prompt = RetryContext::assemble(&verdict).render();
+            let mut prompt =
+                RetryContext::assemble(&verdict, total, &earlier, &judged.diff).render();
             session.delegation.redact.scrub_string(&mut prompt);
             prompt
         });
@@ -416,6 +462,29 @@ async fn attempts(
         }
     }
     Err(Error::new(ErrorKind::VerificationFailed, message))
+}
+
+/// Says why the loop is stuck when `verdict` failed on the same finding as the `stuck_after - 1`
+/// attempts before it (never with `stuck_after` 0).
+fn stuck(verdict: &Verdict, earlier: &[&Verdict], stuck_after: u32) -> Option<String> {
+    let key = crate::retry::finding_key(crate::retry::primary(verdict)?);
+    let needed = usize::try_from(stuck_after).ok()?.checked_sub(1)?;
+    if stuck_after == 0 || earlier.len() < needed {
+        return None;
+    }
+    let same = earlier
+        .iter()
+        .rev()
+        .take(needed)
+        .all(|v| crate::retry::primary(v).is_some_and(|p| crate::retry::finding_key(p) == key));
+    same.then(|| {
+        format!(
+            "stuck: attempts {} to {} failed on the same finding (stuck_after = {stuck_after}); the loop stopped early:\n  {}",
+            verdict.attempt + 2 - stuck_after,
+            verdict.attempt + 1,
+            crate::retry::primary(verdict).map(ToString::to_string).unwrap_or_default()
+        )
+    })
 }
 
 /// Emits the verdict as a GenAI evaluation event on the attempt's span.

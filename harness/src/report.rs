@@ -158,6 +158,9 @@ impl Report {
             for tool_result in &mut result.tool_results {
                 redactor.scrub_string(&mut tool_result.content);
             }
+            for record in &mut result.evidence {
+                redactor.scrub_json(record);
+            }
         }
         for attempt in &mut self.attempts {
             if let Some(prompt) = &mut attempt.retry_prompt {
@@ -388,6 +391,8 @@ mod tests {
                         .unwrap_or_default(),
                 }],
                 tool_results: Vec::new(),
+                changes: None,
+                evidence: Vec::new(),
             }),
             verdict: crate::verdict::test_verdict(n, passed, reasons),
             retry_prompt: None,

@@ -1,23 +1,36 @@
-//! The retry prompt (DESIGN §4.4): a [`RetryContext`] assembled mechanically from the verdict,
-//! filled into one fixed, versioned template. No model writes it.
+//! The retry prompt (DESIGN §4.4): a [`RetryContext`] assembled mechanically from the verdicts
+//! and the scope diff, filled into one fixed, versioned template. No model writes it.
+//!
+//! What it holds, in order: attempt n of m; the primary failure; every blocking finding, the
+//! deterministic stages first (scope, checks, criteria), then the specific ones (verifier,
+//! hooks), then the critic; the advisory findings, labelled "Advisory"; a note when the same
+//! finding failed earlier attempts; the primary reasons of at most three earlier attempts; and
+//! the changes so far as a unified diff of at most 500 lines. Check findings already carry the
+//! exit code and the last 50 lines of output.
 
 use std::sync::LazyLock;
 
-use crate::verdict::{Finding, Verdict};
+use crate::verdict::{Finding, Source, Verdict};
 
 /// The template's version; bump it whenever the text changes.
-pub const RETRY_TEMPLATE_VERSION: &str = "retry-v1";
+pub const RETRY_TEMPLATE_VERSION: &str = "retry-v2";
 
-/// The template; `{attempt}` and `{reasons}` are filled in mechanically.
+/// The template; `{attempt}`, `{total}`, `{primary}` and `{details}` are filled in mechanically.
 pub const RETRY_TEMPLATE: &str = "\
-VERIFICATION FAILED (attempt {attempt}).
+VERIFICATION FAILED (attempt {attempt} of {total}).
 
-Your previous answer was checked against the real state of the workspace and it does not hold:
-{reasons}
-
+Your previous answer was checked against the real state of the workspace and it does not hold.
+Primary failure:
+{primary}
+{details}
 Do not claim success again. Look at the actual state of the world with your tools (read the \
 files, list the directories, run the commands), do whatever work is still missing, and only then \
 give your final answer. Your answer will be verified again.";
+
+/// Earlier attempts whose primary reasons are quoted, at most.
+pub const MAX_PRIOR_ATTEMPTS: usize = 3;
+/// Lines of the changes-so-far diff quoted, at most.
+pub const MAX_DIFF_LINES: usize = 500;
 
 static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
     use sha2::{Digest, Sha256};
@@ -32,37 +45,186 @@ pub fn retry_template_sha256() -> &'static str {
     &TEMPLATE_SHA256
 }
 
-/// What the retry prompt tells the delegate, taken from the verdict and nothing else.
+/// Where a finding stands in the retry prompt: deterministic stages first, then the specific
+/// judges, then opinions.
+fn rank(source: Source) -> u8 {
+    match source {
+        Source::Scope => 0,
+        Source::Check => 1,
+        Source::Criterion => 2,
+        Source::Budget | Source::Plan | Source::Citation => 3,
+        Source::Verify => 4,
+        Source::Hook => 5,
+        Source::Critic => 6,
+    }
+}
+
+/// What makes two findings "the same" across attempts: the stage and the name, and for the
+/// unnamed verifier its message.
+pub(crate) fn finding_key(finding: &Finding) -> String {
+    if finding.name.is_empty() {
+        format!("{}\n{}", finding.source.as_str(), finding.message)
+    } else {
+        format!("{}\n{}", finding.source.as_str(), finding.name)
+    }
+}
+
+/// The finding an attempt failed on first: the highest-ranked blocking one.
+pub(crate) fn primary(verdict: &Verdict) -> Option<&Finding> {
+    verdict.blocking().min_by_key(|f| rank(f.source))
+}
+
+/// What the retry prompt tells the delegate, taken from the verdicts and the diff only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryContext {
     /// The attempt that failed, from 0.
     pub failed_attempt: u32,
-    /// The blocking findings, deterministic stages first, as reason lines.
+    /// Attempts in all (retries + 1).
+    pub total_attempts: u32,
+    /// The blocking findings, deterministic stages first, as reason lines; the first is the
+    /// primary failure.
     pub reasons: Vec<String>,
+    /// The advisory findings, as reason lines.
+    pub advisory: Vec<String>,
+    /// "attempts 1 and 2 failed the same check: tests", when the primary failure repeats.
+    pub repeated: Option<String>,
+    /// `attempt N: primary reason` of at most [`MAX_PRIOR_ATTEMPTS`] earlier attempts.
+    pub prior: Vec<String>,
+    /// The changes so far as unified diff lines, at most [`MAX_DIFF_LINES`], with a note when
+    /// cut.
+    pub diff: Vec<String>,
 }
 
 impl RetryContext {
-    /// Assembles the context for the attempt `verdict` judged.
-    pub fn assemble(verdict: &Verdict) -> Self {
+    /// Assembles the context for the attempt `verdict` judged, out of `total` attempts;
+    /// `earlier` are the verdicts of the attempts before it, oldest first; `diff` the unified
+    /// diffs of what the delegation changed so far (empty without a scope).
+    pub fn assemble(verdict: &Verdict, total: u32, earlier: &[&Verdict], diff: &[String]) -> Self {
         let mut blocking: Vec<&Finding> = verdict.blocking().collect();
-        // Stable: within each authority class the pipeline's order stands.
-        blocking.sort_by_key(|f| !f.source.is_deterministic());
+        // Stable: within each rank the pipeline's order stands.
+        blocking.sort_by_key(|f| rank(f.source));
+        let advisory = verdict
+            .findings
+            .iter()
+            .filter(|f| !f.blocking)
+            .map(|f| format!("Advisory: {}: {}", f.label(), f.message))
+            .collect();
+        let repeated = blocking.first().and_then(|first| {
+            let key = finding_key(first);
+            // The run of consecutive earlier attempts that failed on the same finding.
+            let mut same: Vec<u32> = earlier
+                .iter()
+                .rev()
+                .take_while(|v| primary(v).is_some_and(|p| finding_key(p) == key))
+                .map(|v| v.attempt + 1)
+                .collect();
+            if same.is_empty() {
+                return None;
+            }
+            same.reverse();
+            same.push(verdict.attempt + 1);
+            let numbers: Vec<String> = same.iter().map(u32::to_string).collect();
+            let (last, rest) = numbers.split_last().expect("at least two");
+            let what = if first.name.is_empty() {
+                format!("{}: {}", first.source.as_str(), first.message)
+            } else {
+                format!("{} {}", stage_noun(first.source), first.name)
+            };
+            Some(format!(
+                "attempts {} and {last} failed the same {what}: what you are doing is not fixing it; try a different approach",
+                rest.join(", ")
+            ))
+        });
+        let prior = earlier
+            .iter()
+            .rev()
+            .take(MAX_PRIOR_ATTEMPTS)
+            .rev()
+            .filter_map(|v| {
+                primary(v).map(|p| format!("attempt {}: {}", v.attempt + 1, first_line(p)))
+            })
+            .collect();
+        let lines: Vec<&str> = diff.iter().flat_map(|d| d.lines()).collect();
+        let mut diff: Vec<String> = lines
+            .iter()
+            .take(MAX_DIFF_LINES)
+            .map(|l| (*l).to_owned())
+            .collect();
+        if lines.len() > MAX_DIFF_LINES {
+            diff.push(format!(
+                "[diff cut: {} more lines; at most {MAX_DIFF_LINES} are shown]",
+                lines.len() - MAX_DIFF_LINES
+            ));
+        }
         RetryContext {
             failed_attempt: verdict.attempt,
+            total_attempts: total,
             reasons: blocking.iter().map(|f| f.to_string()).collect(),
+            advisory,
+            repeated,
+            prior,
+            diff,
         }
     }
 
     /// Fills the template, quoting each reason line.
     pub fn render(&self) -> String {
-        let quoted: Vec<String> = self
+        let quote = |lines: &[String]| -> String {
+            lines
+                .iter()
+                .flat_map(|r| r.lines().map(|line| format!("  > {line}\n")))
+                .collect()
+        };
+        let primary = self
             .reasons
-            .iter()
-            .flat_map(|r| r.lines().map(|line| format!("  > {line}")))
-            .collect();
+            .first()
+            .map_or_else(String::new, |first| quote(std::slice::from_ref(first)));
+        let mut details = String::new();
+        if self.reasons.len() > 1 {
+            details.push_str("\nAlso blocking:\n");
+            details.push_str(&quote(&self.reasons[1..]));
+        }
+        if let Some(repeated) = &self.repeated {
+            details.push_str(&format!("\nNote: {repeated}.\n"));
+        }
+        if !self.advisory.is_empty() {
+            details.push_str("\nNot blocking (fix them if it is cheap):\n");
+            details.push_str(&quote(&self.advisory));
+        }
+        if !self.prior.is_empty() {
+            details.push_str("\nEarlier attempts failed on:\n");
+            details.push_str(&quote(&self.prior));
+        }
+        if !self.diff.is_empty() {
+            details.push_str("\nYour changes to the workspace so far:\n");
+            for line in &self.diff {
+                details.push_str("    ");
+                details.push_str(line);
+                details.push('\n');
+            }
+        }
         RETRY_TEMPLATE
             .replace("{attempt}", &(self.failed_attempt + 1).to_string())
-            .replace("{reasons}", &quoted.join("\n"))
+            .replace("{total}", &self.total_attempts.to_string())
+            .replace("{primary}", primary.trim_end())
+            .replace("{details}", &details)
+    }
+}
+
+/// "check", "criterion", … as a noun before a name.
+fn stage_noun(source: Source) -> &'static str {
+    match source {
+        Source::Hook => "hook",
+        other => other.as_str(),
+    }
+}
+
+/// A finding's reason line, up to its first newline.
+fn first_line(finding: &Finding) -> String {
+    let text = finding.to_string();
+    match text.split_once('\n') {
+        Some((first, _)) => format!("{first} …"),
+        None => text,
     }
 }
 
@@ -70,26 +232,95 @@ impl RetryContext {
 mod tests {
     use super::*;
 
-    use crate::verdict::{Decision, Source};
+    use crate::verdict::Decision;
 
-    #[test]
-    fn prompt_quotes_every_reason() {
-        let verdict = Verdict {
-            attempt: 0,
+    fn verdict(attempt: u32, findings: Vec<Finding>) -> Verdict {
+        Verdict {
+            attempt,
             decision: Decision::Retry,
-            findings: vec![
-                Finding::blocking(Source::Verify, "", "hello.txt does not exist"),
-                Finding::advisory(Source::Hook, "style", "never quoted"),
-                Finding::blocking(Source::Hook, "h", "a\nb"),
-            ],
+            findings,
             evidence: Vec::new(),
             critic: None,
             logs: Vec::new(),
-        };
-        let prompt = RetryContext::assemble(&verdict).render();
-        assert!(!prompt.contains("never quoted"));
-        assert!(prompt.starts_with("VERIFICATION FAILED (attempt 1)."));
-        assert!(prompt.contains("  > verify: hello.txt does not exist\n  > hook h: a\n  > b\n"));
+        }
+    }
+
+    #[test]
+    fn prompt_orders_findings_by_authority_and_labels_advisory_ones() {
+        let judged = verdict(
+            0,
+            vec![
+                Finding::blocking(Source::Verify, "", "hello.txt does not exist"),
+                Finding::advisory(Source::Hook, "style", "prefer tabs"),
+                Finding::blocking(Source::Hook, "h", "a\nb"),
+                Finding::blocking(Source::Check, "tests", "exit 1"),
+            ],
+        );
+        let prompt = RetryContext::assemble(&judged, 3, &[], &[]).render();
+        assert!(
+            prompt.starts_with("VERIFICATION FAILED (attempt 1 of 3)."),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("Primary failure:\n  > check tests: exit 1\n"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains(
+                "Also blocking:\n  > verify: hello.txt does not exist\n  > hook h: a\n  > b\n"
+            ),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("  > Advisory: hook style: prefer tabs\n"),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("Earlier attempts"), "{prompt}");
         assert_eq!(retry_template_sha256().len(), 64);
+    }
+
+    #[test]
+    fn a_repeated_failure_is_named_and_earlier_attempts_are_capped() {
+        let tests = || Finding::blocking(Source::Check, "tests", "exit 1\nlong output");
+        let earlier: Vec<Verdict> = (0..4)
+            .map(|n| {
+                if n == 0 {
+                    verdict(n, vec![Finding::blocking(Source::Verify, "", "no file")])
+                } else {
+                    verdict(n, vec![tests()])
+                }
+            })
+            .collect();
+        let refs: Vec<&Verdict> = earlier.iter().collect();
+        let context = RetryContext::assemble(&verdict(4, vec![tests()]), 6, &refs, &[]);
+        assert_eq!(
+            context.repeated.as_deref(),
+            Some(
+                "attempts 2, 3, 4 and 5 failed the same check tests: what you are doing is not fixing it; try a different approach"
+            )
+        );
+        assert_eq!(
+            context.prior,
+            vec![
+                "attempt 2: check tests: exit 1 …",
+                "attempt 3: check tests: exit 1 …",
+                "attempt 4: check tests: exit 1 …",
+            ]
+        );
+        let prompt = context.render();
+        assert!(prompt.contains("Note: attempts 2, 3, 4 and 5"), "{prompt}");
+    }
+
+    #[test]
+    fn the_diff_is_capped_at_500_lines() {
+        let diff = vec![(0..700).map(|i| format!("+line {i}\n")).collect::<String>()];
+        let judged = verdict(0, vec![Finding::blocking(Source::Scope, "scope", "x")]);
+        let context = RetryContext::assemble(&judged, 2, &[], &diff);
+        assert_eq!(context.diff.len(), MAX_DIFF_LINES + 1);
+        assert_eq!(
+            context.diff.last().map(String::as_str),
+            Some("[diff cut: 200 more lines; at most 500 are shown]")
+        );
+        assert!(context.render().contains("    +line 499\n"));
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct Session {
     pub(crate) calls_made: u32,
     /// The policy out of the delegate's reach, fingerprinted before attempt 0.
     pub(crate) guard: Arc<PolicyGuard>,
+    /// What opening found worth telling the caller (a scope snapshot's unreadable entries).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
@@ -235,10 +237,31 @@ impl Session {
                 redact: delegation.redact.clone(),
             })
         };
-        let criteria = (!delegation.criteria.is_empty()).then(|| crate::checks::FileCriteria {
-            criteria: delegation.criteria.clone(),
-            workspace: workspace.clone(),
+        let criteria = (!delegation.criteria.is_empty()).then(|| {
+            crate::checks::CriteriaStage::new(delegation.criteria.clone(), workspace.clone())
         });
+        let mut warnings = Vec::new();
+        let scope = match &delegation.scope {
+            None => None,
+            Some(spec) => {
+                let scope = Arc::new(crate::scope::Scope::compile(spec, workspace.root(), &file)?);
+                let walker = Arc::clone(&scope);
+                // The baseline, before attempt 0: a walk of the workspace, on a blocking thread.
+                let baseline = tokio::task::spawn_blocking(move || walker.snapshot())
+                    .await
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorKind::Check,
+                            format!("the scope snapshot failed to run: {e}"),
+                        )
+                    })?;
+                warnings.extend(baseline.warnings.iter().cloned());
+                Some(crate::checks::ScopeStage {
+                    scope,
+                    baseline: Arc::new(baseline),
+                })
+            }
+        };
         let guard = Arc::new(PolicyGuard::new(
             workspace.root(),
             &delegation,
@@ -254,6 +277,7 @@ impl Session {
             tool_specs: toolbox.specs(),
             toolbox,
             pipeline: Pipeline::with_checks(
+                scope,
                 checks,
                 criteria,
                 verifier,
@@ -266,6 +290,7 @@ impl Session {
             messages: vec![Message::User(delegation.task.clone())],
             calls_made: 0,
             guard,
+            warnings,
             delegation,
         })
     }

@@ -11,13 +11,14 @@ use serde_json::{Map, Value};
 use harness_builtins::Limits;
 
 use crate::assembly::Assembler;
-use crate::checks::{CheckSpec, FileCriterion};
+use crate::checks::{CheckSpec, Criterion};
 use crate::delegate::{CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
+use crate::scope::{OnViolation, ScopeSpec};
 use crate::tools::Tool;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, verify | verify_file, max_verify_retries, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, verify | verify_file, max_verify_retries, stuck_after, hooks, workdir, network, limits";
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
@@ -81,16 +82,35 @@ struct RawFile {
     #[serde(default)]
     limits: Option<RawLimits>,
     #[serde(default)]
-    checks: Vec<RawCheck>,
+    checks: Option<Vec<RawCheck>>,
     #[serde(default)]
-    criteria: Vec<Value>,
+    criteria: Option<Vec<Value>>,
     #[serde(default)]
     require_checks: Option<bool>,
+    #[serde(default)]
+    scope: Option<RawScope>,
+    #[serde(default)]
+    stuck_after: Option<u32>,
 }
 
+/// `scope:` as written, in a delegation file or a project policy's `verification_defaults`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScope {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    ignore: Vec<String>,
+    #[serde(default)]
+    on_violation: Option<String>,
+}
+
+/// One `checks:` entry as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawCheck {
+pub(crate) struct RawCheck {
     #[serde(deserialize_with = "string_only")]
     name: String,
     #[serde(default)]
@@ -147,6 +167,8 @@ struct RawLimits {
     max_turns: Option<u32>,
     #[serde(default)]
     timeout_s: Option<f64>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
 }
 
 /// The delegate a delegation file asks for, with its settings resolved.
@@ -237,6 +259,8 @@ pub struct Delegation {
     pub max_turns: u32,
     /// Wall-clock budget of the whole delegation.
     pub timeout: Option<Duration>,
+    /// Token budget (input + output, all attempts) of the whole delegation.
+    pub max_tokens: Option<u64>,
     /// The secret patterns scrubbed from what the run reports (project policy `redact:`).
     pub redact: Redactor,
     /// The caller's W3C `traceparent`, made the parent of the delegation's root span.
@@ -249,9 +273,94 @@ pub struct Delegation {
     /// command criteria of `criteria:`).
     pub checks: Vec<CheckSpec>,
     /// Facts about the workspace every attempt must make true (`criteria:`).
-    pub criteria: Vec<FileCriterion>,
+    pub criteria: Vec<Criterion>,
     /// Without checks and criteria the delegation fails as `no_gate` (`require_checks: true`).
     pub require_checks: bool,
+    /// What the delegate may change (`scope:`); `None`: no baseline is taken.
+    pub scope: Option<ScopeSpec>,
+    /// The same blocking finding on this many consecutive attempts ends the loop as `stuck`
+    /// (0: never).
+    pub stuck_after: u32,
+}
+
+/// The default `stuck_after`.
+pub const DEFAULT_STUCK_AFTER: u32 = 3;
+
+/// The gates a delegation file or a project policy's `verification_defaults` names, validated.
+/// Each key is `None` when not given, so that a request's keys override the defaults one by one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Gates {
+    pub(crate) checks: Option<Vec<CheckSpec>>,
+    /// Command criteria (run as checks) and the others.
+    pub(crate) criteria: Option<(Vec<CheckSpec>, Vec<Criterion>)>,
+    pub(crate) require_checks: Option<bool>,
+    pub(crate) scope: Option<ScopeSpec>,
+    pub(crate) stuck_after: Option<u32>,
+}
+
+impl Gates {
+    /// Validates the raw keys; `file` names where they were written in messages.
+    pub(crate) fn parse(
+        file: &str,
+        checks: Option<Vec<RawCheck>>,
+        criteria_list: Option<Vec<Value>>,
+        require_checks: Option<bool>,
+        scope: Option<RawScope>,
+        stuck_after: Option<u32>,
+    ) -> Result<Self> {
+        Ok(Gates {
+            checks: checks.map(|c| check_specs(file, c)).transpose()?,
+            criteria: criteria_list.map(|c| criteria(file, c)).transpose()?,
+            require_checks,
+            scope: scope.map(|s| scope_spec(file, s)).transpose()?,
+            stuck_after,
+        })
+    }
+
+    /// These gates, each key missing here taken from `defaults`; `file` and `defaults_file`
+    /// name both in messages.
+    fn over(self, defaults: &Gates, file: &str, defaults_file: &str) -> Result<Gates> {
+        let gates = Gates {
+            checks: self.checks.or_else(|| defaults.checks.clone()),
+            criteria: self.criteria.or_else(|| defaults.criteria.clone()),
+            require_checks: self.require_checks.or(defaults.require_checks),
+            scope: self.scope.or_else(|| defaults.scope.clone()),
+            stuck_after: self.stuck_after.or(defaults.stuck_after),
+        };
+        let commands = gates.checks.iter().flatten();
+        let named = gates.criteria.iter().flat_map(|(c, _)| c.iter());
+        let mut seen = std::collections::HashSet::new();
+        for check in commands.chain(named) {
+            if !seen.insert(check.name.as_str()) {
+                return Err(Error::config(format!(
+                    "{file}: a check and a command criterion are both named {:?} (with the defaults of {defaults_file}); names must be unique",
+                    check.name
+                )));
+            }
+        }
+        Ok(gates)
+    }
+}
+
+/// Validates `scope:`.
+fn scope_spec(file: &str, raw: RawScope) -> Result<ScopeSpec> {
+    let on_violation = match raw.on_violation.as_deref() {
+        None | Some("fail") => OnViolation::Fail,
+        Some("retry") => OnViolation::Retry,
+        Some(other) => {
+            return Err(Error::config(format!(
+                "{file}: `scope.on_violation` is {other:?}; use `fail` (the default: end the delegation) or `retry` (tell the delegate and let it retry)"
+            )));
+        }
+    };
+    let spec = ScopeSpec {
+        allow: raw.allow,
+        deny: raw.deny,
+        ignore: raw.ignore,
+        on_violation,
+    };
+    spec.validate(file)?;
+    Ok(spec)
 }
 
 fn seconds(file: &str, key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
@@ -451,12 +560,24 @@ impl Delegation {
             }
             (None, None) => None,
         };
-        let mut checks = check_specs(&file, raw.checks)?;
-        let criteria = criteria(&file, raw.criteria, &mut checks)?;
+        let gates = Gates::parse(
+            &file,
+            raw.checks,
+            raw.criteria,
+            raw.require_checks,
+            raw.scope,
+            raw.stuck_after,
+        )?;
         let limits = raw.limits.unwrap_or(RawLimits {
             max_turns: None,
             timeout_s: None,
+            max_tokens: None,
         });
+        if limits.max_tokens == Some(0) {
+            return Err(Error::config(format!(
+                "{file}: `limits.max_tokens` must be at least 1 (leave it out for no token budget)"
+            )));
+        }
         let max_turns = limits.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         if max_turns == 0 {
             return Err(Error::config(format!(
@@ -473,6 +594,17 @@ impl Delegation {
             None => base.join(raw.workdir.unwrap_or_else(|| PathBuf::from("."))),
         };
         let project = assembler.project_policy(&workdir)?;
+        let gates = gates.over(
+            &project.defaults,
+            &file,
+            &workdir
+                .join(crate::project::PROJECT_POLICY)
+                .display()
+                .to_string(),
+        )?;
+        let (command_criteria, criteria) = gates.criteria.unwrap_or_default();
+        let mut checks = gates.checks.unwrap_or_default();
+        checks.extend(command_criteria);
         for (source, retries) in [
             ("--max-verify-retries", overrides.max_verify_retries),
             ("`max_verify_retries`", raw.max_verify_retries),
@@ -506,19 +638,22 @@ impl Delegation {
             limits: project.limits.clone(),
             max_turns,
             timeout,
+            max_tokens: limits.max_tokens,
             redact: project.redact.clone(),
             trace_parent: overrides.trace_parent.clone(),
             journal: overrides.journal.clone(),
             isolate_commands: project.isolate_commands,
             checks,
             criteria,
-            require_checks: raw.require_checks.unwrap_or(false),
+            require_checks: gates.require_checks.unwrap_or(false),
+            scope: gates.scope,
+            stuck_after: gates.stuck_after.unwrap_or(DEFAULT_STUCK_AFTER),
         })
     }
 }
 
 /// Validates `checks:` entries into runnable specs, naming the entry and the key at fault.
-fn check_specs(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
+pub(crate) fn check_specs(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
     let mut specs: Vec<CheckSpec> = Vec::new();
     for (i, check) in raw.into_iter().enumerate() {
         let at = format!("{file}: `checks[{i}]`");
@@ -580,15 +715,12 @@ fn check_specs(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
 }
 
 /// The criterion kinds, for messages.
-const CRITERIA_HINT: &str = "\"file_exists:PATH\", \"no_placeholders:GLOB\", or {command: \"…\", name: compiles | lint_passes | tests_pass | …}";
+const CRITERIA_HINT: &str = "\"file_exists:PATH\", \"no_placeholders:GLOB\", \"endpoint:URL\" or {endpoint: URL, status: 200, body_contains: \"…\", timeout_s: 5}, or {command: \"…\", name: compiles | lint_passes | tests_pass | …}";
 
-/// Validates `criteria:` entries: file criteria are returned, command criteria join `checks`.
-fn criteria(
-    file: &str,
-    raw: Vec<Value>,
-    checks: &mut Vec<CheckSpec>,
-) -> Result<Vec<FileCriterion>> {
+/// Validates `criteria:` entries: the command criteria (run as checks) and the others.
+fn criteria(file: &str, raw: Vec<Value>) -> Result<(Vec<CheckSpec>, Vec<Criterion>)> {
     let mut out = Vec::new();
+    let mut checks: Vec<CheckSpec> = Vec::new();
     for (i, entry) in raw.into_iter().enumerate() {
         let at = format!("{file}: `criteria[{i}]`");
         let bad =
@@ -624,7 +756,7 @@ fn criteria(
                 }
                 if checks.iter().any(|c| c.name == name) {
                     return Err(bad(format!(
-                        "a check or criterion named {name:?} is already defined"
+                        "a criterion named {name:?} is already defined"
                     )));
                 }
                 checks.push(CheckSpec {
@@ -642,6 +774,10 @@ fn criteria(
                 });
                 continue;
             }
+            Value::Object(map) if map.contains_key("endpoint") => {
+                out.push(endpoint(map).map_err(bad)?);
+                continue;
+            }
             Value::Object(map) if map.len() == 1 => {
                 let (kind, target) = map.iter().next().expect("one entry");
                 (kind.clone(), target.clone())
@@ -657,16 +793,85 @@ fn criteria(
             return Err(bad(format!("`{kind}` needs a path or glob")));
         };
         out.push(match kind.as_str() {
-            "file_exists" => FileCriterion::FileExists(target),
+            "file_exists" => Criterion::FileExists(target),
+            "endpoint" => {
+                let mut map = Map::new();
+                map.insert("endpoint".to_owned(), Value::String(target));
+                endpoint(&map).map_err(bad)?
+            }
             "no_placeholders" => {
                 globset::Glob::new(&target)
                     .map_err(|e| bad(format!("the glob {target:?} does not compile: {e}")))?;
-                FileCriterion::NoPlaceholders(target)
+                Criterion::NoPlaceholders(target)
             }
             other => return Err(bad(format!("unknown criterion kind {other:?}"))),
         });
     }
-    Ok(out)
+    Ok((checks, out))
+}
+
+/// Validates the mapping form of an `endpoint` criterion.
+fn endpoint(map: &Map<String, Value>) -> std::result::Result<Criterion, String> {
+    if let Some(key) = map
+        .keys()
+        .find(|k| !["endpoint", "status", "body_contains", "timeout_s"].contains(&k.as_str()))
+    {
+        return Err(format!("unknown key `{key}` in an endpoint criterion"));
+    }
+    let url = map
+        .get("endpoint")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or_default();
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() => {}
+        Ok(_) => {
+            return Err(format!(
+                "the endpoint {url:?} is not an http(s) URL with a host"
+            ));
+        }
+        Err(e) => return Err(format!("the endpoint {url:?} is not a URL: {e}")),
+    }
+    let status = match map.get("status") {
+        None => 200,
+        Some(value) => match value.as_u64().and_then(|n| u16::try_from(n).ok()) {
+            Some(n) if (100..=599).contains(&n) => n,
+            _ => {
+                return Err(format!(
+                    "`status` is {value}; give an HTTP status, 100 to 599"
+                ));
+            }
+        },
+    };
+    let body_contains = match map.get("body_contains") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+        Some(other) => {
+            return Err(format!(
+                "`body_contains` is {other}; give a non-empty string"
+            ));
+        }
+    };
+    let timeout = match map.get("timeout_s") {
+        None => Duration::from_secs(5),
+        Some(value) => match value
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
+        {
+            Some(s) => Duration::from_secs_f64(s),
+            None => {
+                return Err(format!(
+                    "`timeout_s` is {value}; give seconds, more than 0 and at most 3600"
+                ));
+            }
+        },
+    };
+    Ok(Criterion::Endpoint {
+        url: url.to_owned(),
+        status,
+        body_contains,
+        timeout,
+    })
 }
 
 /// A delegation of the wrong shape: the file or line, the field, what is wrong, and the keys.

@@ -50,6 +50,8 @@ pub(crate) async fn attempt(
                 response,
                 tool_calls,
                 tool_results,
+                changes: None,
+                evidence: Vec::new(),
             });
         }
         if answer.tool_calls.len() > MAX_TOOL_CALLS_PER_TURN {

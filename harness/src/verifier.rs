@@ -16,6 +16,10 @@ pub struct VerifyOutcome {
     pub verified: bool,
     /// Why not (what the delegate reads on retry); may be empty when verified.
     pub reason: String,
+    /// Evidence records the verifier returned (`"evidence": [...]`, DESIGN §4.7), completed
+    /// with `source: "verify"` and the time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Value>,
 }
 
 /// The reason given when a verifier returns a bare `False`.
@@ -29,6 +33,7 @@ impl VerifyOutcome {
         VerifyOutcome {
             verified: true,
             reason: String::new(),
+            evidence: Vec::new(),
         }
     }
 
@@ -42,6 +47,7 @@ impl VerifyOutcome {
             } else {
                 reason
             },
+            evidence: Vec::new(),
         }
     }
 }
@@ -186,7 +192,7 @@ fn interpret(name: &str, value: Value) -> Result<VerifyOutcome> {
     };
     if let Some(key) = object
         .keys()
-        .find(|k| !matches!(k.as_str(), "verified" | "reason"))
+        .find(|k| !matches!(k.as_str(), "verified" | "reason" | "evidence"))
     {
         return Err(bad(format!("a dict with unknown key {key:?}")));
     }
@@ -200,14 +206,87 @@ fn interpret(name: &str, value: Value) -> Result<VerifyOutcome> {
         Some(Value::String(s)) => s.clone(),
         Some(other) => return Err(bad(format!("`reason` = {}", describe(other)))),
     };
-    Ok(if verified {
+    let evidence = match object.get("evidence") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(records)) => records
+            .iter()
+            .enumerate()
+            .map(|(i, record)| {
+                evidence_record(record).map_err(|why| bad(format!("`evidence[{i}]` {why}")))
+            })
+            .collect::<Result<_>>()?,
+        Some(other) => {
+            return Err(bad(format!(
+                "`evidence` = {} (a list of records)",
+                describe(other)
+            )));
+        }
+    };
+    let mut outcome = if verified {
         VerifyOutcome {
             verified: true,
             reason,
+            evidence: Vec::new(),
         }
     } else {
         VerifyOutcome::fail(reason)
-    })
+    };
+    outcome.evidence = evidence;
+    Ok(outcome)
+}
+
+/// The keys of an evidence record (DESIGN §4.7).
+const EVIDENCE_KEYS: [&str; 12] = [
+    "criterion",
+    "source",
+    "method",
+    "target",
+    "required",
+    "result",
+    "proof",
+    "exit_code",
+    "duration_ms",
+    "output_tail",
+    "subject_sha256",
+    "at",
+];
+
+/// Checks one evidence record a verifier returned and completes it: every key present, `source`
+/// `verify`, `at` now unless given. A record needs `criterion` and `result`.
+fn evidence_record(record: &Value) -> std::result::Result<Value, String> {
+    let Value::Object(given) = record else {
+        return Err(format!("is {}, not a dict", describe(record)));
+    };
+    if let Some(key) = given.keys().find(|k| !EVIDENCE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "has unknown key {key:?} (an evidence record has {})",
+            EVIDENCE_KEYS.join(", ")
+        ));
+    }
+    match given.get("criterion") {
+        Some(Value::String(name)) if !name.trim().is_empty() => {}
+        _ => {
+            return Err("needs `criterion`, a non-empty string naming what was checked".to_owned());
+        }
+    }
+    match given.get("result").and_then(Value::as_str) {
+        Some("pass" | "fail" | "error" | "timeout") => {}
+        _ => return Err("needs `result`: \"pass\", \"fail\", \"error\" or \"timeout\"".to_owned()),
+    }
+    let mut out = serde_json::Map::new();
+    for key in EVIDENCE_KEYS {
+        let value = match (key, given.get(key)) {
+            ("source", _) => Value::String("verify".to_owned()),
+            ("required", None) => Value::Bool(true),
+            ("at", None | Some(Value::Null)) => Value::String(
+                humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            ),
+            (_, Some(value)) => value.clone(),
+            (_, None) => Value::Null,
+        };
+        out.insert(key.to_owned(), value);
+    }
+    Ok(Value::Object(out))
 }
 
 fn describe(value: &Value) -> String {

@@ -85,7 +85,7 @@ impl Event {
 
     /// The keys this event's payload must have, with their types.
     fn fields(self) -> &'static [(&'static str, Kind)] {
-        use Kind::{Bool, Int, List, Object, OptString, Str};
+        use Kind::{Bool, Int, List, Object, OptObject, OptString, Str};
         match self {
             Event::DelegationPre => &[
                 ("id", Str),
@@ -102,6 +102,8 @@ impl Event {
                 ("response", Str),
                 ("tool_calls", List),
                 ("tool_results", List),
+                ("changes", OptObject),
+                ("evidence", List),
             ],
             Event::ToolPre => &[("id", Str), ("name", Str), ("arguments", Object)],
             Event::ToolPost => &[
@@ -149,6 +151,8 @@ enum Kind {
     Bool,
     List,
     Object,
+    /// A dict, or None / absent.
+    OptObject,
 }
 
 impl Kind {
@@ -160,6 +164,7 @@ impl Kind {
             Kind::Bool => value.is_boolean(),
             Kind::List => value.is_array(),
             Kind::Object => value.is_object(),
+            Kind::OptObject => value.is_object() || value.is_null(),
         }
     }
 
@@ -171,6 +176,7 @@ impl Kind {
             Kind::Bool => "a bool",
             Kind::List => "a list",
             Kind::Object => "a dict",
+            Kind::OptObject => "a dict or None",
         }
     }
 }

@@ -31,4 +31,4 @@ pub use decision::{Action, Decision, merge};
 pub use dispatcher::{Dispatch, HookError, HookRun, HookSet, Resume, SPAN_HOOK, Step, engine};
 pub use event::Event;
 pub use hook::{Hook, Matcher, Problem};
-pub use payload::{DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};
+pub use payload::{Changes, DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};

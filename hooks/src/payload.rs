@@ -79,6 +79,49 @@ pub struct DelegationResult {
     /// This attempt's tool results, in order.
     #[serde(default)]
     pub tool_results: Vec<ToolResult>,
+    /// What the delegation has changed in the workspace since its scope baseline, before
+    /// attempt 0; absent when no baseline was taken (the delegation has no `scope:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Changes>,
+    /// The evidence records (DESIGN §4.7) the checks and criteria of this attempt left, in
+    /// pipeline order: verifiers and hooks read what the commands found.
+    #[serde(default)]
+    pub evidence: Vec<Value>,
+}
+
+/// Workspace paths (relative, `/`-separated) added, modified and deleted, each sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Changes {
+    /// Paths that did not exist at the baseline.
+    #[serde(default)]
+    pub added: Vec<String>,
+    /// Paths whose content or type changed.
+    #[serde(default)]
+    pub modified: Vec<String>,
+    /// Paths that existed at the baseline and no longer do.
+    #[serde(default)]
+    pub deleted: Vec<String>,
+}
+
+impl Changes {
+    /// Returns true when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.deleted.is_empty()
+    }
+
+    /// Every changed path with what happened to it, sorted by path.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &'static str)> {
+        let mut all: Vec<(&str, &'static str)> = self
+            .added
+            .iter()
+            .map(|p| (p.as_str(), "added"))
+            .chain(self.modified.iter().map(|p| (p.as_str(), "modified")))
+            .chain(self.deleted.iter().map(|p| (p.as_str(), "deleted")))
+            .collect();
+        all.sort_unstable();
+        all.into_iter()
+    }
 }
 
 impl DelegationResult {
@@ -92,7 +135,7 @@ impl DelegationResult {
             let path = e.path().to_string();
             let place = if path == "." { String::new() } else { format!("field `{path}`: ") };
             format!(
-                "{source}: not a delegation result: {place}{} (expected an object with `id` and `response`, and optionally `parent_id`, `attempt`, `tool_calls`, `tool_results`)",
+                "{source}: not a delegation result: {place}{} (expected an object with `id` and `response`, and optionally `parent_id`, `attempt`, `tool_calls`, `tool_results`, `changes`, `evidence`)",
                 e.inner()
             )
         })

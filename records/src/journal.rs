@@ -1031,6 +1031,8 @@ mod tests {
             response: response.to_owned(),
             tool_calls: Vec::new(),
             tool_results: Vec::new(),
+            changes: None,
+            evidence: Vec::new(),
         };
         run.attempts[0].result = Some(result(0, "done"));
         run.attempts[0].retry_prompt = Some("Verification failed: no a.txt".to_owned());

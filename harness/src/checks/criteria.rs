@@ -1,7 +1,8 @@
-//! Stage 2b: completion criteria (DESIGN §4.7) — facts about the workspace each attempt must
-//! make true, each leaving an evidence record: `file_exists` (a regular, non-empty file) and
-//! `no_placeholders` (no TODO, TBD, FIXME, XXX, `[INSERT]`, `[IMPLEMENT]`, `todo!()`,
-//! `unimplemented!()` in the files a glob names). Command criteria run as checks do.
+//! Stage 2b: completion criteria (DESIGN §4.7) — facts each attempt must make true, each leaving
+//! an evidence record: `file_exists` (a regular, non-empty file), `no_placeholders` (no TODO,
+//! TBD, FIXME, XXX, `[INSERT]`, `[IMPLEMENT]`, `todo!()`, `unimplemented!()` in the files a glob
+//! names) and `endpoint` (an HTTP GET answering with a status and, optionally, a body substring).
+//! Command criteria run as checks do.
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -27,69 +28,144 @@ static PLACEHOLDER: LazyLock<regex::Regex> = LazyLock::new(|| {
     .expect("the placeholder pattern compiles")
 });
 
-/// One file criterion of a delegation file's `criteria:`.
+/// Bytes of an endpoint's body read to look for `body_contains`, at most.
+const MAX_ENDPOINT_BODY: usize = 1024 * 1024;
+
+/// One criterion of a delegation file's `criteria:` that is not a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileCriterion {
+pub enum Criterion {
     /// `file_exists:PATH` — a regular file of at least one byte.
     FileExists(String),
     /// `no_placeholders:GLOB` — no placeholder marker in any file the glob matches.
     NoPlaceholders(String),
+    /// `endpoint: URL` — a GET of the URL answers `status` (and its body holds `body_contains`).
+    /// The host is the policy author's, named exactly, so a local address is allowed; redirects
+    /// are not followed (a hop elsewhere would leave what the author named).
+    Endpoint {
+        /// An `http` or `https` URL.
+        url: String,
+        /// The status expected (default 200).
+        status: u16,
+        /// A substring the body must hold.
+        body_contains: Option<String>,
+        /// How long the request may take (default 5 s).
+        timeout: std::time::Duration,
+    },
 }
 
-impl FileCriterion {
+impl Criterion {
     /// The criterion's name in findings and evidence, e.g. `file_exists:src/lib.rs`.
     pub fn name(&self) -> String {
         match self {
-            FileCriterion::FileExists(path) => format!("file_exists:{path}"),
-            FileCriterion::NoPlaceholders(glob) => format!("no_placeholders:{glob}"),
+            Criterion::FileExists(path) => format!("file_exists:{path}"),
+            Criterion::NoPlaceholders(glob) => format!("no_placeholders:{glob}"),
+            Criterion::Endpoint { url, .. } => format!("endpoint:{url}"),
+        }
+    }
+
+    /// The kind and what it looks at, for evidence records.
+    fn method_and_target(&self) -> (&'static str, &str) {
+        match self {
+            Criterion::FileExists(path) => ("file_exists", path),
+            Criterion::NoPlaceholders(glob) => ("no_placeholders", glob),
+            Criterion::Endpoint { url, .. } => ("endpoint", url),
         }
     }
 }
 
-/// The delegation's file criteria as a pipeline stage.
+/// The delegation's criteria as a pipeline stage.
 #[derive(Debug)]
-pub(crate) struct FileCriteria {
-    pub(crate) criteria: Vec<FileCriterion>,
+pub(crate) struct CriteriaStage {
+    pub(crate) criteria: Vec<Criterion>,
     pub(crate) workspace: harness_builtins::Workspace,
+    /// For `endpoint` criteria (made only when there are some): no redirects, no proxy from
+    /// the environment.
+    http: Option<reqwest::Client>,
 }
 
-/// The outcome of one criterion: passed, what shows it, and the subject's hash when it has one.
+impl CriteriaStage {
+    /// A stage judging `criteria` in `workspace`.
+    pub(crate) fn new(criteria: Vec<Criterion>, workspace: harness_builtins::Workspace) -> Self {
+        let http = criteria
+            .iter()
+            .any(|c| matches!(c, Criterion::Endpoint { .. }))
+            .then(|| {
+                harness_builtins::http_client_builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .build()
+                    .unwrap_or_default()
+            });
+        CriteriaStage {
+            criteria,
+            workspace,
+            http,
+        }
+    }
+}
+
+/// The outcome of one criterion: passed, its evidence result, what shows it, and the subject's
+/// hash when it has one.
 struct Judged {
     passed: bool,
+    result: &'static str,
     proof: String,
     sha256: Option<String>,
 }
 
-impl Check for FileCriteria {
+impl Check for CriteriaStage {
     fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let criteria = self.criteria.clone();
+            let files: Vec<Criterion> = self
+                .criteria
+                .iter()
+                .filter(|c| !matches!(c, Criterion::Endpoint { .. }))
+                .cloned()
+                .collect();
             let workspace = self.workspace.clone();
             // Reading and walking the workspace waits on the file system: a blocking thread.
-            let judged = tokio::task::spawn_blocking(move || {
-                criteria
-                    .iter()
-                    .map(|c| (c.clone(), judge(&workspace, c)))
+            let mut judged = tokio::task::spawn_blocking(move || {
+                files
+                    .into_iter()
+                    .map(|c| {
+                        let started = std::time::Instant::now();
+                        let judged = judge(&workspace, &c);
+                        (c, judged, started.elapsed())
+                    })
                     .collect::<Vec<_>>()
             })
             .await
             .map_err(|e| Error::new(ErrorKind::Check, format!("criteria failed to run: {e}")))?;
+            for criterion in &self.criteria {
+                if let Criterion::Endpoint {
+                    url,
+                    status,
+                    body_contains,
+                    timeout,
+                } = criterion
+                {
+                    let started = std::time::Instant::now();
+                    let http = self.http.clone().unwrap_or_default();
+                    let result =
+                        endpoint(&http, url, *status, body_contains.as_deref(), *timeout).await;
+                    judged.push((criterion.clone(), result, started.elapsed()));
+                }
+            }
+            // Evidence in the order the criteria were written.
+            judged.sort_by_key(|(c, _, _)| self.criteria.iter().position(|d| d == c));
             let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-            for (criterion, judged) in judged {
-                let (method, target) = match &criterion {
-                    FileCriterion::FileExists(path) => ("file_exists", path),
-                    FileCriterion::NoPlaceholders(glob) => ("no_placeholders", glob),
-                };
+            for (criterion, judged, took) in judged {
+                let (method, target) = criterion.method_and_target();
                 subject.evidence.push(json!({
                     "criterion": criterion.name(),
                     "source": "criterion",
                     "method": method,
                     "target": target,
                     "required": true,
-                    "result": if judged.passed { "pass" } else { "fail" },
+                    "result": judged.result,
                     "proof": judged.proof,
                     "exit_code": null,
-                    "duration_ms": 0,
+                    "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
                     "output_tail": null,
                     "subject_sha256": judged.sha256,
                     "at": at,
@@ -107,16 +183,18 @@ impl Check for FileCriteria {
     }
 }
 
-fn judge(workspace: &harness_builtins::Workspace, criterion: &FileCriterion) -> Judged {
+fn judge(workspace: &harness_builtins::Workspace, criterion: &Criterion) -> Judged {
     match criterion {
-        FileCriterion::FileExists(path) => file_exists(workspace, path),
-        FileCriterion::NoPlaceholders(glob) => no_placeholders(workspace, glob),
+        Criterion::FileExists(path) => file_exists(workspace, path),
+        Criterion::NoPlaceholders(glob) => no_placeholders(workspace, glob),
+        Criterion::Endpoint { .. } => unreachable!("endpoints are judged by `endpoint`"),
     }
 }
 
 fn fail(proof: String) -> Judged {
     Judged {
         passed: false,
+        result: "fail",
         proof,
         sha256: None,
     }
@@ -133,6 +211,7 @@ fn file_exists(workspace: &harness_builtins::Workspace, path: &str) -> Judged {
         Ok(meta) if meta.len() == 0 => fail(format!("{path} is empty")),
         Ok(meta) => Judged {
             passed: true,
+            result: "pass",
             proof: format!("{path} exists, {} bytes", meta.len()),
             sha256: (meta.len() <= MAX_SCANNED_BYTES)
                 .then(|| sha256_of(&full))
@@ -197,6 +276,7 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
     if count == 0 {
         Judged {
             passed: true,
+            result: "pass",
             proof: format!("no placeholders in {scanned} file(s) matching {glob}"),
             sha256: None,
         }
@@ -211,4 +291,78 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
             found.join(", ")
         ))
     }
+}
+
+/// GETs `url` and judges the status and body.
+async fn endpoint(
+    http: &reqwest::Client,
+    url: &str,
+    status: u16,
+    body_contains: Option<&str>,
+    timeout: std::time::Duration,
+) -> Judged {
+    let request = async {
+        let mut response = http.get(url).send().await?;
+        let got = response.status().as_u16();
+        let mut body = Vec::new();
+        if body_contains.is_some() {
+            while let Some(chunk) = response.chunk().await? {
+                let room = MAX_ENDPOINT_BODY - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() == MAX_ENDPOINT_BODY {
+                    break;
+                }
+            }
+        }
+        Ok::<_, reqwest::Error>((got, body))
+    };
+    match tokio::time::timeout(timeout, request).await {
+        Err(_) => Judged {
+            passed: false,
+            result: "timeout",
+            proof: format!("GET {url} did not answer within {timeout:?}"),
+            sha256: None,
+        },
+        Ok(Err(e)) => Judged {
+            passed: false,
+            result: "fail",
+            proof: format!("GET {url} failed: {}", error_chain(&e)),
+            sha256: None,
+        },
+        Ok(Ok((got, _))) if got != status => {
+            fail(format!("GET {url} answered {got}, expected {status}"))
+        }
+        Ok(Ok((got, body))) => {
+            let text = String::from_utf8_lossy(&body);
+            match body_contains {
+                Some(needle) if !text.contains(needle) => fail(format!(
+                    "GET {url} answered {got} but the body (first {} bytes) does not contain {needle:?}",
+                    body.len()
+                )),
+                _ => Judged {
+                    passed: true,
+                    result: "pass",
+                    proof: match body_contains {
+                        Some(needle) => {
+                            format!("GET {url} answered {got}; the body contains {needle:?}")
+                        }
+                        None => format!("GET {url} answered {got}"),
+                    },
+                    sha256: (!body.is_empty()).then(|| format!("{:x}", Sha256::digest(&body))),
+                },
+            }
+        }
+    }
+}
+
+/// An error and its causes on one line (reqwest's own message hides "connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

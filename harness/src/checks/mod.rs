@@ -5,13 +5,15 @@
 mod commands;
 mod criteria;
 mod hooks;
+mod scope;
 mod verifier;
 
 pub use commands::CheckSpec;
 pub(crate) use commands::CommandChecks;
-pub(crate) use criteria::FileCriteria;
-pub use criteria::FileCriterion;
+pub(crate) use criteria::CriteriaStage;
+pub use criteria::Criterion;
 pub(crate) use hooks::PostVerifyHooks;
+pub(crate) use scope::ScopeStage;
 pub(crate) use verifier::InlineVerifier;
 
 use serde_json::Value;
@@ -34,6 +36,11 @@ pub(crate) struct Subject {
     pub(crate) evidence: Vec<Value>,
     /// Lines scripts logged.
     pub(crate) logs: Vec<String>,
+    /// Unified diffs of what the delegation changed (when a scope baseline was taken).
+    pub(crate) diff: Vec<String>,
+    /// Set by a stage that ends the delegation at once (a scope violation under
+    /// `on_violation: fail`): the stages after it do not run.
+    pub(crate) fatal: Option<crate::error::Error>,
 }
 
 impl Subject {
@@ -45,6 +52,18 @@ impl Subject {
             findings: Vec::new(),
             evidence: Vec::new(),
             logs: Vec::new(),
+            diff: Vec::new(),
+            fatal: None,
+        }
+    }
+
+    /// Shows the evidence gathered so far in the Result later stages read (`result["evidence"]`).
+    pub(crate) fn share_evidence(&mut self) {
+        if self.result.evidence.len() != self.evidence.len() {
+            self.result.evidence = self.evidence.clone();
+            if let Some(object) = self.value.as_object_mut() {
+                object.insert("evidence".to_owned(), Value::Array(self.evidence.clone()));
+            }
         }
     }
 }

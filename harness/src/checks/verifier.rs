@@ -31,6 +31,7 @@ impl Check for InlineVerifier {
                 .await?;
             telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
             subject.logs.extend(logs);
+            subject.evidence.extend(outcome.evidence.iter().cloned());
             span.record(
                 "verify.outcome",
                 if outcome.verified { "passed" } else { "failed" },

@@ -1,0 +1,66 @@
+//! Stage 1: scope (DESIGN §4.8) — what the attempt changed since the baseline, judged against
+//! `scope.allow` and `scope.deny`. The changes go into the Result (`result["changes"]`) for the
+//! stages after; a violation is a blocking `scope` finding, and with `on_violation: fail` (the
+//! default) it ends the delegation without running the other stages.
+
+use std::sync::Arc;
+
+use super::{Check, Subject};
+use crate::delegate::BoxFuture;
+use crate::error::{Error, ErrorKind, Result};
+use crate::scope::{OnViolation, Scope, Snapshot};
+use crate::verdict::{Finding, Source};
+
+/// The scope and its baseline as a pipeline stage.
+#[derive(Debug)]
+pub(crate) struct ScopeStage {
+    pub(crate) scope: Arc<Scope>,
+    /// The workspace before attempt 0.
+    pub(crate) baseline: Arc<Snapshot>,
+}
+
+impl Check for ScopeStage {
+    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let (scope, baseline) = (Arc::clone(&self.scope), Arc::clone(&self.baseline));
+            let diff = tokio::task::spawn_blocking(move || scope.diff(&baseline))
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Check,
+                        format!("the scope diff failed to run: {e}"),
+                    )
+                })?;
+            if let Some(object) = subject.value.as_object_mut() {
+                object.insert(
+                    "changes".to_owned(),
+                    serde_json::to_value(&diff.changes).unwrap_or_default(),
+                );
+            }
+            subject.result.changes = Some(diff.changes);
+            for warning in diff.warnings {
+                subject.logs.push(warning);
+            }
+            for (path, why) in &diff.violations {
+                subject
+                    .findings
+                    .push(Finding::blocking(Source::Scope, path, why));
+            }
+            if !diff.violations.is_empty() && self.scope.spec.on_violation == OnViolation::Fail {
+                subject.fatal = Some(Error::new(
+                    ErrorKind::ScopeViolation,
+                    format!(
+                        "the delegate changed files outside its scope:\n  {}",
+                        diff.violations
+                            .iter()
+                            .map(|(path, why)| format!("{path}: {why}"))
+                            .collect::<Vec<_>>()
+                            .join("\n  ")
+                    ),
+                ));
+            }
+            subject.diff = diff.diff;
+            Ok(())
+        })
+    }
+}

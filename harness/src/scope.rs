@@ -1,0 +1,463 @@
+//! Scope (DESIGN §4.8): what the delegate changed in the workspace, and whether it was allowed
+//! to. Before attempt 0 a [`Snapshot`] records every file; after each attempt a second walk
+//! finds what was added, modified and deleted since, which verifiers read as
+//! `result["changes"]`, the retry context quotes as a unified diff, and `allow`/`deny` judge.
+//!
+//! Cheap the way `git status` is: a snapshot is what `lstat` says (size, modification and
+//! status-change times, inode, mode) — nothing is read or hashed for most files, and a write
+//! always moves the status-change time, which a user cannot set back. Small text files the
+//! delegate may change (inside `allow`) are also kept, up to a budget, so that a touch without a
+//! change is not reported and the diff can show the lines. The walk runs on several threads,
+//! never follows links, never opens FIFOs or devices, and skips what it cannot read with a
+//! warning. The workspace's own ignore files are not read: the delegate could write one to hide
+//! its work; only `scope.ignore`, from the policy, is.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use harness_hooks::Changes;
+
+use crate::error::{Error, Result};
+
+/// Files larger than this are never kept for diffs.
+const MAX_KEPT_FILE: u64 = 256 * 1024;
+/// All kept contents together, at most.
+const MAX_KEPT_TOTAL: u64 = 16 * 1024 * 1024;
+/// Warnings kept from one walk, at most (the rest are counted).
+const MAX_WARNINGS: usize = 20;
+
+/// What a delegation's `scope:` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopeSpec {
+    /// Globs (relative to the workspace) the delegate may change; empty = anything.
+    pub allow: Vec<String>,
+    /// Globs it may never change, even inside `allow`.
+    pub deny: Vec<String>,
+    /// Gitignore-style patterns left out of the snapshot altogether (build output, caches).
+    pub ignore: Vec<String>,
+    /// What a violation does.
+    pub on_violation: OnViolation,
+}
+
+/// What a change outside the scope does to the delegation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnViolation {
+    /// End the delegation at once as `failed`, kind `scope_violation` (the default).
+    #[default]
+    Fail,
+    /// A blocking finding: the delegate is told and retries, within its budget.
+    Retry,
+}
+
+impl ScopeSpec {
+    /// Checks every glob and pattern compiles; `at` names the file and key in messages.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the glob.
+    pub fn validate(&self, at: &str) -> Result<()> {
+        Scope::compile(self, Path::new("/"), at).map(|_| ())
+    }
+}
+
+/// A [`ScopeSpec`] compiled for one workspace.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// What the delegation file (or project policy) said.
+    pub spec: ScopeSpec,
+    root: PathBuf,
+    allow: GlobSet,
+    deny: GlobSet,
+    ignore: Arc<ignore::gitignore::Gitignore>,
+}
+
+fn globs(patterns: &[String], at: &str, key: &str) -> Result<GlobSet> {
+    let mut set = GlobSetBuilder::new();
+    for (i, pattern) in patterns.iter().enumerate() {
+        let glob = Glob::new(pattern).map_err(|e| {
+            Error::config(format!(
+                "{at}: `scope.{key}[{i}]`: the glob {pattern:?} does not compile: {e}"
+            ))
+        })?;
+        set.add(glob);
+    }
+    set.build()
+        .map_err(|e| Error::config(format!("{at}: `scope.{key}`: {e}")))
+}
+
+impl Scope {
+    /// Compiles `spec` for the workspace at `root`.
+    pub fn compile(spec: &ScopeSpec, root: &Path, at: &str) -> Result<Self> {
+        let mut ignore = ignore::gitignore::GitignoreBuilder::new(root);
+        for (i, pattern) in spec.ignore.iter().enumerate() {
+            ignore.add_line(None, pattern).map_err(|e| {
+                Error::config(format!(
+                    "{at}: `scope.ignore[{i}]`: the pattern {pattern:?} does not compile: {e}"
+                ))
+            })?;
+        }
+        let ignore = ignore
+            .build()
+            .map_err(|e| Error::config(format!("{at}: `scope.ignore`: {e}")))?;
+        Ok(Scope {
+            allow: globs(&spec.allow, at, "allow")?,
+            deny: globs(&spec.deny, at, "deny")?,
+            ignore: Arc::new(ignore),
+            root: root.to_path_buf(),
+            spec: spec.clone(),
+        })
+    }
+
+    /// Why the delegate may not change `path`, or `None` when it may.
+    pub fn refuses(&self, path: &str) -> Option<&'static str> {
+        if self.deny.is_match(path) {
+            Some("inside `scope.deny`")
+        } else if !self.spec.allow.is_empty() && !self.allow.is_match(path) {
+            Some("outside `scope.allow`")
+        } else {
+            None
+        }
+    }
+
+    /// Records the workspace as it is now.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = self.walk();
+        // Keep the text of small files the delegate may change, smallest first, to the budget.
+        let mut candidates: Vec<(&str, u64)> = snapshot
+            .files
+            .iter()
+            .filter(|(path, entry)| {
+                entry.is_file() && entry.size <= MAX_KEPT_FILE && self.refuses(path).is_none()
+            })
+            .map(|(path, entry)| (&**path, entry.size))
+            .collect();
+        candidates.sort_unstable_by_key(|(path, size)| (*size, *path));
+        let mut budget = MAX_KEPT_TOTAL;
+        let mut kept = Vec::new();
+        for (path, size) in candidates {
+            if size > budget {
+                break;
+            }
+            budget -= size;
+            kept.push(path.to_owned());
+        }
+        for path in kept {
+            let content = read_small(&self.root.join(&path));
+            if let (Some(content), Some(entry)) = (content, snapshot.files.get_mut(path.as_str())) {
+                entry.content = Some(content.into_boxed_slice());
+            }
+        }
+        snapshot
+    }
+
+    /// What changed between `before` and now, with the violations of the scope.
+    pub fn diff(&self, before: &Snapshot) -> Diff {
+        let after = self.walk();
+        let mut changes = Changes::default();
+        let mut diffs = Vec::new();
+        for (path, now) in &after.files {
+            match before.files.get(path) {
+                None => {
+                    changes.added.push(path.to_string());
+                    if now.is_file() && now.size <= MAX_KEPT_FILE {
+                        if let Some(new) = read_small(&self.root.join(&**path)) {
+                            diffs.push(unified(path, b"", &new, "/dev/null"));
+                        }
+                    }
+                }
+                Some(then) if then.same_stat(now) => {}
+                Some(then) => match (&then.content, now.is_file()) {
+                    // Kept: compare the bytes, so a touch is not a change.
+                    (Some(old), true) => match read_small(&self.root.join(&**path)) {
+                        Some(new) if new.as_slice() == &**old => {}
+                        Some(new) => {
+                            changes.modified.push(path.to_string());
+                            diffs.push(unified(path, old, &new, path));
+                        }
+                        None => changes.modified.push(path.to_string()),
+                    },
+                    _ => changes.modified.push(path.to_string()),
+                },
+            }
+        }
+        for (path, then) in &before.files {
+            if !after.files.contains_key(path) {
+                changes.deleted.push(path.to_string());
+                if let Some(old) = &then.content {
+                    diffs.push(unified(path, old, b"", path));
+                }
+            }
+        }
+        changes.added.sort_unstable();
+        changes.modified.sort_unstable();
+        changes.deleted.sort_unstable();
+        diffs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let violations = changes
+            .iter()
+            .filter_map(|(path, how)| {
+                self.refuses(path)
+                    .map(|why| (path.to_owned(), format!("{how}, {why}")))
+            })
+            .collect();
+        Diff {
+            changes,
+            violations,
+            diff: diffs.into_iter().filter_map(|(_, text)| text).collect(),
+            warnings: after.warnings,
+        }
+    }
+
+    /// Walks the workspace on several threads: `.git/` and `.harness/` at the top and
+    /// `scope.ignore` are left out, links are recorded but never followed.
+    fn walk(&self) -> Snapshot {
+        let shared = Shared::default();
+        let ignore = Arc::clone(&self.ignore);
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+        ignore::WalkBuilder::new(&self.root)
+            .standard_filters(false)
+            .follow_links(false)
+            .threads(threads)
+            .filter_entry(move |entry| {
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                let name = entry.file_name();
+                !(entry.depth() == 1 && is_dir && (name == ".git" || name == ".harness"))
+                    && !ignore
+                        .matched_path_or_any_parents(entry.path(), is_dir)
+                        .is_ignore()
+            })
+            .build_parallel()
+            .visit(&mut Visitors {
+                shared: &shared,
+                root: &self.root,
+            });
+        let Gathered {
+            files,
+            mut warnings,
+            dropped,
+        } = shared
+            .state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if dropped > 0 {
+            warnings.push(format!("scope: {dropped} more entries could not be read"));
+        }
+        Snapshot { files, warnings }
+    }
+}
+
+/// The workspace at one moment: path (relative, `/`-separated) → what `lstat` said.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    files: HashMap<Box<str>, Entry>,
+    /// What could not be read, reported and skipped.
+    pub warnings: Vec<String>,
+}
+
+impl Snapshot {
+    /// The number of entries recorded.
+    pub fn entries(&self) -> usize {
+        self.files.len()
+    }
+}
+
+/// What one walk after an attempt found.
+#[derive(Debug, Default)]
+pub struct Diff {
+    /// Added, modified, deleted since the baseline.
+    pub changes: Changes,
+    /// Each change the scope refuses: the path and what is wrong (`added, outside
+    /// `scope.allow``).
+    pub violations: Vec<(String, String)>,
+    /// Unified diffs of the text files that changed, by path.
+    pub diff: Vec<String>,
+    /// What could not be read, reported and skipped.
+    pub warnings: Vec<String>,
+}
+
+/// One entry of a snapshot.
+#[derive(Debug)]
+struct Entry {
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+    inode: u64,
+    mode: u32,
+    /// The bytes, for small files the delegate may change (see [`Scope::snapshot`]).
+    content: Option<Box<[u8]>>,
+}
+
+impl Entry {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Entry {
+            size: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+            mode: meta.mode(),
+            content: None,
+        }
+    }
+
+    fn is_file(&self) -> bool {
+        self.mode & libc_type_mask() == libc_regular()
+    }
+
+    fn same_stat(&self, other: &Entry) -> bool {
+        self.size == other.size
+            && self.modified == other.modified
+            && self.changed == other.changed
+            && self.inode == other.inode
+            && self.mode == other.mode
+    }
+}
+
+/// `S_IFMT` and `S_IFREG`: the file-type bits of `st_mode`, fixed by POSIX.
+const fn libc_type_mask() -> u32 {
+    0o170_000
+}
+const fn libc_regular() -> u32 {
+    0o100_000
+}
+
+/// Reads a small regular file without following a link or blocking on a FIFO.
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    let mut file = harness_builtins::open_regular(path).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(&mut file, MAX_KEPT_FILE + 1),
+        &mut bytes,
+    )
+    .ok()?;
+    (bytes.len() as u64 <= MAX_KEPT_FILE).then_some(bytes)
+}
+
+/// A unified diff of one file, when both sides are text.
+fn unified(path: &str, old: &[u8], new: &[u8], old_name: &str) -> (String, Option<String>) {
+    let (Ok(old), Ok(new)) = (std::str::from_utf8(old), std::str::from_utf8(new)) else {
+        return (
+            path.to_owned(),
+            Some(format!("Binary file {path} changed\n")),
+        );
+    };
+    let (a, b) = if old_name == "/dev/null" {
+        ("/dev/null".to_owned(), format!("b/{path}"))
+    } else if new.is_empty() && !old.is_empty() {
+        (format!("a/{path}"), "/dev/null".to_owned())
+    } else {
+        (format!("a/{path}"), format!("b/{path}"))
+    };
+    let text = similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&a, &b)
+        .to_string();
+    (path.to_owned(), (!text.is_empty()).then_some(text))
+}
+
+/// What the walker threads fill.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<Gathered>,
+}
+
+/// The entries, the warnings, and how many warnings were dropped past [`MAX_WARNINGS`].
+#[derive(Default)]
+struct Gathered {
+    files: HashMap<Box<str>, Entry>,
+    warnings: Vec<String>,
+    dropped: usize,
+}
+
+/// Makes one [`Visitor`] per walker thread.
+struct Visitors<'s> {
+    shared: &'s Shared,
+    root: &'s Path,
+}
+
+impl<'s> ignore::ParallelVisitorBuilder<'s> for Visitors<'s> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(Visitor {
+            shared: self.shared,
+            root: self.root,
+            batch: Vec::with_capacity(BATCH),
+            problems: Vec::new(),
+        })
+    }
+}
+
+/// Entries one thread merges at a time.
+const BATCH: usize = 1024;
+
+/// One walker thread: gathers entries locally and merges them in batches (and when dropped).
+struct Visitor<'s> {
+    shared: &'s Shared,
+    root: &'s Path,
+    batch: Vec<(Box<str>, Entry)>,
+    problems: Vec<String>,
+}
+
+impl Visitor<'_> {
+    fn flush(&mut self) {
+        let mut state = self
+            .shared
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.files.extend(self.batch.drain(..));
+        for problem in self.problems.drain(..) {
+            if state.warnings.len() < MAX_WARNINGS {
+                state.warnings.push(problem);
+            } else {
+                state.dropped += 1;
+            }
+        }
+    }
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+impl ignore::ParallelVisitor for Visitor<'_> {
+    fn visit(
+        &mut self,
+        entry: std::result::Result<ignore::DirEntry, ignore::Error>,
+    ) -> ignore::WalkState {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                self.problems.push(format!("scope: skipped: {e}"));
+                return ignore::WalkState::Continue;
+            }
+        };
+        if entry.depth() == 0 {
+            return ignore::WalkState::Continue;
+        }
+        // Directories are walked, not recorded: a change shows in what they hold.
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            return ignore::WalkState::Continue;
+        }
+        match entry.path().symlink_metadata() {
+            Ok(meta) => {
+                let rel = entry.path().strip_prefix(self.root).unwrap_or(entry.path());
+                let rel: String = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                self.batch.push((rel.into_boxed_str(), Entry::of(&meta)));
+                if self.batch.len() >= BATCH {
+                    self.flush();
+                }
+            }
+            Err(e) => self
+                .problems
+                .push(format!("scope: skipped {}: {e}", entry.path().display())),
+        }
+        ignore::WalkState::Continue
+    }
+}
