@@ -146,6 +146,11 @@ pub struct RunArgs {
     /// Do not record the delegation in the run journal.
     #[arg(long = "no-journal")]
     pub no_journal: bool,
+    /// Write every run event (DelegationStarted, AttemptStarted, ToolCalled, CheckCompleted,
+    /// VerificationCompleted, ... with run_id, attempt, seq, at) to FILE as one JSON line each,
+    /// as it happens; `-` writes them to stdout (not with --json).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 /// `harness hooks ...`.

@@ -506,3 +506,144 @@ fn the_same_failure_on_stuck_after_attempts_ends_the_loop_early_as_stuck() {
     );
     assert!(message.contains("check tests"), "{message}");
 }
+
+#[test]
+fn parallel_checks_run_at_once_and_keep_their_order_in_the_evidence() {
+    // Each check waits for the other's marker: run one after the other, both would time out.
+    let a = "{name: a, run: \"touch a.mark; for i in 1 2 3 4 5 6 7 8 9 10; do [ -f b.mark ] && exit 0; sleep 0.2; done; exit 1\", parallel: true, timeout_s: 10}";
+    let b = "{name: b, run: \"touch b.mark; for i in 1 2 3 4 5 6 7 8 9 10; do [ -f a.mark ] && exit 0; sleep 0.2; done; exit 1\", parallel: true, timeout_s: 10}";
+    let dir = delegation(
+        DONE,
+        &format!("  - {a}\n  - {b}\n  - {{name: c, run: \"true\"}}\n"),
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    let names: Vec<(&str, &str)> = report["history"][0]["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .map(|e| {
+            (
+                e["criterion"].as_str().unwrap_or_default(),
+                e["result"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [("a", "pass"), ("b", "pass"), ("c", "pass")],
+        "{out:?}"
+    );
+}
+
+#[test]
+fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
+    let dir = delegation(CLAIMS_THEN_FIXES, &format!("  - {TESTS}\n"));
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .args(["--events".as_ref(), dir.join("events.jsonl").as_os_str()])
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    let lines: Vec<Value> = dir
+        .read("events.jsonl")
+        .expect("the events file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let types: Vec<&str> = lines.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "DelegationStarted",
+            "AttemptStarted",
+            "VerificationStarted",
+            "CheckStarted",
+            "CheckCompleted",
+            "VerificationCompleted",
+            "RetryContextAssembled",
+            "AttemptStarted",
+            "ToolCalled",
+            "ToolReturned",
+            "VerificationStarted",
+            "CheckStarted",
+            "CheckCompleted",
+            "VerificationCompleted",
+            "DelegationCompleted",
+        ],
+        "{lines:?}"
+    );
+    for (seq, event) in lines.iter().enumerate() {
+        assert_eq!(event["seq"], json!(seq));
+        assert_eq!(event["run_id"], report["id"]);
+        assert!(event["at"].is_string());
+    }
+    assert_eq!(lines[4]["check_name"], json!("tests"));
+    assert_eq!(lines[4]["passed"], json!(false));
+    assert_eq!(lines[4]["exit_code"], json!(1));
+    assert_eq!(lines[4]["required"], json!(true));
+    assert_eq!(lines[4]["attempt"], json!(0));
+    assert_eq!(lines[12]["attempt"], json!(1));
+    assert_eq!(lines[5]["outcome"], json!("retry"));
+    assert_eq!(
+        lines[14],
+        json!({"run_id": report["id"], "attempt": 1, "seq": 14, "at": lines[14]["at"],
+               "type": "DelegationCompleted", "outcome": "passed", "kind": null})
+    );
+    // The journal keeps the same events; `runs show` prints the evidence table.
+    let id = report["id"].as_str().unwrap_or_default().to_owned();
+    let show = harness(["runs", "show", "--json", "--journal"])
+        .args([dir.join("runs.db").display().to_string(), id.clone()])
+        .run();
+    show.expect_code(0);
+    assert_eq!(show.json()["events"], json!(lines));
+    let table = harness(["runs", "show", "--journal"])
+        .args([dir.join("runs.db").display().to_string(), id])
+        .run();
+    table.expect_code(0);
+    assert!(
+        table.stdout.contains("CRITERION  RESULT   PROOF"),
+        "{table:?}"
+    );
+    assert!(
+        table.stdout.contains("tests      fail     exit 1 in"),
+        "{table:?}"
+    );
+    assert!(
+        table.stdout.contains("tests      pass     exit 0 in"),
+        "{table:?}"
+    );
+    // `--events -` and `--json` would share stdout.
+    let clash = harness(["run", "--json", "--no-journal", "--events", "-"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    clash.expect_code(2);
+}
+
+#[test]
+fn the_report_ranks_the_checks_that_fail_attempts() {
+    let dir = delegation(CLAIMS_THEN_FIXES, &format!("  - {TESTS}\n"));
+    for _ in 0..2 {
+        let _ = std::fs::remove_file(dir.join("ws/feature.txt"));
+        run(&dir).0.expect_code(0);
+    }
+    let journal = dir.join("runs.db").display().to_string();
+    let out = harness(["report", "--json", "--html"])
+        .args([dir.join("report.html").display().to_string()])
+        .args(["--journal", journal.as_str()])
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(
+        report["kinds"][0]["top_checks"],
+        json!([{"check": "tests", "count": 2}]),
+        "{report}"
+    );
+    let page = dir.read("report.html").expect("the page");
+    assert!(page.contains("Top failing checks"), "{page}");
+    let table = harness(["report", "--journal", journal.as_str()]).run();
+    assert!(
+        table.stdout.contains("top failing checks:\n      2  tests"),
+        "{table:?}"
+    );
+}

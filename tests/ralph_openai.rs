@@ -616,3 +616,32 @@ fn a_bad_base_url_is_refused_at_load() {
         assert!(!out.stderr.contains("sk-secret"), "{url}: {out:?}");
     }
 }
+
+#[test]
+fn a_spent_token_budget_stops_the_loop_with_a_budget_finding() {
+    let server = ModelServer::start(always_lies);
+    // Attempt 1 costs 15 tokens, attempt 2 another 35: past 40 after the second.
+    let dir = verified(
+        &server,
+        "",
+        "max_verify_retries: 5\nlimits: {max_tokens: 40}\n",
+    );
+    let (out, report) = run_json(&dir);
+    out.expect_code(4);
+    assert_eq!(report["outcome"], json!("error"), "{out:?}");
+    assert_eq!(report["kind"], json!("budget"));
+    assert_eq!(report["attempts"], json!(2));
+    let last = &report["history"][1];
+    assert_eq!(last["decision"], json!("fail"), "{last}");
+    let budget = last["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["source"] == json!("budget")))
+        .expect("a budget finding");
+    assert!(
+        budget["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("50 tokens, more than limits.max_tokens = 40")),
+        "{budget}"
+    );
+    assert_eq!(server.bodies().len(), 2, "no third request");
+}

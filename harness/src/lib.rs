@@ -27,6 +27,7 @@ mod checks;
 mod conversation;
 pub mod delegate;
 mod error;
+pub mod events;
 mod guard;
 mod pipeline;
 mod policy;

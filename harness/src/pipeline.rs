@@ -73,12 +73,18 @@ impl Pipeline {
         &self,
         result: DelegationResult,
     ) -> (DelegationResult, Result<Option<Verdict>>) {
-        let judged = self.judge_attempt(result).await;
+        let events = crate::events::Emitter::detached();
+        let judged = self.judge_attempt(result, &events).await;
         (judged.result, judged.verdict)
     }
 
-    /// Judges one attempt as [`Pipeline::judge`] does, keeping what the loop needs besides.
-    pub(crate) async fn judge_attempt(&self, result: DelegationResult) -> Judgement {
+    /// Judges one attempt as [`Pipeline::judge`] does, keeping what the loop needs besides;
+    /// the stages tell `events` what they do.
+    pub(crate) async fn judge_attempt(
+        &self,
+        result: DelegationResult,
+        events: &crate::events::Emitter<'_>,
+    ) -> Judgement {
         if !self.is_active() {
             return Judgement {
                 result,
@@ -88,7 +94,7 @@ impl Pipeline {
             };
         }
         let attempt = result.attempt;
-        let mut subject = Subject::new(result);
+        let mut subject = Subject::new(result, events);
         for stage in &self.stages {
             subject.share_evidence();
             if let Err(e) = stage.check(&mut subject).await {

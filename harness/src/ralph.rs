@@ -13,6 +13,7 @@ use tracing::field::Empty;
 use crate::cache::Cache;
 use crate::conversation::Usage;
 use crate::error::{Error, ErrorKind, Result};
+use crate::events::RunEvent;
 use crate::report::{AttemptRecord, Outcome, Report};
 use crate::retry::{RETRY_TEMPLATE_VERSION, RetryContext};
 use crate::session::{Session, Shared};
@@ -64,6 +65,8 @@ pub enum Event<'a> {
         /// The verdict.
         verdict: &'a Verdict,
     },
+    /// A run event (DESIGN §4.12) was recorded: numbered, timed, and kept in the report.
+    Recorded(&'a crate::events::EventRecord),
     /// The retry prompt is being sent.
     Retrying {
         /// The attempt that will follow, from 0.
@@ -171,6 +174,7 @@ impl Runtime {
             error: None,
             delivered: None,
             warnings: Vec::new(),
+            events: Vec::new(),
             started_at: std::time::SystemTime::now(),
             duration: std::time::Duration::ZERO,
         };
@@ -179,11 +183,12 @@ impl Runtime {
             id: &report.id,
             span: &span,
         });
+        let events = crate::events::Emitter::new(&report.id, observer);
         // Boxed here and at the other seams below: async state machines nest by value, so
         // without a box the delegation's future is tens of kilobytes, copied by every move (into
         // `instrument`, into `timeout`, into the spawned task) and held per running delegation.
-        let work =
-            Box::pin(self.execute(delegation, observer, &mut report)).instrument(span.clone());
+        let work = Box::pin(self.execute(delegation, observer, &events, &mut report))
+            .instrument(span.clone());
         let work = async {
             match parent {
                 Some(parent) => work.with_context(parent).await,
@@ -226,6 +231,13 @@ impl Runtime {
                     .to_owned(),
             );
         }
+        span.in_scope(|| {
+            events.emit(crate::events::RunEvent::DelegationCompleted {
+                outcome: report.outcome.as_str().to_owned(),
+                kind: report.outcome.kind().map(|k| k.as_str().to_owned()),
+            });
+        });
+        report.events = events.take();
         report.redact(&delegation.redact);
         report.duration = clock.elapsed();
         telemetry::record_delegation(
@@ -253,8 +265,13 @@ impl Runtime {
         &self,
         delegation: &Delegation,
         observer: &dyn Observer,
+        events: &crate::events::Emitter<'_>,
         report: &mut Report,
     ) -> Result<Outcome> {
+        events.emit(crate::events::RunEvent::DelegationStarted {
+            delegate: delegation.delegate.kind().to_owned(),
+            max_attempts: delegation.max_verify_retries.saturating_add(1),
+        });
         if delegation.require_checks
             && delegation.checks.is_empty()
             && delegation.criteria.is_empty()
@@ -275,7 +292,7 @@ impl Runtime {
             &session.delegation,
             report.model.as_deref(),
         ));
-        let work = Box::pin(attempts(&mut session, observer, report));
+        let work = Box::pin(attempts(&mut session, observer, events, report));
         let ended = match delegation.timeout {
             None => work.await,
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
@@ -307,17 +324,20 @@ impl Runtime {
 async fn attempts(
     session: &mut Session,
     observer: &dyn Observer,
+    events: &crate::events::Emitter<'_>,
     report: &mut Report,
 ) -> Result<Outcome> {
     let total = session.delegation.max_verify_retries.saturating_add(1);
     for attempt in 0..total {
         observer.on_event(&Event::AttemptStarted { attempt });
+        events.set_attempt(attempt);
         let span = tracing::info_span!(
             telemetry::SPAN_ATTEMPT,
             attempt = i64::from(attempt),
             verify.passed = Empty,
             verify.reasons = Empty,
         );
+        span.in_scope(|| events.emit(RunEvent::AttemptStarted));
         report.attempts.push(AttemptRecord {
             attempt,
             result: None,
@@ -334,6 +354,7 @@ async fn attempts(
             attempt,
             &report.id,
             observer,
+            events,
             &mut record.usage,
         ))
         .instrument(span.clone())
@@ -346,6 +367,18 @@ async fn attempts(
                 attempt,
                 Finding::blocking(Source::Scope, "policy", violation.message()),
             );
+            span.in_scope(|| {
+                events.emit(RunEvent::ScopeViolationDetected {
+                    paths: session
+                        .guard
+                        .changes()
+                        .iter()
+                        .map(|c| c.path.display().to_string())
+                        .collect(),
+                    on_violation: "fail".to_owned(),
+                });
+                verification_completed(events, &verdict, &session.delegation.redact);
+            });
             observer.on_event(&Event::Judged {
                 attempt,
                 verdict: &verdict,
@@ -359,9 +392,10 @@ async fn attempts(
             response: &result.response,
             redacted_later: session.redacts_later(),
         });
+        span.in_scope(|| events.emit(RunEvent::VerificationStarted));
         let judged = session
             .pipeline
-            .judge_attempt(result)
+            .judge_attempt(result, events)
             .instrument(span.clone())
             .await;
         record.duration = clock.elapsed();
@@ -371,6 +405,9 @@ async fn attempts(
             return Ok(Outcome::Skipped);
         };
         if let Some(fatal) = judged.fatal {
+            span.in_scope(|| {
+                verification_completed(events, &verdict, &session.delegation.redact);
+            });
             observer.on_event(&Event::Judged {
                 attempt,
                 verdict: &verdict,
@@ -414,6 +451,7 @@ async fn attempts(
                 })
         };
         span.record("verify.passed", verdict.passed());
+        span.in_scope(|| verification_completed(events, &verdict, &session.delegation.redact));
         observer.on_event(&Event::Judged {
             attempt,
             verdict: &verdict,
@@ -427,8 +465,15 @@ async fn attempts(
             return Err(ended);
         }
         let retry = (!passed && !last).then(|| {
-            let mut prompt =
-                RetryContext::assemble(&verdict, total, &earlier, &judged.diff).render();
+            let context = RetryContext::assemble(&verdict, total, &earlier, &judged.diff);
+            span.in_scope(|| {
+                events.emit(RunEvent::RetryContextAssembled {
+                    template_version: RETRY_TEMPLATE_VERSION.to_owned(),
+                    reasons: context.reasons.len(),
+                    repeated: context.repeated.is_some(),
+                });
+            });
+            let mut prompt = context.render();
             session.delegation.redact.scrub_string(&mut prompt);
             prompt
         });
@@ -485,6 +530,20 @@ fn stuck(verdict: &Verdict, earlier: &[&Verdict], stuck_after: u32) -> Option<St
             crate::retry::primary(verdict).map(ToString::to_string).unwrap_or_default()
         )
     })
+}
+
+/// Records the `VerificationCompleted` event of `verdict`, its reasons scrubbed.
+fn verification_completed(
+    events: &crate::events::Emitter<'_>,
+    verdict: &Verdict,
+    redact: &crate::redact::Redactor,
+) {
+    let mut reasoning = verdict.reasons().join("\n");
+    redact.scrub_string(&mut reasoning);
+    events.emit(RunEvent::VerificationCompleted {
+        outcome: verdict.decision.as_str().to_owned(),
+        reasoning,
+    });
 }
 
 /// Emits the verdict as a GenAI evaluation event on the attempt's span.

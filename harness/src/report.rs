@@ -113,6 +113,8 @@ pub struct Report {
     pub delivered: Option<DelegationResult>,
     /// What the run wants a human to know (nothing verified it, …).
     pub warnings: Vec<String>,
+    /// What happened, in order (DESIGN §4.12).
+    pub events: Vec<crate::events::EventRecord>,
     /// When the delegation started.
     pub started_at: std::time::SystemTime,
     /// How long it took.
@@ -467,6 +469,7 @@ mod tests {
             )),
             delivered: None,
             warnings: Vec::new(),
+            events: Vec::new(),
             started_at: std::time::SystemTime::UNIX_EPOCH,
             duration: Duration::from_millis(3_001),
         };

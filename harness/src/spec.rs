@@ -123,6 +123,8 @@ pub(crate) struct RawCheck {
     timeout_s: Option<f64>,
     #[serde(default)]
     env: Option<Map<String, Value>>,
+    #[serde(default)]
+    parallel: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -709,6 +711,7 @@ pub(crate) fn check_specs(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpe
             timeout,
             env,
             criterion: false,
+            parallel: check.parallel.unwrap_or(false),
         });
     }
     Ok(specs)
@@ -771,6 +774,7 @@ fn criteria(file: &str, raw: Vec<Value>) -> Result<(Vec<CheckSpec>, Vec<Criterio
                     )?,
                     env: Vec::new(),
                     criterion: true,
+                    parallel: false,
                 });
                 continue;
             }

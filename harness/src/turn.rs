@@ -29,6 +29,7 @@ pub(crate) async fn attempt(
     attempt: u32,
     id: &str,
     observer: &dyn Observer,
+    events: &crate::events::Emitter<'_>,
     usage: &mut Usage,
 ) -> Result<DelegationResult> {
     let mut tool_calls = Vec::new();
@@ -83,7 +84,16 @@ pub(crate) async fn attempt(
             tool_calls: calls.clone(),
         });
         for call in calls {
+            events.emit(crate::events::RunEvent::ToolCalled {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+            });
             let (call, output) = Box::pin(call_tool(session, call)).await?;
+            events.emit(crate::events::RunEvent::ToolReturned {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                is_error: output.is_error,
+            });
             observer.on_event(&Event::ToolCalled {
                 attempt,
                 call: &call,

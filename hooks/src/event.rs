@@ -85,7 +85,7 @@ impl Event {
 
     /// The keys this event's payload must have, with their types.
     fn fields(self) -> &'static [(&'static str, Kind)] {
-        use Kind::{Bool, Int, List, Object, OptObject, OptString, Str};
+        use Kind::{Bool, Int, List, Object, OptList, OptObject, OptString, Str};
         match self {
             Event::DelegationPre => &[
                 ("id", Str),
@@ -103,7 +103,7 @@ impl Event {
                 ("tool_calls", List),
                 ("tool_results", List),
                 ("changes", OptObject),
-                ("evidence", List),
+                ("evidence", OptList),
             ],
             Event::ToolPre => &[("id", Str), ("name", Str), ("arguments", Object)],
             Event::ToolPost => &[
@@ -150,6 +150,8 @@ enum Kind {
     Int,
     Bool,
     List,
+    /// A list, or None / absent.
+    OptList,
     Object,
     /// A dict, or None / absent.
     OptObject,
@@ -163,6 +165,7 @@ impl Kind {
             Kind::Int => value.as_u64().is_some(),
             Kind::Bool => value.is_boolean(),
             Kind::List => value.is_array(),
+            Kind::OptList => value.is_array() || value.is_null(),
             Kind::Object => value.is_object(),
             Kind::OptObject => value.is_object() || value.is_null(),
         }
@@ -175,6 +178,7 @@ impl Kind {
             Kind::Int => "a non-negative int",
             Kind::Bool => "a bool",
             Kind::List => "a list",
+            Kind::OptList => "a list or None",
             Kind::Object => "a dict",
             Kind::OptObject => "a dict or None",
         }
@@ -209,8 +213,13 @@ mod tests {
                 .check_shape(&json!({"id": "c1", "name": "x", "arguments": {}, "more": 1}))
                 .is_err()
         );
-        let result = json!({"id": "d", "parent_id": null, "attempt": 0, "response": "", "tool_calls": [], "tool_results": []});
+        let result = json!({"id": "d", "parent_id": null, "attempt": 0, "response": "", "tool_calls": [], "tool_results": [], "evidence": []});
         assert!(Event::DelegationPostVerify.check_shape(&result).is_ok());
+        let mut changed = result.clone();
+        changed["changes"] = json!({"added": ["a"], "modified": [], "deleted": []});
+        assert!(Event::DelegationPostVerify.check_shape(&changed).is_ok());
+        changed["changes"] = json!(["a"]);
+        assert!(Event::DelegationPostVerify.check_shape(&changed).is_err());
         assert!(
             Event::DelegationPost
                 .check_shape(&json!({"id": "d"}))

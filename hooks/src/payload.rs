@@ -84,9 +84,15 @@ pub struct DelegationResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Changes>,
     /// The evidence records (DESIGN §4.7) the checks and criteria of this attempt left, in
-    /// pipeline order: verifiers and hooks read what the commands found.
-    #[serde(default)]
+    /// pipeline order: verifiers and hooks read what the commands found. Absent or `null`
+    /// reads as none (Results written before evidence existed).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub evidence: Vec<Value>,
+}
+
+/// Reads `null` as an empty list.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Workspace paths (relative, `/`-separated) added, modified and deleted, each sorted.

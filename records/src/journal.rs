@@ -55,6 +55,8 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE attempts ADD COLUMN result TEXT;
     ALTER TABLE attempts ADD COLUMN verdict TEXT;
     ALTER TABLE attempts ADD COLUMN retry_prompt TEXT;",
+    // Version 3: the run's events (DESIGN §4.12), a JSON array in order of `seq`.
+    "ALTER TABLE delegations ADD COLUMN events TEXT;",
 ];
 
 /// The schema version this build writes.
@@ -150,6 +152,8 @@ pub struct Record {
     pub request: Option<Value>,
     /// What the run wanted a human to know.
     pub warnings: Vec<String>,
+    /// What happened, in order (DESIGN §4.12); empty in records from before schema version 3.
+    pub events: Vec<Value>,
 }
 
 impl Record {
@@ -195,6 +199,7 @@ impl Record {
             "source": self.source,
             "workdir": self.workdir,
             "warnings": self.warnings,
+            "events": self.events,
         })
     }
 }
@@ -553,6 +558,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         workdir: row.get("workdir")?,
         request: json_column(row, "request")?,
         warnings: json_column(row, "warnings")?.unwrap_or_default(),
+        events: json_column(row, "events")?.unwrap_or_default(),
     })
 }
 
@@ -621,9 +627,10 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
     conn.prepare_cached(
         "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
             error_kind, error_message, attempts, input_tokens, output_tokens, requests,
-            trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings)
+            trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings,
+            events)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-            ?18, ?19)",
+            ?18, ?19, ?20)",
     )?
     .execute(params![
         report.id,
@@ -645,6 +652,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         unix_millis(SystemTime::now()),
         report.request.as_ref().map(json_text),
         json_text(&report.warnings),
+        json_text(&report.events),
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
@@ -760,6 +768,7 @@ mod tests {
             },
             delivered: None,
             warnings: Vec::new(),
+            events: Vec::new(),
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(1234),
         }

@@ -20,7 +20,9 @@ mod journal;
 mod locate;
 mod writer;
 
-pub use dashboard::{Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise};
+pub use dashboard::{
+    CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise,
+};
 pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
 pub use writer::{JournalWriter, Written};

@@ -123,6 +123,7 @@ mod tests {
             error: None,
             delivered: None,
             warnings: Vec::new(),
+            events: Vec::new(),
             started_at: std::time::SystemTime::now(),
             duration: Duration::ZERO,
         }

@@ -1,5 +1,6 @@
 //! `harness run`: one delegation, with progress on stderr.
 
+use std::io::Write as _;
 use std::sync::OnceLock;
 
 use harness::{Assembler, Delegation, Error, Event, Outcome, Report, Runtime};
@@ -12,7 +13,11 @@ use harness_telemetry as telemetry;
 /// Runs the command and returns its exit code.
 pub async fn run(args: RunArgs) -> u8 {
     let json_output = args.json;
-    let (delegation, runtime) = match prepare(&args) {
+    let prepared = prepare(&args).and_then(|(delegation, runtime)| {
+        let events = EventStream::open(args.events.as_deref(), json_output)?;
+        Ok((delegation, runtime, events))
+    });
+    let (delegation, runtime, events) = match prepared {
         Ok(prepared) => prepared,
         Err(e) => {
             if json_output {
@@ -35,6 +40,9 @@ pub async fn run(args: RunArgs) -> u8 {
                 let _ = trace_id.set(id);
             }
         }
+        if let Event::Recorded(record) = event {
+            events.write(record);
+        }
         if !json_output {
             print_event(&delegation, event);
         }
@@ -43,6 +51,9 @@ pub async fn run(args: RunArgs) -> u8 {
         .run_until(&delegation, &observer, settings::shutdown_signal())
         .await;
     let trace_id = trace_id.into_inner();
+    if let Some(e) = events.finish() {
+        eprintln!("warning: {e}");
+    }
     let journal = record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
     let code = match report.outcome {
         Outcome::Passed | Outcome::Skipped => exit::OK,
@@ -79,6 +90,71 @@ pub async fn run(args: RunArgs) -> u8 {
     match unrecorded {
         Some(e) if code == exit::OK => exit::for_error(e.kind()),
         _ => code,
+    }
+}
+
+/// Where `--events` writes: JSON lines, flushed one by one so a reader sees them as they
+/// happen. A write that fails stops the stream (the journal keeps every event) and is reported
+/// once at the end.
+struct EventStream {
+    out: std::sync::Mutex<Option<(String, Box<dyn std::io::Write + Send>)>>,
+    failed: std::sync::Mutex<Option<String>>,
+}
+
+impl EventStream {
+    /// Opens `path` (created or truncated; `-` is stdout, which `--json` needs for itself).
+    fn open(path: Option<&std::path::Path>, json: bool) -> Result<Self, Error> {
+        let out: Option<(String, Box<dyn std::io::Write + Send>)> = match path {
+            None => None,
+            Some(p) if p.as_os_str() == "-" => {
+                if json {
+                    return Err(Error::config(
+                        "--events - writes events to stdout, where --json writes the report; give --events a file",
+                    ));
+                }
+                Some(("stdout".to_owned(), Box::new(std::io::stdout())))
+            }
+            Some(p) => {
+                let file = std::fs::File::create(p).map_err(|e| {
+                    Error::config(format!("--events {}: cannot create it: {e}", p.display()))
+                })?;
+                Some((
+                    p.display().to_string(),
+                    Box::new(std::io::LineWriter::new(file)),
+                ))
+            }
+        };
+        Ok(EventStream {
+            out: std::sync::Mutex::new(out),
+            failed: std::sync::Mutex::new(None),
+        })
+    }
+
+    fn write(&self, record: &harness::events::EventRecord) {
+        let mut out = self
+            .out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some((name, writer)) = out.as_mut() else {
+            return;
+        };
+        let line = serde_json::to_string(record).unwrap_or_default();
+        if let Err(e) = writeln!(writer, "{line}").and_then(|()| writer.flush()) {
+            *self
+                .failed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!(
+                "--events {name}: writing failed ({e}); later events are only in the journal"
+            ));
+            *out = None;
+        }
+    }
+
+    /// Says why the stream stopped early, if it did.
+    fn finish(self) -> Option<String> {
+        self.failed
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -136,6 +212,27 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
                 for reason in verdict.reasons() {
                     eprintln!("    {}", redact.scrub(&reason));
                 }
+            }
+        }
+        Event::Recorded(record) => {
+            if let harness::events::RunEvent::CheckCompleted {
+                check_name,
+                passed,
+                exit_code,
+                duration_ms,
+                required,
+            } = &record.event
+            {
+                let how = match (passed, exit_code) {
+                    (true, _) => "passed".to_owned(),
+                    (false, Some(code)) => format!("failed (exit {code})"),
+                    (false, None) => "failed".to_owned(),
+                };
+                let advisory = if *required { "" } else { " [advisory]" };
+                eprintln!(
+                    "  check {check_name}: {how} in {:.1} s{advisory}",
+                    *duration_ms as f64 / 1000.0
+                );
             }
         }
         Event::Retrying { next_attempt, .. } => eprintln!(

@@ -136,10 +136,89 @@ async fn show(args: &RunsShowArgs) -> Result<(), Error> {
             attempt.usage.output_tokens
         );
         for reason in &attempt.reasons {
-            println!("     {reason}");
+            let mut lines = reason.lines();
+            println!("     {}", lines.next().unwrap_or_default());
+            for line in lines {
+                println!("       {line}");
+            }
         }
+        if let Some(changes) = attempt.result.as_ref().map(|r| &r["changes"]) {
+            print_changes(changes);
+        }
+        let evidence = attempt
+            .verdict
+            .as_ref()
+            .and_then(|v| v["evidence"].as_array())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        print_evidence(evidence);
     }
     Ok(())
+}
+
+/// Prints what the attempt changed, as `+added ~modified -deleted: paths`.
+fn print_changes(changes: &serde_json::Value) {
+    let list = |key: &str| -> Vec<&str> {
+        changes[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+            .unwrap_or_default()
+    };
+    if !changes.is_object() {
+        return;
+    }
+    let (added, modified, deleted) = (list("added"), list("modified"), list("deleted"));
+    let mut paths: Vec<String> = Vec::new();
+    paths.extend(added.iter().map(|p| format!("+{p}")));
+    paths.extend(modified.iter().map(|p| format!("~{p}")));
+    paths.extend(deleted.iter().map(|p| format!("-{p}")));
+    let shown = paths.len().min(10);
+    let more = if paths.len() > shown {
+        format!(" and {} more", paths.len() - shown)
+    } else {
+        String::new()
+    };
+    println!(
+        "     changes: {} added, {} modified, {} deleted{}{}{more}",
+        added.len(),
+        modified.len(),
+        deleted.len(),
+        if paths.is_empty() { "" } else { ": " },
+        paths[..shown].join(" ")
+    );
+}
+
+/// Prints the attempt's evidence records as a table: criterion, result, proof.
+fn print_evidence(evidence: &[serde_json::Value]) {
+    if evidence.is_empty() {
+        return;
+    }
+    let cell = |record: &serde_json::Value, key: &str| {
+        record[key].as_str().unwrap_or("-").replace('\n', " ")
+    };
+    let width = evidence
+        .iter()
+        .map(|r| cell(r, "criterion").chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(9, 40);
+    println!("     {:<width$}  {:<7}  PROOF", "CRITERION", "RESULT");
+    for record in evidence {
+        let mut name = cell(record, "criterion");
+        if name.chars().count() > width {
+            name = name.chars().take(width - 1).collect::<String>() + "…";
+        }
+        let advisory = if record["required"] == serde_json::Value::Bool(false) {
+            " (advisory)"
+        } else {
+            ""
+        };
+        println!(
+            "     {name:<width$}  {:<7}  {}{advisory}",
+            cell(record, "result"),
+            cell(record, "proof")
+        );
+    }
 }
 
 /// `passed`, `failed (verification_failed)`, `error (verifier)`, ...

@@ -13,6 +13,7 @@ use tracing::Instrument;
 use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
+use crate::events::RunEvent;
 use crate::redact::Redactor;
 use crate::verdict::{Finding, Source};
 
@@ -39,6 +40,8 @@ pub struct CheckSpec {
     /// True for a command criterion (`criteria: [{command: …, name: …}]`): its findings and
     /// evidence say `criterion`, not `check`.
     pub criterion: bool,
+    /// Runs at the same time as the `parallel` checks next to it (`parallel: true`).
+    pub parallel: bool,
 }
 
 impl CheckSpec {
@@ -66,40 +69,95 @@ pub(crate) struct CommandChecks {
 }
 
 impl Check for CommandChecks {
-    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            for check in &self.checks {
-                let span = tracing::info_span!("check", check.name = check.name.as_str());
-                self.run_one(check, subject).instrument(span).await?;
+            let mut rest = self.checks.as_slice();
+            while let Some(first) = rest.first() {
+                // A run of consecutive `parallel: true` checks runs at once; the rest one by one.
+                let together = if first.parallel {
+                    rest.iter().take_while(|c| c.parallel).count()
+                } else {
+                    1
+                };
+                let (group, after) = rest.split_at(together);
+                rest = after;
+                for check in group {
+                    subject.emit(RunEvent::CheckStarted {
+                        check_name: check.name.clone(),
+                        required: check.required,
+                    });
+                }
+                let runs = if group.len() == 1 {
+                    let span = tracing::info_span!("check", check.name = group[0].name.as_str());
+                    vec![self.execute(&group[0]).instrument(span).await]
+                } else {
+                    self.execute_together(group).await
+                };
+                for (check, run) in group.iter().zip(runs) {
+                    self.record(check, run?, subject);
+                }
             }
             Ok(())
         })
     }
 }
 
+/// What running one check left.
+struct Ran {
+    at: String,
+    run: harness_builtins::ProgramRun,
+}
+
 impl CommandChecks {
-    async fn run_one(&self, check: &CheckSpec, subject: &mut Subject) -> Result<()> {
-        let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-        let launch = harness_builtins::Launch {
-            cwd: &self.root,
-            env: &check.env,
-            home: Some(self.home.path()),
-            hidden: Some(&self.root),
-            timeout: check.timeout,
-            cap: MAX_OUTPUT,
-            isolation: None,
-        };
-        let run = harness_builtins::run_program(&check.argv, &launch)
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Check,
-                    format!(
-                        "check {}: cannot start {:?}: {e} (a check that cannot run never passes)",
-                        check.name, check.argv[0]
-                    ),
-                )
-            })?;
+    /// Runs `check` in the workspace, scrubbed, in its own process group.
+    async fn execute(&self, check: &CheckSpec) -> Result<Ran> {
+        execute(check, &self.root, self.home.path()).await
+    }
+
+    /// Runs `group` at once, each on its own task; results in the group's order. Dropping the
+    /// future (a cancel, a timeout) aborts the tasks, which kills their process groups.
+    async fn execute_together(&self, group: &[CheckSpec]) -> Vec<Result<Ran>> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, check) in group.iter().enumerate() {
+            let (check, root, home) = (check.clone(), self.root.clone(), Arc::clone(&self.home));
+            let span = tracing::info_span!("check", check.name = check.name.as_str());
+            tasks.spawn(
+                async move { (index, execute(&check, &root, home.path()).await) }.instrument(span),
+            );
+        }
+        let mut runs: Vec<Option<Result<Ran>>> = group.iter().map(|_| None).collect();
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok((index, run)) => runs[index] = Some(run),
+                Err(e) => {
+                    return group
+                        .iter()
+                        .map(|c| {
+                            Err(Error::new(
+                                ErrorKind::Check,
+                                format!("check {}: its task failed: {e}", c.name),
+                            ))
+                        })
+                        .collect();
+                }
+            }
+        }
+        runs.into_iter()
+            .map(|run| {
+                run.unwrap_or_else(|| {
+                    Err(Error::new(
+                        ErrorKind::Check,
+                        "a check did not report".to_owned(),
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Turns what `check` did into its evidence record, its event, and a finding unless it
+    /// passed.
+    fn record(&self, check: &CheckSpec, ran: Ran, subject: &mut Subject<'_>) {
+        let Ran { at, run } = ran;
         let seconds = run.duration.as_secs_f64();
         let (result, proof) = match (run.timed_out, run.exit_code) {
             (true, _) => (
@@ -145,8 +203,15 @@ impl CommandChecks {
             "subject_sha256": null,
             "at": at,
         }));
+        subject.emit(RunEvent::CheckCompleted {
+            check_name: check.name.clone(),
+            passed: result == "pass",
+            exit_code: run.exit_code,
+            duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
+            required: check.required,
+        });
         if result == "pass" {
-            return Ok(());
+            return;
         }
         let lines: Vec<&str> = output.lines().collect();
         let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
@@ -162,6 +227,31 @@ impl CommandChecks {
         } else {
             Finding::advisory(source, &check.name, message)
         });
-        Ok(())
     }
+}
+
+/// Runs `check` with `root` as its working directory and `home` as its HOME.
+async fn execute(check: &CheckSpec, root: &std::path::Path, home: &std::path::Path) -> Result<Ran> {
+    let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let launch = harness_builtins::Launch {
+        cwd: root,
+        env: &check.env,
+        home: Some(home),
+        hidden: Some(root),
+        timeout: check.timeout,
+        cap: MAX_OUTPUT,
+        isolation: None,
+    };
+    let run = harness_builtins::run_program(&check.argv, &launch)
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Check,
+                format!(
+                    "check {}: cannot start {:?}: {e} (a check that cannot run never passes)",
+                    check.name, check.argv[0]
+                ),
+            )
+        })?;
+    Ok(Ran { at, run })
 }

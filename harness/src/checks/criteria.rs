@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
+use crate::events::RunEvent;
 use crate::verdict::{Finding, Source};
 
 /// Files larger than this are not scanned for placeholders (and not hashed for evidence).
@@ -114,7 +115,7 @@ struct Judged {
 }
 
 impl Check for CriteriaStage {
-    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let files: Vec<Criterion> = self
                 .criteria
@@ -123,6 +124,12 @@ impl Check for CriteriaStage {
                 .cloned()
                 .collect();
             let workspace = self.workspace.clone();
+            for criterion in &self.criteria {
+                subject.emit(RunEvent::CheckStarted {
+                    check_name: criterion.name(),
+                    required: true,
+                });
+            }
             // Reading and walking the workspace waits on the file system: a blocking thread.
             let mut judged = tokio::task::spawn_blocking(move || {
                 files
@@ -155,6 +162,13 @@ impl Check for CriteriaStage {
             judged.sort_by_key(|(c, _, _)| self.criteria.iter().position(|d| d == c));
             let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
             for (criterion, judged, took) in judged {
+                subject.emit(RunEvent::CheckCompleted {
+                    check_name: criterion.name(),
+                    passed: judged.passed,
+                    exit_code: None,
+                    duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                    required: true,
+                });
                 let (method, target) = criterion.method_and_target();
                 subject.evidence.push(json!({
                     "criterion": criterion.name(),

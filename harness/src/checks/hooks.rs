@@ -18,7 +18,7 @@ pub(crate) struct PostVerifyHooks {
 }
 
 impl Check for PostVerifyHooks {
-    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let clock = std::time::Instant::now();
             let dispatch = self

@@ -20,12 +20,13 @@ use serde_json::Value;
 
 use crate::delegate::BoxFuture;
 use crate::error::Result;
+use crate::events::{Emitter, RunEvent};
 use crate::verdict::Finding;
 use harness_hooks::DelegationResult;
 
 /// One attempt under judgement, handed from stage to stage.
 #[derive(Debug)]
-pub(crate) struct Subject {
+pub(crate) struct Subject<'e> {
     /// The Result; a `delegation.post_verify` modify rewrites it for later stages and the caller.
     pub(crate) result: DelegationResult,
     /// The Result as scripts see it, converted once and kept in step with `result`.
@@ -41,11 +42,13 @@ pub(crate) struct Subject {
     /// Set by a stage that ends the delegation at once (a scope violation under
     /// `on_violation: fail`): the stages after it do not run.
     pub(crate) fatal: Option<crate::error::Error>,
+    /// Where stages say what they are doing (`CheckStarted`, `ScopeValidated`, …).
+    pub(crate) events: &'e Emitter<'e>,
 }
 
-impl Subject {
-    /// Starts judging `result`.
-    pub(crate) fn new(result: DelegationResult) -> Self {
+impl<'e> Subject<'e> {
+    /// Starts judging `result`, telling `events` what happens.
+    pub(crate) fn new(result: DelegationResult, events: &'e Emitter<'e>) -> Self {
         Subject {
             value: result.to_value(),
             result,
@@ -54,7 +57,13 @@ impl Subject {
             logs: Vec::new(),
             diff: Vec::new(),
             fatal: None,
+            events,
         }
+    }
+
+    /// Records an event of this attempt.
+    pub(crate) fn emit(&self, event: RunEvent) {
+        self.events.emit(event);
     }
 
     /// Shows the evidence gathered so far in the Result later stages read (`result["evidence"]`).
@@ -75,5 +84,5 @@ pub(crate) trait Check: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// The stage's broken-policy kind (`verifier`, `hook`, …): the delegation stops without a
     /// retry, because nothing a broken judge says counts.
-    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>>;
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>>;
 }

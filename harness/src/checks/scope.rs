@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
+use crate::events::RunEvent;
 use crate::scope::{OnViolation, Scope, Snapshot};
 use crate::verdict::{Finding, Source};
 
@@ -20,7 +21,7 @@ pub(crate) struct ScopeStage {
 }
 
 impl Check for ScopeStage {
-    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let (scope, baseline) = (Arc::clone(&self.scope), Arc::clone(&self.baseline));
             let diff = tokio::task::spawn_blocking(move || scope.diff(&baseline))
@@ -37,7 +38,6 @@ impl Check for ScopeStage {
                     serde_json::to_value(&diff.changes).unwrap_or_default(),
                 );
             }
-            subject.result.changes = Some(diff.changes);
             for warning in diff.warnings {
                 subject.logs.push(warning);
             }
@@ -46,7 +46,24 @@ impl Check for ScopeStage {
                     .findings
                     .push(Finding::blocking(Source::Scope, path, why));
             }
-            if !diff.violations.is_empty() && self.scope.spec.on_violation == OnViolation::Fail {
+            let on_violation = self.scope.spec.on_violation;
+            if diff.violations.is_empty() {
+                subject.emit(RunEvent::ScopeValidated {
+                    added: diff.changes.added.len(),
+                    modified: diff.changes.modified.len(),
+                    deleted: diff.changes.deleted.len(),
+                });
+            } else {
+                subject.emit(RunEvent::ScopeViolationDetected {
+                    paths: diff.violations.iter().map(|(p, _)| p.clone()).collect(),
+                    on_violation: match on_violation {
+                        OnViolation::Fail => "fail",
+                        OnViolation::Retry => "retry",
+                    }
+                    .to_owned(),
+                });
+            }
+            if !diff.violations.is_empty() && on_violation == OnViolation::Fail {
                 subject.fatal = Some(Error::new(
                     ErrorKind::ScopeViolation,
                     format!(
@@ -60,6 +77,7 @@ impl Check for ScopeStage {
                 ));
             }
             subject.diff = diff.diff;
+            subject.result.changes = Some(diff.changes);
             Ok(())
         })
     }

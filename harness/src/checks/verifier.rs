@@ -15,7 +15,7 @@ use crate::verifier::Verifier;
 pub(crate) struct InlineVerifier(pub(crate) Verifier);
 
 impl Check for InlineVerifier {
-    fn check<'a>(&'a self, subject: &'a mut Subject) -> BoxFuture<'a, Result<()>> {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let verifier = &self.0;
             let span = tracing::info_span!(

@@ -69,6 +69,17 @@ impl Dashboard {
                     .collect();
                 page.push_str(&labelled_bars(&bars, "#6a1b9a"));
             }
+            page.push_str("<h3>Top failing checks</h3>\n");
+            if stats.top_checks.is_empty() {
+                page.push_str("<p class=\"none\">None.</p>\n");
+            } else {
+                let bars: Vec<(String, usize)> = stats
+                    .top_checks
+                    .iter()
+                    .map(|c| (c.check.clone(), c.count))
+                    .collect();
+                page.push_str(&labelled_bars(&bars, "#00695c"));
+            }
             if !stats.top_errors.is_empty() {
                 page.push_str("<h3>Top errors</h3>\n<table>\n<tr><th>count</th><th>kind</th><th>message</th></tr>\n");
                 for e in &stats.top_errors {

@@ -48,6 +48,16 @@ pub struct HookCount {
     pub count: usize,
 }
 
+/// A check or criterion and how many attempts it failed (its evidence said `fail`, `error` or
+/// `timeout`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckCount {
+    /// The check's or criterion's name.
+    pub check: String,
+    /// Attempts it failed.
+    pub count: usize,
+}
+
 /// A normalised error message of an `error` outcome and how often it occurred.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorCount {
@@ -131,6 +141,8 @@ pub struct KindStats {
     pub top_reasons: Vec<ReasonCount>,
     /// The hooks that failed attempts most often, most frequent first.
     pub top_hooks: Vec<HookCount>,
+    /// The checks and criteria that failed attempts most often, most frequent first.
+    pub top_checks: Vec<CheckCount>,
     /// The most frequent normalised error messages, most frequent first.
     pub top_errors: Vec<ErrorCount>,
 }
@@ -153,6 +165,7 @@ impl KindStats {
         stats.pass_at_attempt = vec![0; most_attempts];
         let mut reasons: HashMap<(String, String), (usize, String)> = HashMap::new();
         let mut hooks: HashMap<String, usize> = HashMap::new();
+        let mut checks: HashMap<String, usize> = HashMap::new();
         let mut errors: HashMap<(String, String), usize> = HashMap::new();
         for record in records {
             stats.usage.add(record.usage);
@@ -202,6 +215,19 @@ impl KindStats {
                 for hook in hooks_here {
                     *hooks.entry(hook.to_owned()).or_default() += 1;
                 }
+                let evidence = attempt
+                    .verdict
+                    .as_ref()
+                    .and_then(|v| v["evidence"].as_array())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                for record in evidence {
+                    if record["result"].as_str().is_some_and(|r| r != "pass") {
+                        if let Some(name) = record["criterion"].as_str() {
+                            *checks.entry(name.to_owned()).or_default() += 1;
+                        }
+                    }
+                }
             }
         }
         stats.attempts = Spread::of(records.iter().map(|r| r.attempts.len() as u64).collect());
@@ -220,6 +246,7 @@ impl KindStats {
             }
         });
         stats.top_hooks = top(hooks, |(hook, count)| HookCount { hook, count });
+        stats.top_checks = top(checks, |(check, count)| CheckCount { check, count });
         stats.top_errors = top(errors, |((kind, message), count)| ErrorCount {
             kind,
             message,
@@ -257,6 +284,9 @@ impl KindStats {
             })).collect::<Vec<_>>(),
             "top_hooks": self.top_hooks.iter().map(|h| json!({
                 "hook": h.hook, "count": h.count,
+            })).collect::<Vec<_>>(),
+            "top_checks": self.top_checks.iter().map(|c| json!({
+                "check": c.check, "count": c.count,
             })).collect::<Vec<_>>(),
             "top_errors": self.top_errors.iter().map(|e| json!({
                 "kind": e.kind, "message": e.message, "count": e.count,
@@ -580,6 +610,7 @@ pub(crate) mod tests {
             workdir: None,
             request: None,
             warnings: Vec::new(),
+            events: Vec::new(),
         }
     }
 

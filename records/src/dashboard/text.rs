@@ -76,6 +76,7 @@ impl Dashboard {
         for stats in &self.kinds {
             if stats.top_reasons.is_empty()
                 && stats.top_hooks.is_empty()
+                && stats.top_checks.is_empty()
                 && stats.top_errors.is_empty()
             {
                 continue;
@@ -91,6 +92,12 @@ impl Dashboard {
                 out.push_str("  top failing hooks:\n");
                 for h in stats.top_hooks.iter().take(TOP_IN_TABLE) {
                     let _ = writeln!(out, "  {:>5}  {}", h.count, h.hook);
+                }
+            }
+            if !stats.top_checks.is_empty() {
+                out.push_str("  top failing checks:\n");
+                for c in stats.top_checks.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  {}", c.count, c.check);
                 }
             }
             if !stats.top_errors.is_empty() {

@@ -1,0 +1,225 @@
+//! Run events (DESIGN §4.12): one enum for everything that happens during a delegation, each
+//! numbered and timed. They are kept in the [`Report`](crate::Report) (so the journal stores
+//! them), handed to the [`Observer`](crate::Observer) as they happen (so `--events` can stream
+//! them as JSON lines), and emitted as span events on the span current when they happen.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ralph::{Event, Observer};
+
+/// What happened. Serialised with its name in `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum RunEvent {
+    /// The delegation began.
+    DelegationStarted {
+        /// The delegate's kind.
+        delegate: String,
+        /// Attempts allowed in all.
+        max_attempts: u32,
+    },
+    /// An attempt began.
+    AttemptStarted,
+    /// The delegate called a tool.
+    ToolCalled {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A tool call returned.
+    ToolReturned {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// True when it failed or was refused.
+        is_error: bool,
+    },
+    /// The scope diff found nothing outside the scope.
+    ScopeValidated {
+        /// Paths added, modified and deleted since the baseline.
+        added: usize,
+        /// Modified paths.
+        modified: usize,
+        /// Deleted paths.
+        deleted: usize,
+    },
+    /// The scope diff found changes the scope refuses.
+    ScopeViolationDetected {
+        /// The refused paths.
+        paths: Vec<String>,
+        /// `fail` (the delegation ends) or `retry`.
+        on_violation: String,
+    },
+    /// A check or criterion began.
+    CheckStarted {
+        /// Its name.
+        check_name: String,
+        /// False for an advisory check.
+        required: bool,
+    },
+    /// A check or criterion finished.
+    CheckCompleted {
+        /// Its name.
+        check_name: String,
+        /// True when it passed.
+        passed: bool,
+        /// The exit code of a command; `None` for other criteria, timeouts and signals.
+        exit_code: Option<i32>,
+        /// How long it took.
+        duration_ms: u64,
+        /// False for an advisory check.
+        required: bool,
+    },
+    /// The pipeline began judging an attempt.
+    VerificationStarted,
+    /// The pipeline judged an attempt.
+    VerificationCompleted {
+        /// `pass`, `retry`, `fail` or `error`.
+        outcome: String,
+        /// The blocking reasons, one per line; empty on a pass.
+        reasoning: String,
+    },
+    /// The retry prompt was assembled for the next attempt.
+    RetryContextAssembled {
+        /// The template's version.
+        template_version: String,
+        /// Blocking reasons quoted.
+        reasons: usize,
+        /// True when the same failure repeated.
+        repeated: bool,
+    },
+    /// The delegation ended.
+    DelegationCompleted {
+        /// Its outcome.
+        outcome: String,
+        /// The kind of a failure or error.
+        kind: Option<String>,
+    },
+}
+
+impl RunEvent {
+    /// The event's name, e.g. `CheckCompleted`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunEvent::DelegationStarted { .. } => "DelegationStarted",
+            RunEvent::AttemptStarted => "AttemptStarted",
+            RunEvent::ToolCalled { .. } => "ToolCalled",
+            RunEvent::ToolReturned { .. } => "ToolReturned",
+            RunEvent::ScopeValidated { .. } => "ScopeValidated",
+            RunEvent::ScopeViolationDetected { .. } => "ScopeViolationDetected",
+            RunEvent::CheckStarted { .. } => "CheckStarted",
+            RunEvent::CheckCompleted { .. } => "CheckCompleted",
+            RunEvent::VerificationStarted => "VerificationStarted",
+            RunEvent::VerificationCompleted { .. } => "VerificationCompleted",
+            RunEvent::RetryContextAssembled { .. } => "RetryContextAssembled",
+            RunEvent::DelegationCompleted { .. } => "DelegationCompleted",
+        }
+    }
+}
+
+/// One event as it is stored and streamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// The delegation's id.
+    pub run_id: String,
+    /// The attempt it happened in, from 0 (0 before the first attempt).
+    pub attempt: u32,
+    /// Its place in the run, from 0, without gaps.
+    pub seq: u64,
+    /// When it happened, RFC 3339.
+    pub at: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: RunEvent,
+}
+
+/// Numbers, times, keeps and hands on the events of one delegation.
+pub(crate) struct Emitter<'a> {
+    run_id: String,
+    observer: &'a dyn Observer,
+    seq: AtomicU64,
+    attempt: AtomicU32,
+    records: Mutex<Vec<EventRecord>>,
+}
+
+impl std::fmt::Debug for Emitter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emitter")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An observer that ignores everything (for judging outside a run, `harness verify`).
+struct Nobody;
+
+impl Observer for Nobody {
+    fn on_event(&self, _: &Event<'_>) {}
+}
+
+impl<'a> Emitter<'a> {
+    /// Events of the delegation `run_id`, handed to `observer` as they happen.
+    pub(crate) fn new(run_id: &str, observer: &'a dyn Observer) -> Self {
+        Emitter {
+            run_id: run_id.to_owned(),
+            observer,
+            seq: AtomicU64::new(0),
+            attempt: AtomicU32::new(0),
+            records: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Sets the attempt later events belong to.
+    pub(crate) fn set_attempt(&self, attempt: u32) {
+        self.attempt.store(attempt, Ordering::Relaxed);
+    }
+
+    /// Records `event`: numbered, timed, kept, handed to the observer and emitted as a span
+    /// event of the current span.
+    pub(crate) fn emit(&self, event: RunEvent) {
+        let mut records = self
+            .records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let record = EventRecord {
+            run_id: self.run_id.clone(),
+            attempt: self.attempt.load(Ordering::Relaxed),
+            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            event,
+        };
+        if tracing::enabled!(tracing::Level::INFO) {
+            let body = serde_json::to_string(&record.event).unwrap_or_default();
+            tracing::info!(
+                harness.event.seq = i64::try_from(record.seq).unwrap_or(i64::MAX),
+                harness.event.body = body.as_str(),
+                "{}",
+                record.event.name()
+            );
+        }
+        self.observer.on_event(&Event::Recorded(&record));
+        records.push(record);
+    }
+
+    /// The events so far, in order.
+    pub(crate) fn take(&self) -> Vec<EventRecord> {
+        std::mem::take(
+            &mut *self
+                .records
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+impl Emitter<'static> {
+    /// An emitter that keeps events for nobody.
+    pub(crate) fn detached() -> Self {
+        Emitter::new("", &Nobody)
+    }
+}
