@@ -750,3 +750,63 @@ fn a_bad_otlp_endpoint_is_a_usage_error() {
         assert_eq!(dir.read("workspace/hello.txt"), None, "the delegation ran");
     }
 }
+
+/// Every span event named `name`, anywhere in the trace, with the span it was recorded on.
+fn run_events<'a>(trace: &'a Trace, name: &str) -> Vec<(&'a Span, serde_json::Value)> {
+    let mut found = Vec::new();
+    for span in &trace.spans {
+        for event in events(span, name) {
+            let body = text(&event.attributes, "harness.event.body");
+            let body: Value = serde_json::from_str(&body)
+                .unwrap_or_else(|e| panic!("{name}: harness.event.body is not JSON ({e}): {body}"));
+            found.push((span, body));
+        }
+    }
+    found
+}
+
+/// `examples/checks`: the run events (DESIGN §4.12) reach the trace as span events, each with
+/// its JSON body, under the delegation's spans — the failed `tests` check on the first attempt
+/// and the passed one on the second.
+#[test]
+fn run_events_are_span_events_in_the_trace() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/checks"), &dir.path());
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"));
+    assert_eq!(report["attempts"], json!(2));
+    let (trace, _) = collect(&receiver, &report, &METRICS[..2]);
+    let root = root(&trace, &report);
+    let attempts = attempts(&trace, root, &report);
+    assert_eq!(attempts.len(), 2);
+
+    let started = run_events(&trace, "DelegationStarted");
+    assert_eq!(started.len(), 1, "{:?}", trace.names());
+    assert_eq!(started[0].0.span_id, root.span_id);
+    let completed = run_events(&trace, "DelegationCompleted");
+    assert_eq!(completed.len(), 1);
+    assert_eq!(completed[0].0.span_id, root.span_id);
+    assert_eq!(completed[0].1["outcome"], json!("passed"));
+
+    let tests: Vec<_> = run_events(&trace, "CheckCompleted")
+        .into_iter()
+        .filter(|(_, body)| body["check_name"] == json!("tests"))
+        .collect();
+    assert_eq!(tests.len(), 2, "one `tests` check per attempt");
+    for (index, attempt) in attempts.iter().enumerate() {
+        let (span, body) = tests
+            .iter()
+            .find(|(span, _)| *span == *attempt || trace.descends_from(span, attempt))
+            .unwrap_or_else(|| panic!("no CheckCompleted under attempt {index}"));
+        assert_eq!(body["passed"], json!(index == 1), "attempt {index}: {body}");
+        assert_eq!(body["required"], json!(true));
+        let seq = events(span, "CheckCompleted")
+            .iter()
+            .map(|e| int(&e.attributes, "harness.event.seq"))
+            .min()
+            .expect("a seq");
+        assert!(seq > 0, "DelegationStarted is event 0");
+    }
+}
