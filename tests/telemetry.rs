@@ -757,7 +757,7 @@ fn run_events<'a>(trace: &'a Trace, name: &str) -> Vec<(&'a Span, serde_json::Va
     for span in &trace.spans {
         for event in events(span, name) {
             let body = text(&event.attributes, "harness.event.body");
-            let body: Value = serde_json::from_str(&body)
+            let body: Value = serde_json::from_str(body)
                 .unwrap_or_else(|e| panic!("{name}: harness.event.body is not JSON ({e}): {body}"));
             found.push((span, body));
         }

@@ -13,8 +13,10 @@
 //! its work; only `scope.ignore`, from the policy, is.
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -123,7 +125,10 @@ impl Scope {
 
     /// Records the workspace as it is now.
     pub fn snapshot(&self) -> Snapshot {
-        let mut snapshot = self.walk();
+        let mut snapshot = self.walk(None);
+        for (index, entry) in snapshot.files.values_mut().enumerate() {
+            entry.index = u32::try_from(index).unwrap_or(u32::MAX);
+        }
         // Keep the text of small files the delegate may change, smallest first, to the budget.
         let mut candidates: Vec<(&str, u64)> = snapshot
             .files
@@ -143,8 +148,25 @@ impl Scope {
             budget -= size;
             kept.push(path.to_owned());
         }
-        for path in kept {
-            let content = read_small(&self.root.join(&path));
+        // Read on as many threads as the walk used: thousands of small reads.
+        let chunk = kept.len().div_ceil(threads()).max(1);
+        let read: Vec<(String, Option<Vec<u8>>)> = std::thread::scope(|scope| {
+            let readers: Vec<_> = kept
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|path| (path.clone(), read_small(&self.root.join(path))))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            readers
+                .into_iter()
+                .flat_map(|reader| reader.join().unwrap_or_default())
+                .collect()
+        });
+        for (path, content) in read {
             if let (Some(content), Some(entry)) = (content, snapshot.files.get_mut(path.as_str())) {
                 entry.content = Some(content.into_boxed_slice());
             }
@@ -154,7 +176,13 @@ impl Scope {
 
     /// What changed between `before` and now, with the violations of the scope.
     pub fn diff(&self, before: &Snapshot) -> Diff {
-        let after = self.walk();
+        let seen: Vec<AtomicBool> = before
+            .files
+            .iter()
+            .map(|_| AtomicBool::new(false))
+            .collect();
+        // Only what is new or whose `lstat` moved comes back; the rest is marked in `seen`.
+        let after = self.walk(Some((before, &seen)));
         let mut changes = Changes::default();
         let mut diffs = Vec::new();
         for (path, now) in &after.files {
@@ -183,7 +211,8 @@ impl Scope {
             }
         }
         for (path, then) in &before.files {
-            if !after.files.contains_key(path) {
+            let index = then.index as usize;
+            if !seen.get(index).is_some_and(|s| s.load(Ordering::Relaxed)) {
                 changes.deleted.push(path.to_string());
                 if let Some(old) = &then.content {
                     diffs.push(unified(path, old, b"", path));
@@ -210,27 +239,28 @@ impl Scope {
     }
 
     /// Walks the workspace on several threads: `.git/` and `.harness/` at the top and
-    /// `scope.ignore` are left out, links are recorded but never followed.
-    fn walk(&self) -> Snapshot {
+    /// `scope.ignore` are left out, links are recorded but never followed. Against a
+    /// `baseline`, only the entries that are new or whose `lstat` moved are gathered; the others
+    /// are marked in its `seen` flags (by [`Entry::index`]).
+    fn walk(&self, baseline: Option<(&Snapshot, &[AtomicBool])>) -> Snapshot {
         let shared = Shared::default();
         let ignore = Arc::clone(&self.ignore);
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
         ignore::WalkBuilder::new(&self.root)
             .standard_filters(false)
             .follow_links(false)
-            .threads(threads)
+            .threads(threads())
             .filter_entry(move |entry| {
                 let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
                 let name = entry.file_name();
+                // A directory left out takes what it holds with it: the entry alone is matched.
                 !(entry.depth() == 1 && is_dir && (name == ".git" || name == ".harness"))
-                    && !ignore
-                        .matched_path_or_any_parents(entry.path(), is_dir)
-                        .is_ignore()
+                    && !ignore.matched(entry.path(), is_dir).is_ignore()
             })
             .build_parallel()
             .visit(&mut Visitors {
                 shared: &shared,
                 root: &self.root,
+                baseline,
             });
         let Gathered {
             files,
@@ -247,10 +277,15 @@ impl Scope {
     }
 }
 
+/// Threads a walk or a read uses: one per core, at most 8.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+}
+
 /// The workspace at one moment: path (relative, `/`-separated) → what `lstat` said.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    files: HashMap<Box<str>, Entry>,
+    files: Files,
     /// What could not be read, reported and skipped.
     pub warnings: Vec<String>,
 }
@@ -284,6 +319,8 @@ struct Entry {
     changed: (i64, i64),
     inode: u64,
     mode: u32,
+    /// Its place in the snapshot, for the `seen` flags of a diff (in what would be padding).
+    index: u32,
     /// The bytes, for small files the delegate may change (see [`Scope::snapshot`]).
     content: Option<Box<[u8]>>,
 }
@@ -296,6 +333,7 @@ impl Entry {
             changed: (meta.ctime(), meta.ctime_nsec()),
             inode: meta.ino(),
             mode: meta.mode(),
+            index: 0,
             content: None,
         }
     }
@@ -365,7 +403,7 @@ struct Shared {
 /// The entries, the warnings, and how many warnings were dropped past [`MAX_WARNINGS`].
 #[derive(Default)]
 struct Gathered {
-    files: HashMap<Box<str>, Entry>,
+    files: Files,
     warnings: Vec<String>,
     dropped: usize,
 }
@@ -374,6 +412,7 @@ struct Gathered {
 struct Visitors<'s> {
     shared: &'s Shared,
     root: &'s Path,
+    baseline: Option<(&'s Snapshot, &'s [AtomicBool])>,
 }
 
 impl<'s> ignore::ParallelVisitorBuilder<'s> for Visitors<'s> {
@@ -381,11 +420,16 @@ impl<'s> ignore::ParallelVisitorBuilder<'s> for Visitors<'s> {
         Box::new(Visitor {
             shared: self.shared,
             root: self.root,
+            baseline: self.baseline,
             batch: Vec::with_capacity(BATCH),
             problems: Vec::new(),
         })
     }
 }
+
+/// Path → entry, hashed with foldhash's DoS-resistant variant (the delegate names the files;
+/// SipHash was a tenth of a walk).
+type Files = HashMap<Box<str>, Entry, foldhash::quality::RandomState>;
 
 /// Entries one thread merges at a time.
 const BATCH: usize = 1024;
@@ -394,6 +438,7 @@ const BATCH: usize = 1024;
 struct Visitor<'s> {
     shared: &'s Shared,
     root: &'s Path,
+    baseline: Option<(&'s Snapshot, &'s [AtomicBool])>,
     batch: Vec<(Box<str>, Entry)>,
     problems: Vec<String>,
 }
@@ -443,13 +488,24 @@ impl ignore::ParallelVisitor for Visitor<'_> {
         }
         match entry.path().symlink_metadata() {
             Ok(meta) => {
-                let rel = entry.path().strip_prefix(self.root).unwrap_or(entry.path());
-                let rel: String = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                self.batch.push((rel.into_boxed_str(), Entry::of(&meta)));
+                // The walk yields `root/…`, `/`-separated: the rest is the relative path.
+                let full = entry.path().as_os_str().as_bytes();
+                let rel = full
+                    .strip_prefix(self.root.as_os_str().as_bytes())
+                    .map_or(full, |rel| rel.strip_prefix(b"/").unwrap_or(rel));
+                let rel = String::from_utf8_lossy(rel);
+                let now = Entry::of(&meta);
+                if let Some((before, seen)) = self.baseline {
+                    if let Some(then) = before.files.get(&*rel) {
+                        if let Some(flag) = seen.get(then.index as usize) {
+                            flag.store(true, Ordering::Relaxed);
+                        }
+                        if then.same_stat(&now) {
+                            return ignore::WalkState::Continue;
+                        }
+                    }
+                }
+                self.batch.push((rel.into_owned().into_boxed_str(), now));
                 if self.batch.len() >= BATCH {
                     self.flush();
                 }
@@ -459,5 +515,102 @@ impl ignore::ParallelVisitor for Visitor<'_> {
                 .push(format!("scope: skipped {}: {e}", entry.path().display())),
         }
         ignore::WalkState::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(root: &Path, allow: &[&str], ignore: &[&str]) -> Scope {
+        let spec = ScopeSpec {
+            allow: allow.iter().map(|s| (*s).to_owned()).collect(),
+            ignore: ignore.iter().map(|s| (*s).to_owned()).collect(),
+            ..ScopeSpec::default()
+        };
+        Scope::compile(&spec, root, "test").expect("compiles")
+    }
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn strs(paths: &[String]) -> Vec<&str> {
+        paths.iter().map(String::as_str).collect()
+    }
+
+    fn changes(diff: &Diff) -> (Vec<&str>, Vec<&str>, Vec<&str>) {
+        (
+            strs(&diff.changes.added),
+            strs(&diff.changes.modified),
+            strs(&diff.changes.deleted),
+        )
+    }
+
+    #[test]
+    fn added_modified_and_deleted_files_are_found_and_a_touch_is_not_a_change() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        write(root, "src/keep.rs", "fn keep() {}\n");
+        write(root, "src/edit.rs", "fn edit() {}\n");
+        write(root, "src/touch.rs", "fn touch() {}\n");
+        write(root, "src/gone.rs", "fn gone() {}\n");
+        write(root, "docs/outside.md", "# outside\n");
+        let scope = scope(root, &["src/**"], &[]);
+        let before = scope.snapshot();
+        assert_eq!(before.entries(), 5);
+
+        write(root, "src/edit.rs", "fn edit() { changed() }\n");
+        write(root, "src/touch.rs", "fn touch() {}\n"); // the same bytes, written again
+        std::fs::remove_file(root.join("src/gone.rs")).expect("rm");
+        write(root, "src/new.rs", "fn new() {}\n");
+        write(root, "docs/outside.md", "# outside, edited\n");
+        let diff = scope.diff(&before);
+        assert_eq!(
+            changes(&diff),
+            (
+                vec!["src/new.rs"],
+                vec!["docs/outside.md", "src/edit.rs"],
+                vec!["src/gone.rs"]
+            )
+        );
+        assert_eq!(
+            diff.violations,
+            vec![(
+                "docs/outside.md".to_owned(),
+                "modified, outside `scope.allow`".to_owned()
+            )]
+        );
+        // Diffs for the kept text files; the one outside `allow` was never kept.
+        let text = diff.diff.join("");
+        assert!(text.contains("+fn edit() { changed() }"), "{text}");
+        assert!(text.contains("-fn gone() {}"), "{text}");
+        assert!(text.contains("+fn new() {}"), "{text}");
+        assert!(!text.contains("outside"), "{text}");
+
+        // The baseline is unchanged by a diff: a second one against it finds the same.
+        let again = scope.diff(&before);
+        assert_eq!(changes(&again), changes(&diff));
+    }
+
+    #[test]
+    fn a_file_replaced_by_a_rename_is_modified_and_ignored_paths_are_never_seen() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        write(root, "a.txt", "one\n");
+        write(root, "target/out.bin", "old\n");
+        let scope = scope(root, &[], &["target/", "*.log"]);
+        let before = scope.snapshot();
+        assert_eq!(before.entries(), 1);
+
+        write(root, "b.txt", "two\n");
+        std::fs::rename(root.join("b.txt"), root.join("a.txt")).expect("rename");
+        write(root, "target/out.bin", "new\n");
+        write(root, "build.log", "noise\n");
+        let diff = scope.diff(&before);
+        assert_eq!(changes(&diff), (vec![], vec!["a.txt"], vec![]));
+        assert!(diff.violations.is_empty());
     }
 }
