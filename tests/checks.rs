@@ -370,6 +370,28 @@ fn verifiers_read_the_evidence_and_may_return_their_own() {
     assert_eq!(report["result"]["evidence"][0]["criterion"], json!("tests"));
 }
 
+/// A `delegation.post_verify` hook judges by the same evidence and changes: it turns down the
+/// attempt the checks passed, quoting what it saw.
+#[test]
+fn hooks_read_the_evidence_and_the_changes() {
+    let dir = delegation(CLAIMS_THEN_FIXES, &format!("  - {TESTS}\n"));
+    dir.write(
+        "hooks/gate.md",
+        "---\nevent: delegation.post_verify\nscript: |\n  def handle(event, payload):\n      seen = [\"%s=%s\" % (e[\"criterion\"], e[\"result\"]) for e in payload[\"evidence\"]]\n      if payload[\"attempt\"] == 1:\n          return block(\"saw \" + \", \".join(seen) + \"; added \" + \", \".join(payload[\"changes\"][\"added\"]))\n      return allow()\n---\n# Gate\n",
+    );
+    let text = dir.read("delegation.yaml").expect("file") + "scope: {}\nhooks: [hooks]\n";
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["attempts"], json!(3), "{out:?}");
+    let reasons = report["reasons"][1].as_array().expect("reasons");
+    assert_eq!(
+        reasons,
+        &[json!("hook gate: saw tests=pass; added feature.txt")],
+        "{report}"
+    );
+}
+
 #[test]
 fn malformed_verifier_evidence_is_a_broken_verifier() {
     let dir = delegation(DONE, "  []\n");
