@@ -148,7 +148,7 @@ pub struct RunArgs {
     pub no_journal: bool,
     /// Write every run event (DelegationStarted, AttemptStarted, ToolCalled, CheckCompleted,
     /// VerificationCompleted, ... with run_id, attempt, seq, at) to FILE as one JSON line each,
-    /// as it happens; `-` writes them to stdout (not with --json).
+    /// as it happens; `-` writes them to stdout, and nothing else (not with --json).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 }

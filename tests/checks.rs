@@ -635,6 +635,23 @@ fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
         table.stdout.contains("tests      pass     exit 0 in"),
         "{table:?}"
     );
+    // `--events -`: stdout is the events, one JSON object per line, and nothing else (the
+    // answer a passed run prints there otherwise stays out).
+    let _ = std::fs::remove_file(dir.join("ws/feature.txt"));
+    let streamed = harness(["run", "--no-journal", "--events", "-"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    streamed.expect_code(0);
+    let streamed: Vec<Value> = streamed
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(streamed.len(), lines.len());
+    assert_eq!(
+        streamed.last().expect("events")["type"],
+        json!("DelegationCompleted")
+    );
     // `--events -` and `--json` would share stdout.
     let clash = harness(["run", "--json", "--no-journal", "--events", "-"])
         .args([dir.join("delegation.yaml")])

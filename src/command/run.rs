@@ -74,7 +74,9 @@ pub async fn run(args: RunArgs) -> u8 {
         }
         println!("{object}");
     } else {
-        print_summary(&report, trace_id.as_deref());
+        // With `--events -` stdout carries JSON lines only: the answer stays on stderr.
+        let stdout_is_events = args.events.as_deref() == Some(std::path::Path::new("-"));
+        print_summary(&report, trace_id.as_deref(), !stdout_is_events);
         if let Some(path) = journal {
             eprintln!(
                 "recorded in {} (harness runs show {})",
@@ -243,7 +245,8 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
     }
 }
 
-fn print_summary(report: &Report, trace_id: Option<&str>) {
+/// The outcome line, warnings and trace on stderr; the passed answer on stdout when `answer`.
+fn print_summary(report: &Report, trace_id: Option<&str>, answer: bool) {
     let attempts = report.attempts.len();
     let plural = if attempts == 1 { "" } else { "s" };
     match report.outcome {
@@ -274,7 +277,7 @@ fn print_summary(report: &Report, trace_id: Option<&str>) {
             None => eprintln!("trace: {id}"),
         }
     }
-    if let Some(result) = report.result() {
+    if let Some(result) = report.result().filter(|_| answer) {
         if matches!(report.outcome, Outcome::Passed | Outcome::Skipped) {
             println!("{}", result.response);
         }
