@@ -170,7 +170,8 @@ impl<'a> Emitter<'a> {
             observer,
             seq: AtomicU64::new(0),
             attempt: AtomicU32::new(0),
-            records: Mutex::new(Vec::new()),
+            // A two-attempt delegation records about a dozen.
+            records: Mutex::new(Vec::with_capacity(16)),
         }
     }
 

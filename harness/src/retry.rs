@@ -203,12 +203,41 @@ impl RetryContext {
                 details.push('\n');
             }
         }
-        RETRY_TEMPLATE
-            .replace("{attempt}", &(self.failed_attempt + 1).to_string())
-            .replace("{total}", &self.total_attempts.to_string())
-            .replace("{primary}", primary.trim_end())
-            .replace("{details}", &details)
+        fill(
+            RETRY_TEMPLATE,
+            &[
+                ("{attempt}", &(self.failed_attempt + 1).to_string()),
+                ("{total}", &self.total_attempts.to_string()),
+                ("{primary}", primary.trim_end()),
+                ("{details}", &details),
+            ],
+        )
     }
+}
+
+/// Fills `template`'s placeholders in one pass: what a value says (a reason quoting
+/// `{details}`, say) is never filled in again.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(
+        template.len() + values.iter().map(|(_, value)| value.len()).sum::<usize>(),
+    );
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        match values.iter().find(|(key, _)| tail.starts_with(key)) {
+            Some((key, value)) => {
+                out.push_str(value);
+                rest = &tail[key.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// "check", "criterion", … as a noun before a name.
@@ -243,6 +272,25 @@ mod tests {
             critic: None,
             logs: Vec::new(),
         }
+    }
+
+    #[test]
+    fn placeholders_inside_reasons_are_quoted_as_they_are() {
+        let judged = verdict(
+            0,
+            vec![
+                Finding::blocking(Source::Check, "tests", "printed {details} and {total}"),
+                Finding::blocking(Source::Verify, "", "second"),
+            ],
+        );
+        let prompt = RetryContext::assemble(&judged, 2, &[], &[]).render();
+        assert!(
+            prompt.contains("  > check tests: printed {details} and {total}\n"),
+            "{prompt}"
+        );
+        assert_eq!(prompt.matches("Also blocking:").count(), 1, "{prompt}");
+        assert!(prompt.starts_with("VERIFICATION FAILED (attempt 1 of 2)."));
+        assert!(!prompt.contains("{attempt}") && !prompt.contains("{primary}"));
     }
 
     #[test]
