@@ -65,6 +65,20 @@ pub enum Command {
     /// Read single delegations from the run journal.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// List the runs awaiting a human: failed and passed_with_debt runs not yet overridden.
+    Review(ReviewArgs),
+    /// Approve or reject a run awaiting review, attributed and audited.
+    ///
+    /// The run keeps its outcome; it gains a final state (approved or rejected), a HumanOverride
+    /// event and a row in the audit log. `--type check` covers failed checks, criteria,
+    /// verifiers and hooks; `verifier` a critic's rejection or debt; `direct` whatever failed.
+    /// The project's `override_policy` (in the run's .harness/policy.yaml) decides what is
+    /// allowed. Refusals exit 2 with kind override_not_allowed, reason_required or
+    /// illegal_transition, and are audited too.
+    Override(OverrideArgs),
+    /// Check the hash-chained audit log of overrides.
+    #[command(name = "audit-log", subcommand)]
+    AuditLog(AuditLogCommand),
 }
 
 /// Flags shared by every command that runs scripts.
@@ -272,4 +286,79 @@ pub struct BatchArgs {
     /// Do not record the delegations in a run journal.
     #[arg(long = "no-journal")]
     pub no_journal: bool,
+}
+
+/// `harness review`.
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward]. Opened read-only.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Print one JSON object {"pending": [...]} instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `harness override`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("decision").required(true).args(["approve", "reject"]))]
+pub struct OverrideArgs {
+    /// The run (as `harness review` lists it).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Approve the run: its final state becomes `approved`.
+    #[arg(long)]
+    pub approve: bool,
+    /// Reject the run: its final state becomes `rejected`.
+    #[arg(long)]
+    pub reject: bool,
+    /// What the override covers: check (failed checks, criteria, verifiers, hooks), verifier (a
+    /// critic's rejection or debt) or direct (whatever failed).
+    #[arg(long = "type", value_name = "TYPE", value_parser = ["check", "verifier", "direct"])]
+    pub override_type: String,
+    /// Why: what you checked, and why the run may stand (or not).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// Who decides [default: $HARNESS_USER]; one of the two is required.
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward].
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Print one JSON object ({"override": {...}}, or {"error": {kind, message}}).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `harness audit-log ...`.
+#[derive(Debug, Subcommand)]
+pub enum AuditLogCommand {
+    /// Re-walk the hash chain; exit 0 when intact, 1 naming the first broken row.
+    ///
+    /// Proves that no row was edited, deleted or reordered after it was written, and that the
+    /// overrides table agrees with the log. It cannot prove that someone with write access did
+    /// not rebuild the whole chain: keep the head hash elsewhere (--anchor prints it) and pass it
+    /// back later with --check-anchor.
+    Verify(AuditVerifyArgs),
+}
+
+/// `harness audit-log verify`.
+#[derive(Debug, Args)]
+pub struct AuditVerifyArgs {
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward]. Opened read-only.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Print one JSON object {"intact", "rows", "head", "broken"}.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the head (`SEQ HASH`) on stdout, to store somewhere the journal's writers cannot
+    /// reach.
+    #[arg(long)]
+    pub anchor: bool,
+    /// A head hash stored earlier: the chain must still contain it.
+    #[arg(long = "check-anchor", value_name = "HASH")]
+    pub check_anchor: Option<String>,
 }

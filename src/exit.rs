@@ -20,7 +20,10 @@ pub const CANCELLED: u8 = 130;
 /// Returns the exit code for a delegation that ended in an error of `kind`.
 pub fn for_error(kind: ErrorKind) -> u8 {
     match kind {
-        ErrorKind::Config => USAGE,
+        ErrorKind::Config
+        | ErrorKind::OverrideNotAllowed
+        | ErrorKind::ReasonRequired
+        | ErrorKind::IllegalTransition => USAGE,
         ErrorKind::Verifier | ErrorKind::Hook | ErrorKind::Check => BROKEN_POLICY,
         ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout | ErrorKind::Budget => DELEGATE,
         ErrorKind::Cancelled => CANCELLED,

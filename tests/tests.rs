@@ -25,3 +25,5 @@ mod adversarial;
 mod checks;
 // `scope:`: the baseline, changes in the Result, allow/deny, on_violation, odd files.
 mod scope;
+// The human layer: `review`, `override` under `override_policy`, the hash-chained audit log.
+mod authority;

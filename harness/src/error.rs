@@ -37,6 +37,13 @@ pub enum ErrorKind {
     Stuck,
     /// A budget of the delegation (`limits.max_tokens`) was spent.
     Budget,
+    /// A human override the project's `override_policy` does not allow.
+    OverrideNotAllowed,
+    /// A human override without the reason the policy requires.
+    ReasonRequired,
+    /// A human override that does not apply to the run: it passed, it was overridden already,
+    /// or the override's type does not match what failed.
+    IllegalTransition,
 }
 
 impl ErrorKind {
@@ -69,6 +76,9 @@ impl ErrorKind {
             ErrorKind::NoGate => "no_gate",
             ErrorKind::Stuck => "stuck",
             ErrorKind::Budget => "budget",
+            ErrorKind::OverrideNotAllowed => "override_not_allowed",
+            ErrorKind::ReasonRequired => "reason_required",
+            ErrorKind::IllegalTransition => "illegal_transition",
         }
     }
 }

@@ -100,6 +100,20 @@ pub enum RunEvent {
         /// The kind of a failure or error.
         kind: Option<String>,
     },
+    /// A human approved or rejected the run after it ended (`harness override`); added to the
+    /// run's record, never rewriting its outcome.
+    HumanOverride {
+        /// Who decided (`--user` or `HARNESS_USER`).
+        user: String,
+        /// `check`, `verifier` or `direct`.
+        override_type: String,
+        /// `approved` or `rejected`: the run's final state.
+        decision: String,
+        /// Why.
+        reason: Option<String>,
+        /// The state it was in: `failed` or `passed_with_debt`.
+        previous_state: String,
+    },
 }
 
 impl RunEvent {
@@ -118,6 +132,7 @@ impl RunEvent {
             RunEvent::VerificationCompleted { .. } => "VerificationCompleted",
             RunEvent::RetryContextAssembled { .. } => "RetryContextAssembled",
             RunEvent::DelegationCompleted { .. } => "DelegationCompleted",
+            RunEvent::HumanOverride { .. } => "HumanOverride",
         }
     }
 }

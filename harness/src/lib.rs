@@ -52,7 +52,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use harness_hooks::{Changes, DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};
 pub use pipeline::Pipeline;
 pub use policy::Policy;
-pub use project::{PROJECT_POLICY, ProjectPolicy};
+pub use project::{OverridePolicy, PROJECT_POLICY, ProjectPolicy};
 pub use ralph::{Event, Observer, Runtime};
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};

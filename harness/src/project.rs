@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}) and `commands` ({isolation: none | bwrap})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: none | bwrap}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +27,8 @@ struct RawPolicy {
     redact: Option<RawRedact>,
     #[serde(default)]
     commands: Option<RawCommands>,
+    #[serde(default)]
+    override_policy: Option<OverridePolicy>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -81,6 +83,33 @@ struct RawLimits {
     output_kb: Option<u64>,
 }
 
+/// `override_policy` (DESIGN §4.11): which human overrides the project allows. The defaults are
+/// DESIGN's: check and verifier overrides allowed, a check override needs a reason, a direct
+/// approval (whatever failed) is not allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OverridePolicy {
+    /// `--type check` (failed checks, criteria, verifiers, hooks) may be used.
+    pub check_override_allowed: bool,
+    /// A `--type check` override needs `--reason` (the other types always do).
+    pub check_override_requires_reason: bool,
+    /// `--type verifier` (a critic's rejection or debt) may be used.
+    pub verifier_override_allowed: bool,
+    /// `--type direct` (approve or reject whatever failed) may be used.
+    pub direct_approval_allowed: bool,
+}
+
+impl Default for OverridePolicy {
+    fn default() -> Self {
+        OverridePolicy {
+            check_override_allowed: true,
+            check_override_requires_reason: true,
+            verifier_override_allowed: true,
+            direct_approval_allowed: false,
+        }
+    }
+}
+
 /// A workspace's project policy; [`ProjectPolicy::default`] when it has none.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectPolicy {
@@ -96,6 +125,8 @@ pub struct ProjectPolicy {
     /// The built-in secret patterns plus `redact.patterns`: applied to everything a run prints
     /// and records.
     pub redact: Redactor,
+    /// What human overrides of this workspace's runs may do.
+    pub overrides: OverridePolicy,
 }
 
 impl ProjectPolicy {
@@ -213,6 +244,7 @@ impl ProjectPolicy {
             defaults: gates,
             limits,
             redact,
+            overrides: raw.override_policy.unwrap_or_default(),
         })
     }
 }

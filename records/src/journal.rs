@@ -57,6 +57,25 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE attempts ADD COLUMN retry_prompt TEXT;",
     // Version 3: the run's events (DESIGN §4.12), a JSON array in order of `seq`.
     "ALTER TABLE delegations ADD COLUMN events TEXT;",
+    // Version 4: human authority (DESIGN §4.11). The audit log is append-only and hash-chained:
+    // `hash = sha256(prev_hash ‖ entry)`, `entry` the canonical JSON of the row. An override
+    // adds a final state to a run (at most one per run) and points at its audit row.
+    "CREATE TABLE audit_log (
+        seq INTEGER PRIMARY KEY NOT NULL,
+        entry TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL
+    );
+    CREATE TABLE overrides (
+        delegation_id TEXT PRIMARY KEY NOT NULL REFERENCES delegations (id),
+        user TEXT NOT NULL,
+        override_type TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        reason TEXT,
+        at_ms INTEGER NOT NULL,
+        previous_state TEXT NOT NULL,
+        audit_seq INTEGER NOT NULL REFERENCES audit_log (seq)
+    );",
 ];
 
 /// The schema version this build writes.
@@ -218,14 +237,14 @@ fn millis(d: Duration) -> i64 {
 }
 
 /// Returns milliseconds since the Unix epoch (negative before it).
-fn unix_millis(t: SystemTime) -> i64 {
+pub(crate) fn unix_millis(t: SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
         Ok(after) => millis(after),
         Err(before) => millis(before.duration()).saturating_neg(),
     }
 }
 
-fn from_unix_millis(ms: i64) -> SystemTime {
+pub(crate) fn from_unix_millis(ms: i64) -> SystemTime {
     let magnitude = Duration::from_millis(ms.unsigned_abs());
     if ms >= 0 {
         UNIX_EPOCH + magnitude
@@ -245,8 +264,8 @@ fn count(n: i64) -> u64 {
 /// An open run journal.
 #[derive(Debug)]
 pub struct Journal {
-    conn: Connection,
-    path: PathBuf,
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
 }
 
 impl Journal {
@@ -613,7 +632,7 @@ fn newer_error(path: &Path, version: u32) -> Error {
     ))
 }
 
-fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
+pub(crate) fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
     Error::config(format!(
         "journal {}: {what} the database: {e}",
         path.display()

@@ -15,11 +15,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod authority;
 mod dashboard;
 mod journal;
 mod locate;
 mod writer;
 
+pub use authority::{
+    AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, canonical,
+};
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise,
 };

@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` runs the chosen one and returns its exit code.
 
+mod authority;
 mod batch;
 mod hooks;
 mod report;
@@ -18,5 +19,8 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Hooks(command) => hooks::run(command).await,
         Command::Report(args) => report::run(args).await,
         Command::Runs(command) => runs::run(command).await,
+        Command::Review(args) => authority::review(args).await,
+        Command::Override(args) => authority::override_run(args).await,
+        Command::AuditLog(command) => authority::audit_log(command).await,
     }
 }

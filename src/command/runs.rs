@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use harness::Error;
 use harness_records::Record;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::args::{RunsCommand, RunsListArgs, RunsShowArgs};
 use crate::exit;
@@ -72,15 +72,33 @@ async fn list(args: &RunsListArgs) -> Result<(), Error> {
 async fn show(args: &RunsShowArgs) -> Result<(), Error> {
     let id = args.id.clone();
     let journal = settings::journal_to_read(args.journal.as_deref())?;
-    let found = settings::read_journal(&journal, move |j| j.get(&id)).await?;
-    let Some(record) = found else {
+    let found = settings::read_journal(&journal, move |j| {
+        Ok(match j.get(&id)? {
+            Some(record) => {
+                let decided = j.override_of(&id)?;
+                Some((record, decided))
+            }
+            None => None,
+        })
+    })
+    .await?;
+    let Some((record, decided)) = found else {
         return Err(Error::config(format!(
             "no delegation {} in the journal {journal} (`harness runs list` shows the recorded ids)",
             args.id,
         )));
     };
+    // A human's decision stands beside the outcome, never in its place.
+    let status = match &decided {
+        Some(o) => Some(o.decision.as_str()),
+        None if matches!(record.outcome.as_str(), "failed" | "passed_with_debt") => Some("pending"),
+        None => None,
+    };
     if args.json {
-        println!("{}", record.to_json());
+        let mut object = record.to_json();
+        object["override"] = decided.as_ref().map_or(Value::Null, |o| o.to_json());
+        object["review"] = status.map_or(Value::Null, |s| json!({"status": s}));
+        println!("{object}");
         return Ok(());
     }
     let field = |name: &str, value: &str| println!("{:<10} {value}", format!("{name}:"));
@@ -103,6 +121,23 @@ async fn show(args: &RunsShowArgs) -> Result<(), Error> {
         }
     }
     field("outcome", &outcome(&record));
+    match (&decided, status) {
+        (Some(o), _) => field(
+            "review",
+            &format!(
+                "{} by {} ({} override) at {}{}",
+                o.decision,
+                o.user,
+                o.override_type,
+                humantime::format_rfc3339_seconds(o.at),
+                o.reason
+                    .as_deref()
+                    .map_or(String::new(), |r| format!(": {r}"))
+            ),
+        ),
+        (None, Some(status)) => field("review", &format!("{status} (harness review)")),
+        (None, None) => {}
+    }
     if let Some(message) = &record.error_message {
         let mut lines = message.lines();
         field("error", lines.next().unwrap_or_default());

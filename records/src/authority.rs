@@ -1,0 +1,744 @@
+//! Human authority over finished runs (DESIGN §4.11): the review queue, overrides, and the
+//! hash-chained audit log that records every override and every refused attempt.
+//!
+//! An override never rewrites a run: the run keeps its outcome and gains a final state
+//! (`approved` or `rejected`), a `HumanOverride` event and an audit row. The audit log is
+//! append-only by convention and tamper-evident by construction: each row's hash covers the
+//! previous row's hash and its own canonical JSON, so editing, deleting or reordering a row
+//! breaks the chain at that row. It does not stop someone who can write the database from
+//! rebuilding the whole chain: store the head hash elsewhere (`harness audit-log verify
+//! --anchor`) and check against it later (`--check-anchor`).
+
+use std::time::SystemTime;
+
+use harness::events::{EventRecord, RunEvent};
+use harness::{Error, ErrorKind, OverridePolicy, Result};
+use rusqlite::{OptionalExtension as _, TransactionBehavior, params};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::journal::{Journal, from_unix_millis, sql_error, unix_millis};
+
+/// The `prev_hash` of the first audit row.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// What an override covers (`--type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrideType {
+    /// Failed checks, criteria, verifiers and hooks.
+    Check,
+    /// A critic's rejection, or the debt it left.
+    Verifier,
+    /// Whatever failed.
+    Direct,
+}
+
+impl OverrideType {
+    /// `check`, `verifier` or `direct`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverrideType::Check => "check",
+            OverrideType::Verifier => "verifier",
+            OverrideType::Direct => "direct",
+        }
+    }
+}
+
+/// A human's decision about a run awaiting review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverrideRequest {
+    /// The run.
+    pub run_id: String,
+    /// True to approve (final state `approved`), false to reject (`rejected`).
+    pub approve: bool,
+    /// What the override covers.
+    pub override_type: OverrideType,
+    /// Why (required unless the policy lets a check override go without one).
+    pub reason: Option<String>,
+    /// Who decides; never guessed.
+    pub user: String,
+}
+
+/// An override as the journal holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    /// The run.
+    pub run_id: String,
+    /// Who decided.
+    pub user: String,
+    /// `check`, `verifier` or `direct`.
+    pub override_type: String,
+    /// `approved` or `rejected`.
+    pub decision: String,
+    /// Why.
+    pub reason: Option<String>,
+    /// When.
+    pub at: SystemTime,
+    /// The run's outcome before: `failed` or `passed_with_debt`.
+    pub previous_state: String,
+    /// Its audit row.
+    pub audit_seq: u64,
+}
+
+impl Override {
+    /// As JSON (`runs show --json`, `override --json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "run_id": self.run_id,
+            "user": self.user,
+            "override_type": self.override_type,
+            "decision": self.decision,
+            "reason": self.reason,
+            "at": humantime::format_rfc3339_millis(self.at).to_string(),
+            "previous_state": self.previous_state,
+            "audit_seq": self.audit_seq,
+        })
+    }
+}
+
+/// A run awaiting a human (`harness review`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The run.
+    pub id: String,
+    /// `failed` or `passed_with_debt`.
+    pub outcome: String,
+    /// Its kind (`verification_failed`, `scope_violation`, …).
+    pub kind: Option<String>,
+    /// The delegate kind.
+    pub delegate_kind: String,
+    /// The first reason of its last attempt, or its error message.
+    pub primary: Option<String>,
+    /// When it started.
+    pub started_at: SystemTime,
+}
+
+impl Pending {
+    /// As JSON; `age_s` is measured from `now`.
+    pub fn to_json(&self, now: SystemTime) -> Value {
+        json!({
+            "id": self.id,
+            "outcome": self.outcome,
+            "kind": self.kind,
+            "delegate": self.delegate_kind,
+            "primary": self.primary,
+            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
+            "age_s": now.duration_since(self.started_at).map_or(0, |d| d.as_secs()),
+        })
+    }
+}
+
+/// What `audit-log verify` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditCheck {
+    /// Rows read.
+    pub rows: u64,
+    /// The last row's seq and hash, when there are rows.
+    pub head: Option<(u64, String)>,
+    /// The first broken row and what is wrong with it; `None` when the chain is intact.
+    pub broken: Option<Broken>,
+}
+
+/// The first place the audit log does not hold together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broken {
+    /// The row (its `seq`), when the problem is at one.
+    pub seq: Option<u64>,
+    /// What is wrong.
+    pub why: String,
+}
+
+impl AuditCheck {
+    /// As JSON (`audit-log verify --json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "intact": self.broken.is_none(),
+            "rows": self.rows,
+            "head": self.head.as_ref().map(|(seq, hash)| json!({"seq": seq, "hash": hash})),
+            "broken": self.broken.as_ref().map(|b| json!({"seq": b.seq, "why": b.why})),
+        })
+    }
+}
+
+/// The canonical JSON of `value`: object keys sorted, no whitespace — the bytes a hash covers.
+pub fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_unstable();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// `sha256(prev_hash ‖ entry)`, hex.
+fn chain_hash(prev_hash: &str, entry: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(prev_hash.as_bytes());
+    hasher.update(entry.as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Appends `entry` (its `seq` filled in) to the audit log inside `tx`; returns its seq.
+fn append(tx: &rusqlite::Transaction<'_>, mut entry: Value) -> rusqlite::Result<u64> {
+    let last: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    let (seq, prev_hash) = match last {
+        Some((seq, hash)) => (seq + 1, hash),
+        None => (1, GENESIS.to_owned()),
+    };
+    entry["seq"] = json!(seq);
+    let text = canonical(&entry);
+    let hash = chain_hash(&prev_hash, &text);
+    tx.execute(
+        "INSERT INTO audit_log (seq, entry, prev_hash, hash) VALUES (?1, ?2, ?3, ?4)",
+        params![seq, text, prev_hash, hash],
+    )?;
+    Ok(u64::try_from(seq).unwrap_or(0))
+}
+
+/// Which override types fit a run, from its outcome, kind and last verdict's blocking findings.
+fn fitting(outcome: &str, kind: Option<&str>, blocking: &[String]) -> (Vec<OverrideType>, String) {
+    use OverrideType::{Check, Direct, Verifier};
+    let judged_by_checks = |s: &String| {
+        matches!(
+            s.as_str(),
+            "check" | "criterion" | "verify" | "hook" | "plan" | "citation" | "budget"
+        )
+    };
+    if outcome == "passed_with_debt" || kind == Some("critic_rejected") {
+        return (vec![Verifier, Direct], "the critic".to_owned());
+    }
+    let what = if blocking.is_empty() {
+        kind.unwrap_or("no finding").to_owned()
+    } else {
+        let mut sources = blocking.to_vec();
+        sources.dedup();
+        sources.join(", ")
+    };
+    if matches!(kind, Some("scope_violation" | "no_gate")) || blocking.is_empty() {
+        return (vec![Direct], what);
+    }
+    if blocking.iter().all(judged_by_checks) {
+        (vec![Check, Direct], what)
+    } else if blocking.iter().all(|s| s == "critic") {
+        (vec![Verifier, Direct], what)
+    } else {
+        (vec![Direct], what)
+    }
+}
+
+impl Journal {
+    /// Runs awaiting a human: `failed` and `passed_with_debt` runs without an override, newest
+    /// first.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] when the journal cannot be read.
+    pub fn review_queue(&self) -> Result<Vec<Pending>> {
+        if self.schema_version()? < 4 {
+            return self.pending_rows(
+                "SELECT id, outcome, error_kind, delegate_kind, error_message, started_at_ms
+                 FROM delegations WHERE outcome IN ('failed', 'passed_with_debt')
+                 ORDER BY started_at_ms DESC",
+            );
+        }
+        self.pending_rows(
+            "SELECT d.id, d.outcome, d.error_kind, d.delegate_kind, d.error_message, d.started_at_ms
+             FROM delegations d LEFT JOIN overrides o ON o.delegation_id = d.id
+             WHERE d.outcome IN ('failed', 'passed_with_debt') AND o.delegation_id IS NULL
+             ORDER BY d.started_at_ms DESC",
+        )
+    }
+
+    fn pending_rows(&self, sql: &str) -> Result<Vec<Pending>> {
+        let read =
+            |e: rusqlite::Error| sql_error(&self.path, "cannot read the review queue of", &e);
+        let mut statement = self.conn.prepare(sql).map_err(read)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok(Pending {
+                    id: row.get(0)?,
+                    outcome: row.get(1)?,
+                    kind: row.get(2)?,
+                    delegate_kind: row.get(3)?,
+                    primary: row.get(4)?,
+                    started_at: from_unix_millis(row.get(5)?),
+                })
+            })
+            .map_err(read)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(read)?;
+        let mut reasons = self
+            .conn
+            .prepare(
+                "SELECT reasons FROM attempts WHERE delegation_id = ?1 ORDER BY attempt DESC LIMIT 1",
+            )
+            .map_err(read)?;
+        rows.into_iter()
+            .map(|mut pending| {
+                let last: Option<String> = reasons
+                    .query_row([&pending.id], |row| row.get(0))
+                    .optional()
+                    .map_err(read)?;
+                let first = last
+                    .and_then(|text| serde_json::from_str::<Vec<String>>(&text).ok())
+                    .and_then(|reasons| reasons.into_iter().next());
+                if first.is_some() {
+                    pending.primary = first;
+                }
+                Ok(pending)
+            })
+            .collect()
+    }
+
+    /// The override of run `id`, if it has one.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] when the journal cannot be read.
+    pub fn override_of(&self, id: &str) -> Result<Option<Override>> {
+        if self.schema_version()? < 4 {
+            return Ok(None);
+        }
+        self.conn
+            .query_row(
+                "SELECT delegation_id, user, override_type, decision, reason, at_ms, previous_state, audit_seq
+                 FROM overrides WHERE delegation_id = ?1",
+                [id],
+                |row| {
+                    Ok(Override {
+                        run_id: row.get(0)?,
+                        user: row.get(1)?,
+                        override_type: row.get(2)?,
+                        decision: row.get(3)?,
+                        reason: row.get(4)?,
+                        at: from_unix_millis(row.get(5)?),
+                        previous_state: row.get(6)?,
+                        audit_seq: u64::try_from(row.get::<_, i64>(7)?).unwrap_or(0),
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| sql_error(&self.path, "cannot read the overrides of", &e))
+    }
+
+    /// Approves or rejects run `request.run_id` under `policy` (`policy_at` names where the
+    /// policy came from, for messages), in one transaction: the override row, the run's
+    /// `HumanOverride` event and its audit row. A refusal is audited too, then returned.
+    ///
+    /// # Errors
+    /// [`ErrorKind::IllegalTransition`] (the run does not await review, was overridden already,
+    /// or failed on something this type does not cover), [`ErrorKind::OverrideNotAllowed`],
+    /// [`ErrorKind::ReasonRequired`]; [`ErrorKind::Config`] for an unknown run or a journal
+    /// that cannot be written.
+    pub fn override_run(
+        &mut self,
+        request: &OverrideRequest,
+        policy: &OverridePolicy,
+        policy_at: &str,
+    ) -> Result<Override> {
+        let path = self.path.clone();
+        let sql = |what: &str, e: rusqlite::Error| sql_error(&path, what, &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql("cannot lock", e))?;
+        let id = request.run_id.as_str();
+        let run: Option<(String, Option<String>, Option<String>)> = tx
+            .query_row(
+                "SELECT outcome, error_kind, events FROM delegations WHERE id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| sql("cannot read", e))?;
+        let Some((outcome, kind, events)) = run else {
+            return Err(Error::config(format!(
+                "no run {id} in the journal {} (`harness review` lists the runs awaiting review)",
+                path.display()
+            )));
+        };
+        let last: Option<(i64, Option<String>)> = tx
+            .query_row(
+                "SELECT attempt, verdict FROM attempts WHERE delegation_id = ?1 ORDER BY attempt DESC LIMIT 1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| sql("cannot read", e))?;
+        let blocking: Vec<String> = last
+            .as_ref()
+            .and_then(|(_, verdict)| verdict.as_deref())
+            .and_then(|text| serde_json::from_str::<Value>(text).ok())
+            .and_then(|verdict| verdict["findings"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f["blocking"] == json!(true))
+            .filter_map(|f| f["source"].as_str().map(str::to_owned))
+            .collect();
+        let earlier: Option<(String, String, i64)> = tx
+            .query_row(
+                "SELECT user, decision, at_ms FROM overrides WHERE delegation_id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()
+            .map_err(|e| sql("cannot read", e))?;
+
+        let reason = request
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty());
+        let kind_str = kind.as_deref();
+        let (fits, what) = fitting(&outcome, kind_str, &blocking);
+        let ty = request.override_type;
+        let refusal = if let Some((user, decision, at)) = earlier {
+            Some(Error::new(
+                ErrorKind::IllegalTransition,
+                format!(
+                    "run {id} was already {decision} by {user} at {}; a run is overridden once (the audit log keeps it)",
+                    humantime::format_rfc3339_millis(from_unix_millis(at))
+                ),
+            ))
+        } else if !matches!(outcome.as_str(), "failed" | "passed_with_debt") {
+            Some(Error::new(
+                ErrorKind::IllegalTransition,
+                format!(
+                    "run {id} is {outcome}{}: only failed and passed_with_debt runs await review",
+                    kind_str.map_or(String::new(), |k| format!(" ({k})"))
+                ),
+            ))
+        } else if !fits.contains(&ty) {
+            let names: Vec<String> = fits.iter().map(|t| format!("`{}`", t.as_str())).collect();
+            Some(Error::new(
+                ErrorKind::IllegalTransition,
+                format!(
+                    "run {id} failed on {what}, which a `{}` override does not cover; use --type {}",
+                    ty.as_str(),
+                    names.join(" or ")
+                ),
+            ))
+        } else {
+            let (allowed, key) = match ty {
+                OverrideType::Check => (policy.check_override_allowed, "check_override_allowed"),
+                OverrideType::Verifier => (
+                    policy.verifier_override_allowed,
+                    "verifier_override_allowed",
+                ),
+                OverrideType::Direct => (policy.direct_approval_allowed, "direct_approval_allowed"),
+            };
+            let needs_reason = ty != OverrideType::Check || policy.check_override_requires_reason;
+            if !allowed {
+                Some(Error::new(
+                    ErrorKind::OverrideNotAllowed,
+                    format!(
+                        "a `{}` override is not allowed: `override_policy.{key}` is false ({policy_at})",
+                        ty.as_str()
+                    ),
+                ))
+            } else if needs_reason && reason.is_none() {
+                Some(Error::new(
+                    ErrorKind::ReasonRequired,
+                    format!(
+                        "a `{}` override needs a reason: pass --reason TEXT (what you checked, and why the run may stand or not)",
+                        ty.as_str()
+                    ),
+                ))
+            } else {
+                None
+            }
+        };
+
+        let decision = if request.approve {
+            "approved"
+        } else {
+            "rejected"
+        };
+        let now = SystemTime::now();
+        let at = humantime::format_rfc3339_millis(now).to_string();
+        let mut entry = json!({
+            "at": at,
+            "run_id": id,
+            "user": request.user,
+            "override_type": ty.as_str(),
+            "decision": decision,
+            "reason": reason,
+            "previous_state": outcome,
+        });
+        if let Some(refused) = refusal {
+            entry["action"] = json!("override_refused");
+            entry["refusal"] =
+                json!({"kind": refused.kind().as_str(), "message": refused.message()});
+            append(&tx, entry).map_err(|e| sql("cannot append to the audit log of", e))?;
+            tx.commit().map_err(|e| sql("cannot commit", e))?;
+            return Err(refused);
+        }
+        entry["action"] = json!("override");
+        let audit_seq =
+            append(&tx, entry).map_err(|e| sql("cannot append to the audit log of", e))?;
+        tx.execute(
+            "INSERT INTO overrides (delegation_id, user, override_type, decision, reason, at_ms, previous_state, audit_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                id,
+                request.user,
+                ty.as_str(),
+                decision,
+                reason,
+                unix_millis(now),
+                outcome,
+                i64::try_from(audit_seq).unwrap_or(i64::MAX)
+            ],
+        )
+        .map_err(|e| sql("cannot record the override in", e))?;
+        // The run's story gains its last event; its outcome stays as it was.
+        let mut events: Vec<Value> = events
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        let record = EventRecord {
+            run_id: id.to_owned(),
+            attempt: last
+                .as_ref()
+                .map_or(0, |(attempt, _)| u32::try_from(*attempt).unwrap_or(0)),
+            seq: events.len() as u64,
+            at,
+            event: RunEvent::HumanOverride {
+                user: request.user.clone(),
+                override_type: ty.as_str().to_owned(),
+                decision: decision.to_owned(),
+                reason: reason.map(str::to_owned),
+                previous_state: outcome.clone(),
+            },
+        };
+        events.push(serde_json::to_value(&record).unwrap_or(Value::Null));
+        tx.execute(
+            "UPDATE delegations SET events = ?2 WHERE id = ?1",
+            params![id, Value::Array(events).to_string()],
+        )
+        .map_err(|e| sql("cannot record the override event in", e))?;
+        tx.commit().map_err(|e| sql("cannot commit", e))?;
+        Ok(Override {
+            run_id: id.to_owned(),
+            user: request.user.clone(),
+            override_type: ty.as_str().to_owned(),
+            decision: decision.to_owned(),
+            reason: reason.map(str::to_owned),
+            at: from_unix_millis(unix_millis(now)),
+            previous_state: outcome,
+            audit_seq,
+        })
+    }
+
+    /// Re-walks the audit log and names the first row that does not hold: a gap in `seq` (a
+    /// deleted row), a row whose entry names another seq (moved), whose `prev_hash` is not the
+    /// previous row's hash, or whose hash does not cover its content (edited); then checks that
+    /// every override matches the audit row it points at and every audited override still exists.
+    /// With `anchor` (a hash stored elsewhere earlier), the chain must still contain it: a log
+    /// rebuilt or cut back past it is broken.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] when the journal cannot be read.
+    pub fn verify_audit_log(&self, anchor: Option<&str>) -> Result<AuditCheck> {
+        let read = |e: rusqlite::Error| sql_error(&self.path, "cannot read the audit log of", &e);
+        let mut check = AuditCheck {
+            rows: 0,
+            head: None,
+            broken: None,
+        };
+        if self.schema_version()? < 4 {
+            if let Some(anchor) = anchor {
+                check.broken = Some(Broken {
+                    seq: None,
+                    why: format!(
+                        "the anchor {anchor} is not in the chain: this journal has no audit log"
+                    ),
+                });
+            }
+            return Ok(check);
+        }
+        let mut statement = self
+            .conn
+            .prepare("SELECT seq, entry, prev_hash, hash FROM audit_log ORDER BY seq")
+            .map_err(read)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            })
+            .map_err(read)?;
+        let mut anchored = anchor.is_none();
+        let mut previous = GENESIS.to_owned();
+        let mut overrides_audited: Vec<(u64, Value)> = Vec::new();
+        for (expected, row) in (1i64..).zip(rows) {
+            let (seq, entry, prev_hash, hash) = row.map_err(read)?;
+            let at = u64::try_from(seq).unwrap_or(0);
+            check.rows += 1;
+            let why = if seq != expected {
+                Some(if seq > expected {
+                    format!(
+                        "row {expected}{} is missing: deleted",
+                        if seq > expected + 1 {
+                            format!(" to {}", seq - 1)
+                        } else {
+                            String::new()
+                        }
+                    )
+                } else {
+                    format!("row {seq} appears twice or out of order")
+                })
+            } else if prev_hash != previous {
+                Some(format!(
+                    "row {seq} does not follow row {}: its prev_hash is not that row's hash (row {} was rewritten, or this one was)",
+                    seq - 1,
+                    seq - 1
+                ))
+            } else if chain_hash(&prev_hash, &entry) != hash {
+                Some(format!(
+                    "row {seq} was edited: its hash does not cover its content"
+                ))
+            } else {
+                match serde_json::from_str::<Value>(&entry) {
+                    Ok(value) if value["seq"] == json!(seq) => {
+                        if value["action"] == json!("override") {
+                            overrides_audited.push((at, value));
+                        }
+                        None
+                    }
+                    Ok(value) => Some(format!(
+                        "row {seq} was moved: its entry says seq {}",
+                        value["seq"]
+                    )),
+                    Err(e) => Some(format!("row {seq} is not JSON: {e}")),
+                }
+            };
+            if let Some(why) = why {
+                check.broken = Some(Broken {
+                    seq: Some(at.min(u64::try_from(expected).unwrap_or(at))),
+                    why,
+                });
+                return Ok(check);
+            }
+            anchored |= anchor == Some(hash.as_str());
+            previous = hash.clone();
+            check.head = Some((at, hash));
+        }
+        if !anchored {
+            check.broken = Some(Broken {
+                seq: None,
+                why: format!(
+                    "the anchor {} is not in the chain: the log was rebuilt or cut back since it was taken",
+                    anchor.unwrap_or_default()
+                ),
+            });
+            return Ok(check);
+        }
+        // The overrides table must say what the audit log says, row for row.
+        for (seq, entry) in &overrides_audited {
+            let id = entry["run_id"].as_str().unwrap_or_default();
+            let found = self.override_of(id)?;
+            let why = match found {
+                None => Some(format!(
+                    "the override of run {id} recorded in audit row {seq} is missing from the overrides table"
+                )),
+                Some(o)
+                    if o.audit_seq != *seq
+                        || entry["user"] != json!(o.user)
+                        || entry["decision"] != json!(o.decision)
+                        || entry["override_type"] != json!(o.override_type)
+                        || entry["reason"] != json!(o.reason)
+                        || entry["previous_state"] != json!(o.previous_state) =>
+                {
+                    Some(format!(
+                        "the override of run {id} does not match audit row {seq}: the overrides table was edited"
+                    ))
+                }
+                Some(_) => None,
+            };
+            if let Some(why) = why {
+                check.broken = Some(Broken {
+                    seq: Some(*seq),
+                    why,
+                });
+                return Ok(check);
+            }
+        }
+        let unaudited: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT delegation_id FROM overrides WHERE audit_seq NOT IN (SELECT seq FROM audit_log) LIMIT 1",
+                [],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(read)?;
+        if let Some(id) = unaudited {
+            check.broken = Some(Broken {
+                seq: None,
+                why: format!(
+                    "the override of run {id} has no audit row: it was added behind the log's back"
+                ),
+            });
+        }
+        Ok(check)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let value = json!({"b": 1, "a": {"d": [{"z": 1, "y": 2}], "c": null}});
+        assert_eq!(
+            canonical(&value),
+            r#"{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn types_fit_what_failed() {
+        use OverrideType::{Check, Direct, Verifier};
+        let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let fit = |outcome, kind, blocking: &[&str]| fitting(outcome, kind, &s(blocking)).0;
+        assert_eq!(
+            fit("failed", Some("verification_failed"), &["check", "verify"]),
+            [Check, Direct]
+        );
+        assert_eq!(fit("failed", Some("stuck"), &["check"]), [Check, Direct]);
+        assert_eq!(fit("failed", Some("scope_violation"), &["scope"]), [Direct]);
+        assert_eq!(fit("failed", Some("no_gate"), &[]), [Direct]);
+        assert_eq!(
+            fit("failed", Some("critic_rejected"), &["critic"]),
+            [Verifier, Direct]
+        );
+        assert_eq!(fit("passed_with_debt", None, &[]), [Verifier, Direct]);
+        assert_eq!(
+            fit("failed", Some("verification_failed"), &["check", "critic"]),
+            [Direct]
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! `harness review`, `harness override` and `harness audit-log verify`: the human layer over the
+//! run journal (DESIGN §4.11).
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use harness::{Error, ProjectPolicy};
+use harness_records::{Journal, OverrideRequest, OverrideType, Pending};
+use serde_json::json;
+
+use crate::args::{AuditLogCommand, AuditVerifyArgs, OverrideArgs, ReviewArgs};
+use crate::exit;
+use crate::settings;
+
+/// `harness review`.
+pub async fn review(args: ReviewArgs) -> u8 {
+    match pending(&args).await {
+        Ok(()) => exit::OK,
+        Err(e) => exit::fail(&e, args.json),
+    }
+}
+
+async fn pending(args: &ReviewArgs) -> Result<(), Error> {
+    let journal = settings::journal_to_read(args.journal.as_deref())?;
+    let queue = settings::read_journal(&journal, Journal::review_queue).await?;
+    let now = SystemTime::now();
+    if args.json {
+        let pending: Vec<_> = queue.iter().map(|p| p.to_json(now)).collect();
+        println!("{}", json!({"pending": pending}));
+        return Ok(());
+    }
+    if queue.is_empty() {
+        eprintln!("no runs await review");
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "ID".to_owned(),
+        "AGE".to_owned(),
+        "DELEGATE".to_owned(),
+        "OUTCOME".to_owned(),
+        "PRIMARY FINDING".to_owned(),
+    ]];
+    for p in &queue {
+        rows.push([
+            p.id.clone(),
+            age(p, now),
+            p.delegate_kind.clone(),
+            match &p.kind {
+                Some(kind) => format!("{} ({kind})", p.outcome),
+                None => p.outcome.clone(),
+            },
+            p.primary
+                .as_deref()
+                .and_then(|r| r.lines().next())
+                .unwrap_or("-")
+                .chars()
+                .take(100)
+                .collect(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    eprintln!(
+        "{} run(s) await review; decide with `harness override ID --approve|--reject --type check|verifier|direct --reason TEXT`",
+        queue.len()
+    );
+    Ok(())
+}
+
+/// How long ago `p` started, to the minute.
+fn age(p: &Pending, now: SystemTime) -> String {
+    let secs = now
+        .duration_since(p.started_at)
+        .map_or(0, |d| d.as_secs() / 60 * 60);
+    if secs == 0 {
+        "<1m".to_owned()
+    } else {
+        humantime::format_duration(std::time::Duration::from_secs(secs)).to_string()
+    }
+}
+
+/// `harness override`.
+pub async fn override_run(args: OverrideArgs) -> u8 {
+    match decide(&args).await {
+        Ok(()) => exit::OK,
+        Err(e) => exit::fail(&e, args.json),
+    }
+}
+
+async fn decide(args: &OverrideArgs) -> Result<(), Error> {
+    // Attribution is never guessed.
+    let user = args
+        .user
+        .clone()
+        .or_else(|| std::env::var("HARNESS_USER").ok())
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            Error::config(
+                "who decides? pass --user NAME or set HARNESS_USER: an override is attributed, never guessed",
+            )
+        })?;
+    let override_type = match args.override_type.as_str() {
+        "check" => OverrideType::Check,
+        "verifier" => OverrideType::Verifier,
+        _ => OverrideType::Direct,
+    };
+    let request = OverrideRequest {
+        run_id: args.id.clone(),
+        approve: args.approve,
+        override_type,
+        reason: args.reason.clone(),
+        user,
+    };
+    let located = settings::journal_to_read(args.journal.as_deref())?;
+    let path = located.path.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let mut journal = Journal::open(&path)?;
+        // The policy of the workspace the run was judged in.
+        let workdir = journal
+            .get(&request.run_id)?
+            .and_then(|record| record.workdir);
+        let (policy, policy_at) = match &workdir {
+            Some(dir) => {
+                let file = Path::new(dir).join(harness::PROJECT_POLICY);
+                let at = if file.is_file() {
+                    format!("project policy {}", file.display())
+                } else {
+                    format!("the default override_policy; set it in {}", file.display())
+                };
+                (ProjectPolicy::load(Path::new(dir))?.overrides, at)
+            }
+            None => (
+                harness::OverridePolicy::default(),
+                "the default override_policy (the run recorded no workspace)".to_owned(),
+            ),
+        };
+        journal.override_run(&request, &policy, &policy_at)
+    })
+    .await
+    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))??;
+    if args.json {
+        println!("{}", json!({"override": done.to_json()}));
+    } else {
+        println!(
+            "{} {}: {} override by {}, recorded in audit row {} of {}",
+            done.decision,
+            done.run_id,
+            done.override_type,
+            done.user,
+            done.audit_seq,
+            located.path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `harness audit-log ...`.
+pub async fn audit_log(command: AuditLogCommand) -> u8 {
+    match command {
+        AuditLogCommand::Verify(args) => match verify(&args).await {
+            Ok(code) => code,
+            Err(e) => exit::fail(&e, args.json),
+        },
+    }
+}
+
+async fn verify(args: &AuditVerifyArgs) -> Result<u8, Error> {
+    let journal = settings::journal_to_read(args.journal.as_deref())?;
+    let anchor = args.check_anchor.clone();
+    let check =
+        settings::read_journal(&journal, move |j| j.verify_audit_log(anchor.as_deref())).await?;
+    if args.json {
+        println!("{}", check.to_json());
+    } else {
+        match (&check.broken, &check.head) {
+            (Some(broken), _) => eprintln!("audit log BROKEN: {}", broken.why),
+            (None, Some((seq, hash))) => eprintln!(
+                "audit log intact: {} row(s), head row {seq} {hash}",
+                check.rows
+            ),
+            (None, None) => eprintln!("audit log intact: no rows yet"),
+        }
+        if args.anchor {
+            if let (None, Some((seq, hash))) = (&check.broken, &check.head) {
+                println!("{seq} {hash}");
+            }
+        }
+    }
+    Ok(if check.broken.is_some() {
+        exit::NOT_VERIFIED
+    } else {
+        exit::OK
+    })
+}
