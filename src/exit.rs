@@ -31,7 +31,8 @@ pub fn for_error(kind: ErrorKind) -> u8 {
         ErrorKind::VerificationFailed
         | ErrorKind::ScopeViolation
         | ErrorKind::NoGate
-        | ErrorKind::Stuck => NOT_VERIFIED,
+        | ErrorKind::Stuck
+        | ErrorKind::CriticRejected => NOT_VERIFIED,
     }
 }
 

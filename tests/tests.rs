@@ -27,3 +27,5 @@ mod checks;
 mod scope;
 // The human layer: `review`, `override` under `override_policy`, the hash-chained audit log.
 mod authority;
+// The critic: reviews after the checks, retries with its feedback, HARD_FAIL, debt, bad reviewers.
+mod critic;

@@ -37,6 +37,9 @@ pub enum ErrorKind {
     Stuck,
     /// A budget of the delegation (`limits.max_tokens`) was spent.
     Budget,
+    /// The critic rejected the work (`HARD_FAIL`), or still objected when the retry budget was
+    /// spent under `critic.on_exhausted: fail`.
+    CriticRejected,
     /// A human override the project's `override_policy` does not allow.
     OverrideNotAllowed,
     /// A human override without the reason the policy requires.
@@ -56,6 +59,7 @@ impl ErrorKind {
                 | ErrorKind::ScopeViolation
                 | ErrorKind::NoGate
                 | ErrorKind::Stuck
+                | ErrorKind::CriticRejected
         )
     }
 
@@ -76,6 +80,7 @@ impl ErrorKind {
             ErrorKind::NoGate => "no_gate",
             ErrorKind::Stuck => "stuck",
             ErrorKind::Budget => "budget",
+            ErrorKind::CriticRejected => "critic_rejected",
             ErrorKind::OverrideNotAllowed => "override_not_allowed",
             ErrorKind::ReasonRequired => "reason_required",
             ErrorKind::IllegalTransition => "illegal_transition",

@@ -100,6 +100,17 @@ pub enum RunEvent {
         /// The kind of a failure or error.
         kind: Option<String>,
     },
+    /// The critic reviewed the attempt.
+    CriticCompleted {
+        /// `PASS`, `SOFT_FAIL` or `HARD_FAIL`.
+        outcome: String,
+        /// Its model, else its kind.
+        reviewer: String,
+        /// Findings it reported.
+        findings: usize,
+        /// How many of them block.
+        blocking: usize,
+    },
     /// A human approved or rejected the run after it ended (`harness override`); added to the
     /// run's record, never rewriting its outcome.
     HumanOverride {
@@ -132,6 +143,7 @@ impl RunEvent {
             RunEvent::VerificationCompleted { .. } => "VerificationCompleted",
             RunEvent::RetryContextAssembled { .. } => "RetryContextAssembled",
             RunEvent::DelegationCompleted { .. } => "DelegationCompleted",
+            RunEvent::CriticCompleted { .. } => "CriticCompleted",
             RunEvent::HumanOverride { .. } => "HumanOverride",
         }
     }

@@ -25,6 +25,7 @@ pub mod batch;
 mod cache;
 mod checks;
 mod conversation;
+mod critic;
 pub mod delegate;
 mod error;
 pub mod events;
@@ -48,6 +49,7 @@ mod verifier;
 pub use assembly::{Assembler, Overrides};
 pub use checks::{CheckSpec, Criterion};
 pub use conversation::{Message, ToolSpec, Usage};
+pub use critic::{REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256};
 pub use error::{Error, ErrorKind, Result};
 pub use harness_hooks::{Changes, DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};
 pub use pipeline::Pipeline;
@@ -59,8 +61,8 @@ pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
 pub use scope::{OnViolation, ScopeSpec};
 pub use spec::{
-    DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig, Delegation, MAX_VERIFY_RETRIES,
-    VerifySource,
+    CriticSpec, CriticWhen, DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig,
+    Delegation, MAX_VERIFY_RETRIES, OnExhausted, VerifySource,
 };
 pub use tools::{Tool, ToolOutput, Toolbox};
 pub use verdict::{Decision, Finding, Severity, Source, Verdict};

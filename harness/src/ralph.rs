@@ -175,6 +175,7 @@ impl Runtime {
             delivered: None,
             warnings: Vec::new(),
             events: Vec::new(),
+            debt: Vec::new(),
             started_at: std::time::SystemTime::now(),
             duration: std::time::Duration::ZERO,
         };
@@ -225,7 +226,18 @@ impl Runtime {
             .last()
             .and_then(|a| a.verdict.as_ref())
             .is_some_and(|v| !v.evidence.is_empty());
-        if report.outcome == Outcome::Passed && !evidenced {
+        let reviewed = report
+            .attempts
+            .last()
+            .and_then(|a| a.verdict.as_ref())
+            .is_some_and(|v| v.critic.is_some());
+        if report.outcome == Outcome::Passed && !evidenced && reviewed {
+            // The critic alone never passes a run: say so.
+            report.warnings.push(
+                "no checks ran; human review recommended: only the critic judged this work"
+                    .to_owned(),
+            );
+        } else if report.outcome == Outcome::Passed && !evidenced {
             report.warnings.push(
                 "verified without evidence: no check or criterion ran (add `checks:` or `criteria:`, or set `require_checks: true`)"
                     .to_owned(),
@@ -400,9 +412,28 @@ async fn attempts(
             .await;
         record.duration = clock.elapsed();
         let result = &*record.result.insert(judged.result);
-        let Some(mut verdict) = judged.verdict? else {
-            report.delivered = Box::pin(session.deliver(result)).await?;
-            return Ok(Outcome::Skipped);
+        let mut verdict = match judged.verdict? {
+            Some(verdict) => verdict,
+            // Nothing deterministic is configured, but a critic is: it still reviews (and its
+            // pass carries the warning that nothing else checked).
+            None if session
+                .critic
+                .as_ref()
+                .is_some_and(crate::critic::Critic::active) =>
+            {
+                Verdict {
+                    attempt,
+                    decision: Decision::Pass,
+                    findings: Vec::new(),
+                    evidence: Vec::new(),
+                    critic: None,
+                    logs: Vec::new(),
+                }
+            }
+            None => {
+                report.delivered = Box::pin(session.deliver(result)).await?;
+                return Ok(Outcome::Skipped);
+            }
         };
         if let Some(fatal) = judged.fatal {
             span.in_scope(|| {
@@ -416,6 +447,105 @@ async fn attempts(
             return Err(fatal);
         }
         let last = attempt + 1 == total;
+        // Stage 5: the critic, only when every deterministic stage passed.
+        if verdict.decision == Decision::Pass {
+            let earlier_verdicts: Vec<&Verdict> =
+                earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();
+            let input = crate::critic::ReviewInput {
+                task: &session.delegation.task,
+                result,
+                evidence: &verdict.evidence,
+                diff: &judged.diff,
+                earlier: &earlier_verdicts,
+                risk: session.delegation.risk,
+            };
+            if let Some(critic) = session.critic.as_mut().filter(|c| c.wants(&input)) {
+                let review = critic.review(&input).instrument(span.clone()).await;
+                record.usage.add(review.usage);
+                span.in_scope(|| {
+                    events.emit(RunEvent::CriticCompleted {
+                        outcome: review.record["outcome"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        reviewer: critic.reviewer(),
+                        findings: review.findings.len(),
+                        blocking: review.findings.iter().filter(|f| f.blocking).count(),
+                    });
+                });
+                telemetry::record_critic(review.record["outcome"].as_str().unwrap_or_default());
+                verdict.critic = Some(review.record);
+                verdict.findings.extend(review.findings);
+                if review.outcome == crate::critic::Outcome::HardFail {
+                    verdict.decision = Decision::Fail;
+                    span.in_scope(|| {
+                        verification_completed(events, &verdict, &session.delegation.redact);
+                    });
+                    observer.on_event(&Event::Judged {
+                        attempt,
+                        verdict: &verdict,
+                    });
+                    record.verdict = Some(verdict);
+                    return Err(Error::new(
+                        ErrorKind::CriticRejected,
+                        format!(
+                            "the critic rejected attempt {} (HARD_FAIL): {}",
+                            attempt + 1,
+                            review.summary
+                        ),
+                    ));
+                }
+                if verdict.findings.iter().any(|f| f.blocking) {
+                    verdict.decision = Decision::Retry;
+                }
+            }
+        }
+        // The budget is spent and only the critic still objects: debt or a failure, as the
+        // critic's `on_exhausted` says.
+        let critic_only = verdict.decision == Decision::Retry
+            && verdict
+                .findings
+                .iter()
+                .filter(|f| f.blocking)
+                .all(|f| f.source == Source::Critic);
+        if last && critic_only {
+            let on_exhausted = session
+                .critic
+                .as_ref()
+                .map_or(crate::spec::OnExhausted::Fail, |c| c.spec.on_exhausted);
+            span.record("verify.passed", false);
+            span.in_scope(|| verification_completed(events, &verdict, &session.delegation.redact));
+            if on_exhausted == crate::spec::OnExhausted::Debt {
+                verdict.decision = Decision::Pass;
+                observer.on_event(&Event::Judged {
+                    attempt,
+                    verdict: &verdict,
+                });
+                report.debt = verdict
+                    .findings
+                    .iter()
+                    .filter(|f| f.source == Source::Critic)
+                    .cloned()
+                    .collect();
+                report.delivered = Box::pin(session.deliver(result)).await?;
+                record.verdict = Some(verdict);
+                return Ok(Outcome::PassedWithDebt);
+            }
+            verdict.decision = Decision::Fail;
+            observer.on_event(&Event::Judged {
+                attempt,
+                verdict: &verdict,
+            });
+            let objections: Vec<String> = verdict.blocking().map(ToString::to_string).collect();
+            record.verdict = Some(verdict);
+            return Err(Error::new(
+                ErrorKind::CriticRejected,
+                format!(
+                    "the critic still objected after all {total} attempts (critic.on_exhausted: fail):\n  {}",
+                    objections.join("\n  ")
+                ),
+            ));
+        }
         if verdict.decision == Decision::Retry && last {
             verdict.decision = Decision::Fail;
         }
@@ -479,6 +609,13 @@ async fn attempts(
         });
         if passed {
             report.delivered = Box::pin(session.deliver(result)).await?;
+            // What the critic noted without blocking is the run's debt.
+            report.debt = verdict
+                .findings
+                .iter()
+                .filter(|f| f.source == Source::Critic)
+                .cloned()
+                .collect();
             record.verdict = Some(verdict);
             return Ok(Outcome::Passed);
         }

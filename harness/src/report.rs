@@ -15,6 +15,10 @@ use harness_hooks::{DelegationResult, Request};
 pub enum Outcome {
     /// An attempt was verified.
     Passed,
+    /// The retry budget was spent with every deterministic stage passing and only the critic
+    /// still objecting, under `critic.on_exhausted: debt`: the objections are the run's debt
+    /// and a human reviews it.
+    PassedWithDebt,
     /// Nothing was configured to verify; the result passed through.
     Skipped,
     /// The delegate's work was refused: every attempt failed verification
@@ -29,6 +33,7 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
+            Outcome::PassedWithDebt => "passed_with_debt",
             Outcome::Skipped => "skipped",
             Outcome::Failed(_) => "failed",
             Outcome::Error(_) => "error",
@@ -38,7 +43,7 @@ impl Outcome {
     /// Returns the kind of a `failed` or `error` outcome (`verification_failed`, `verifier`, …).
     pub fn kind(self) -> Option<ErrorKind> {
         match self {
-            Outcome::Passed | Outcome::Skipped => None,
+            Outcome::Passed | Outcome::PassedWithDebt | Outcome::Skipped => None,
             Outcome::Failed(kind) => Some(kind),
             Outcome::Error(kind) => Some(kind),
         }
@@ -46,13 +51,13 @@ impl Outcome {
 
     /// Returns true when a human should look at the run: it enters the review queue.
     pub fn needs_review(self) -> bool {
-        matches!(self, Outcome::Failed(_))
+        matches!(self, Outcome::Failed(_) | Outcome::PassedWithDebt)
     }
 
     /// Returns `passed`, `failed` or `skipped`: how verification went, whatever else happened.
     pub fn verify_outcome(self) -> &'static str {
         match self {
-            Outcome::Passed => "passed",
+            Outcome::Passed | Outcome::PassedWithDebt => "passed",
             Outcome::Skipped => "skipped",
             Outcome::Failed(_) | Outcome::Error(_) => "failed",
         }
@@ -115,6 +120,9 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// What happened, in order (DESIGN §4.12).
     pub events: Vec<crate::events::EventRecord>,
+    /// The critic's findings the run passed with: its non-blocking ones, and under
+    /// `passed_with_debt` the blocking ones it still had.
+    pub debt: Vec<Finding>,
     /// When the delegation started.
     pub started_at: std::time::SystemTime,
     /// How long it took.
@@ -124,7 +132,7 @@ pub struct Report {
 impl Report {
     /// Returns true when the outcome is `passed`.
     pub fn verified(&self) -> bool {
-        self.outcome == Outcome::Passed
+        matches!(self.outcome, Outcome::Passed | Outcome::PassedWithDebt)
     }
 
     /// Returns what the caller gets: the last attempt's result, as `delegation.post` hooks
@@ -281,7 +289,7 @@ impl Report {
                     retry_prompt: a.retry_prompt.as_deref(),
                 })
                 .collect(),
-            debt: &[],
+            debt: &self.debt,
             warnings: &self.warnings,
             review: ReviewJson {
                 status: self.outcome.needs_review().then_some("pending"),
@@ -470,6 +478,7 @@ mod tests {
             delivered: None,
             warnings: Vec::new(),
             events: Vec::new(),
+            debt: Vec::new(),
             started_at: std::time::SystemTime::UNIX_EPOCH,
             duration: Duration::from_millis(3_001),
         };

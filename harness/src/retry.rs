@@ -93,6 +93,8 @@ pub struct RetryContext {
     /// The changes so far as unified diff lines, at most [`MAX_DIFF_LINES`], with a note when
     /// cut.
     pub diff: Vec<String>,
+    /// What the critic told the delegate to do, when the critic sent the attempt back.
+    pub critic_feedback: Option<String>,
 }
 
 impl RetryContext {
@@ -156,7 +158,16 @@ impl RetryContext {
                 lines.len() - MAX_DIFF_LINES
             ));
         }
+        let critic_feedback = verdict
+            .critic
+            .as_ref()
+            .filter(|_| blocking.iter().any(|f| f.source == Source::Critic))
+            .and_then(|c| c["feedback"].as_str())
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned);
         RetryContext {
+            critic_feedback,
             failed_attempt: verdict.attempt,
             total_attempts: total,
             reasons: blocking.iter().map(|f| f.to_string()).collect(),
@@ -186,6 +197,10 @@ impl RetryContext {
         }
         if let Some(repeated) = &self.repeated {
             details.push_str(&format!("\nNote: {repeated}.\n"));
+        }
+        if let Some(feedback) = &self.critic_feedback {
+            details.push_str("\nThe reviewer's feedback:\n");
+            details.push_str(&quote(std::slice::from_ref(feedback)));
         }
         if !self.advisory.is_empty() {
             details.push_str("\nNot blocking (fix them if it is cheap):\n");
@@ -217,7 +232,7 @@ impl RetryContext {
 
 /// Fills `template`'s placeholders in one pass: what a value says (a reason quoting
 /// `{details}`, say) is never filled in again.
-fn fill(template: &str, values: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(
         template.len() + values.iter().map(|(_, value)| value.len()).sum::<usize>(),
     );

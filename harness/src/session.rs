@@ -54,6 +54,8 @@ pub(crate) struct Session {
     pub(crate) guard: Arc<PolicyGuard>,
     /// What opening found worth telling the caller (a scope snapshot's unreadable entries).
     pub(crate) warnings: Vec<String>,
+    /// The independent reviewer, with its own delegate and read-only tools.
+    pub(crate) critic: Option<crate::critic::Critic>,
 }
 
 /// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
@@ -181,40 +183,33 @@ impl Session {
                 )
             }
         };
-        let delegate: Box<dyn Delegate> = match &delegation.delegate {
-            DelegateConfig::Scripted { path, source } => {
-                let sandbox = Arc::new(Sandbox::new(
-                    Surface::Delegate,
+        let delegate = build_delegate(
+            shared,
+            &delegation.delegate,
+            &workspace,
+            &delegation.limits,
+            &shape,
+        )
+        .await?;
+        let critic = match &delegation.critic {
+            None => None,
+            Some(spec) => Some(crate::critic::Critic::new(
+                spec.clone(),
+                build_delegate(
+                    shared,
+                    spec.delegate.as_ref().unwrap_or(&delegation.delegate),
+                    &workspace,
+                    &delegation.limits,
+                    &shape,
+                )
+                .await?,
+                Toolbox::new(
                     workspace.clone(),
-                    Capabilities::default(),
-                    delegation.limits.clone(),
-                ));
-                let engine = Arc::clone(&shared.engine);
-                let (name, source) = (path.display().to_string(), source.clone());
-                let key = format!("{shape}\n{name}\n{source}");
-                let (script, sandbox) = shared
-                    .scripts
-                    .get_or_compile(key, move || {
-                        let script = Script::compile(&engine, &sandbox, &name, &source, &[])
-                            .map_err(|e| {
-                                Error::config(format!(
-                                    "delegate script {e} [{}]",
-                                    e.kind().as_str()
-                                ))
-                            })?;
-                        Ok((Arc::new(script), sandbox))
-                    })
-                    .await?;
-                Box::new(ScriptedDelegate::new(script, sandbox)?)
-            }
-            DelegateConfig::OpenAi(spec) => {
-                Box::new(OpenAiDelegate::new(spec.clone(), shared.http.clone()))
-            }
-            DelegateConfig::Command(spec) => {
-                let mut spec = spec.clone();
-                spec.workdir = workspace.root().to_path_buf();
-                Box::new(CommandDelegate::new(spec))
-            }
+                    &["read_file".to_owned(), "list_files".to_owned()],
+                    Arc::new(PolicyGuard::new(workspace.root(), &delegation, &[])),
+                    false,
+                )?,
+            )),
         };
         let checks = if delegation.checks.is_empty() {
             None
@@ -291,6 +286,7 @@ impl Session {
             calls_made: 0,
             guard,
             warnings,
+            critic,
             delegation,
         })
     }
@@ -338,6 +334,49 @@ impl Session {
                 )
             })
     }
+}
+
+/// Builds the delegate `config` names, in `workspace`, its script (if scripted) compiled once
+/// per `shape` (see [`Session::open`]).
+async fn build_delegate(
+    shared: &Shared,
+    config: &DelegateConfig,
+    workspace: &Workspace,
+    limits: &harness_builtins::Limits,
+    shape: &str,
+) -> Result<Box<dyn Delegate>> {
+    Ok(match config {
+        DelegateConfig::Scripted { path, source } => {
+            let sandbox = Arc::new(Sandbox::new(
+                Surface::Delegate,
+                workspace.clone(),
+                Capabilities::default(),
+                limits.clone(),
+            ));
+            let engine = Arc::clone(&shared.engine);
+            let (name, source) = (path.display().to_string(), source.clone());
+            let key = format!("{shape}\n{name}\n{source}");
+            let (script, sandbox) = shared
+                .scripts
+                .get_or_compile(key, move || {
+                    let script =
+                        Script::compile(&engine, &sandbox, &name, &source, &[]).map_err(|e| {
+                            Error::config(format!("delegate script {e} [{}]", e.kind().as_str()))
+                        })?;
+                    Ok((Arc::new(script), sandbox))
+                })
+                .await?;
+            Box::new(ScriptedDelegate::new(script, sandbox)?)
+        }
+        DelegateConfig::OpenAi(spec) => {
+            Box::new(OpenAiDelegate::new(spec.clone(), shared.http.clone()))
+        }
+        DelegateConfig::Command(spec) => {
+            let mut spec = spec.clone();
+            spec.workdir = workspace.root().to_path_buf();
+            Box::new(CommandDelegate::new(spec))
+        }
+    })
 }
 
 /// Runs `delegation.pre` hooks: a block stops the delegation; a modify may change the task,

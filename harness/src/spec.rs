@@ -18,7 +18,7 @@ use crate::redact::Redactor;
 use crate::scope::{OnViolation, ScopeSpec};
 use crate::tools::Tool;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, verify | verify_file, max_verify_retries, stuck_after, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, verify | verify_file, max_verify_retries, stuck_after, critic, risk, hooks, workdir, network, limits";
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
@@ -91,6 +91,62 @@ struct RawFile {
     scope: Option<RawScope>,
     #[serde(default)]
     stuck_after: Option<u32>,
+    #[serde(default)]
+    critic: Option<RawCritic>,
+    #[serde(default)]
+    risk: Option<bool>,
+}
+
+/// `critic:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCritic {
+    #[serde(default)]
+    delegate: Option<RawDelegate>,
+    #[serde(default)]
+    when: Option<String>,
+    #[serde(default)]
+    criteria: Option<String>,
+    #[serde(default)]
+    on_exhausted: Option<String>,
+    #[serde(default)]
+    max_turns: Option<u32>,
+}
+
+/// When the critic reviews an attempt (`critic.when`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CriticWhen {
+    /// Every attempt the deterministic stages passed.
+    Always,
+    /// Only risky ones: `risk: true`, delegated work (`parent_id`), more than 5 files or 300
+    /// lines changed.
+    Risky,
+    /// Never (a default switched off).
+    Never,
+}
+
+/// What a spent retry budget does when only the critic still objects (`critic.on_exhausted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnExhausted {
+    /// `passed_with_debt`: the run passes, the objections are listed as debt, a human reviews.
+    Debt,
+    /// `failed`, kind `critic_rejected`.
+    Fail,
+}
+
+/// The independent reviewer of a delegation (DESIGN §4.9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticSpec {
+    /// Who reviews; `None`: the same kind as the delegate, in a fresh conversation.
+    pub delegate: Option<DelegateConfig>,
+    /// When it reviews.
+    pub when: CriticWhen,
+    /// What the work must satisfy, in the reviewer's prompt.
+    pub criteria: String,
+    /// What a spent budget does when only the critic objects.
+    pub on_exhausted: OnExhausted,
+    /// Turns the reviewer may take (reading files) before its verdict.
+    pub max_turns: u32,
 }
 
 /// `scope:` as written, in a delegation file or a project policy's `verification_defaults`.
@@ -283,6 +339,10 @@ pub struct Delegation {
     /// The same blocking finding on this many consecutive attempts ends the loop as `stuck`
     /// (0: never).
     pub stuck_after: u32,
+    /// The independent reviewer (`critic:`), after the deterministic stages.
+    pub critic: Option<CriticSpec>,
+    /// The caller marked the work risky (`risk: true`): a `when: risky` critic reviews it.
+    pub risk: bool,
 }
 
 /// The default `stuck_after`.
@@ -454,72 +514,10 @@ impl Delegation {
             })?;
             Ok((full, text))
         };
-        let delegate = match raw.delegate {
-            RawDelegate::Scripted { script } => {
-                let (path, source) = read("delegate.script", &script)?;
-                DelegateConfig::Scripted { path, source }
-            }
-            RawDelegate::Openai {
-                model,
-                base_url,
-                api_key_env,
-                temperature,
-                max_tokens,
-                timeout_s,
-                max_retries,
-            } => {
-                if model.trim().is_empty() {
-                    return Err(Error::config(format!("{file}: `delegate.model` is empty")));
-                }
-                if let Some(t) = temperature {
-                    if !(0.0..=2.0).contains(&t) {
-                        return Err(Error::config(format!(
-                            "{file}: `delegate.temperature` must be between 0 and 2, got {t}"
-                        )));
-                    }
-                }
-                let mut spec = OpenAiSpec::new(model);
-                if let Some(url) = base_url {
-                    crate::delegate::check_base_url(&url).map_err(|why| {
-                        Error::config(format!("{file}: `delegate.base_url` {why}"))
-                    })?;
-                    spec.base_url = url;
-                }
-                match api_key_env.as_deref() {
-                    Some("none") => spec.api_key_env = None,
-                    Some(var) if var.trim().is_empty() => {
-                        return Err(Error::config(format!(
-                            "{file}: `delegate.api_key_env` is empty; name the variable holding the key, or write `none` for a server that takes no key"
-                        )));
-                    }
-                    Some(var) => spec.api_key_env = Some(var.to_owned()),
-                    None => {}
-                }
-                if let Some(var) = &spec.api_key_env {
-                    crate::delegate::api_key(var).map_err(|why| {
-                        Error::config(format!("{file}: `delegate.api_key_env` {why}"))
-                    })?;
-                }
-                spec.temperature = temperature;
-                spec.max_tokens = max_tokens;
-                spec.request_timeout = seconds(&file, "delegate.timeout_s", timeout_s, 120.0)?;
-                if let Some(retries) = max_retries {
-                    spec.max_retries = retries;
-                }
-                DelegateConfig::OpenAi(spec)
-            }
-            RawDelegate::Command { command, timeout_s } => {
-                if command.first().is_none_or(|p| p.trim().is_empty()) {
-                    return Err(Error::config(format!(
-                        "{file}: `delegate.command` must be a non-empty list [program, args...]"
-                    )));
-                }
-                DelegateConfig::Command(CommandSpec {
-                    command,
-                    workdir: PathBuf::new(),
-                    timeout: seconds(&file, "delegate.timeout_s", timeout_s, 600.0)?,
-                })
-            }
+        let delegate = delegate_config(&file, "delegate", raw.delegate, &read)?;
+        let critic = match raw.critic {
+            None => None,
+            Some(critic) => Some(critic_spec(&file, critic, &read)?),
         };
         for tool in &raw.tools {
             if Tool::from_name(tool).is_none() {
@@ -650,8 +648,127 @@ impl Delegation {
             require_checks: gates.require_checks.unwrap_or(false),
             scope: gates.scope,
             stuck_after: gates.stuck_after.unwrap_or(DEFAULT_STUCK_AFTER),
+            critic,
+            risk: raw.risk.unwrap_or(false),
         })
     }
+}
+
+/// Reads a script named by a key, relative to the delegation file: its full path and text.
+type ReadScript<'a> = dyn Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a;
+
+/// Validates a `delegate:` mapping (or `critic.delegate:`, named `key` in messages).
+fn delegate_config(
+    file: &str,
+    key: &str,
+    raw: RawDelegate,
+    read: &ReadScript<'_>,
+) -> Result<DelegateConfig> {
+    Ok(match raw {
+        RawDelegate::Scripted { script } => {
+            let (path, source) = read(&format!("{key}.script"), &script)?;
+            DelegateConfig::Scripted { path, source }
+        }
+        RawDelegate::Openai {
+            model,
+            base_url,
+            api_key_env,
+            temperature,
+            max_tokens,
+            timeout_s,
+            max_retries,
+        } => {
+            if model.trim().is_empty() {
+                return Err(Error::config(format!("{file}: `{key}.model` is empty")));
+            }
+            if let Some(t) = temperature {
+                if !(0.0..=2.0).contains(&t) {
+                    return Err(Error::config(format!(
+                        "{file}: `{key}.temperature` must be between 0 and 2, got {t}"
+                    )));
+                }
+            }
+            let mut spec = OpenAiSpec::new(model);
+            if let Some(url) = base_url {
+                crate::delegate::check_base_url(&url)
+                    .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
+                spec.base_url = url;
+            }
+            match api_key_env.as_deref() {
+                Some("none") => spec.api_key_env = None,
+                Some(var) if var.trim().is_empty() => {
+                    return Err(Error::config(format!(
+                        "{file}: `{key}.api_key_env` is empty; name the variable holding the key, or write `none` for a server that takes no key"
+                    )));
+                }
+                Some(var) => spec.api_key_env = Some(var.to_owned()),
+                None => {}
+            }
+            if let Some(var) = &spec.api_key_env {
+                crate::delegate::api_key(var)
+                    .map_err(|why| Error::config(format!("{file}: `{key}.api_key_env` {why}")))?;
+            }
+            spec.temperature = temperature;
+            spec.max_tokens = max_tokens;
+            spec.request_timeout = seconds(file, &format!("{key}.timeout_s"), timeout_s, 120.0)?;
+            if let Some(retries) = max_retries {
+                spec.max_retries = retries;
+            }
+            DelegateConfig::OpenAi(spec)
+        }
+        RawDelegate::Command { command, timeout_s } => {
+            if command.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(Error::config(format!(
+                    "{file}: `{key}.command` must be a non-empty list [program, args...]"
+                )));
+            }
+            DelegateConfig::Command(CommandSpec {
+                command,
+                workdir: PathBuf::new(),
+                timeout: seconds(file, &format!("{key}.timeout_s"), timeout_s, 600.0)?,
+            })
+        }
+    })
+}
+
+/// Validates `critic:`.
+fn critic_spec(file: &str, raw: RawCritic, read: &ReadScript<'_>) -> Result<CriticSpec> {
+    let delegate = raw
+        .delegate
+        .map(|d| delegate_config(file, "critic.delegate", d, read))
+        .transpose()?;
+    let when = match raw.when.as_deref() {
+        None | Some("risky") => CriticWhen::Risky,
+        Some("always") => CriticWhen::Always,
+        Some("never") => CriticWhen::Never,
+        Some(other) => {
+            return Err(Error::config(format!(
+                "{file}: `critic.when` is {other:?}; use `always`, `risky` (the default: risk: true, delegated work, more than 5 files or 300 lines changed) or `never`"
+            )));
+        }
+    };
+    let on_exhausted = match raw.on_exhausted.as_deref() {
+        None | Some("debt") => OnExhausted::Debt,
+        Some("fail") => OnExhausted::Fail,
+        Some(other) => {
+            return Err(Error::config(format!(
+                "{file}: `critic.on_exhausted` is {other:?}; use `debt` (the default: passed_with_debt, a human reviews) or `fail`"
+            )));
+        }
+    };
+    let max_turns = raw.max_turns.unwrap_or(10);
+    if max_turns == 0 {
+        return Err(Error::config(format!(
+            "{file}: `critic.max_turns` must be at least 1"
+        )));
+    }
+    Ok(CriticSpec {
+        delegate,
+        when,
+        criteria: raw.criteria.unwrap_or_default(),
+        on_exhausted,
+        max_turns,
+    })
 }
 
 /// Validates `checks:` entries into runnable specs, naming the entry and the key at fault.

@@ -51,6 +51,8 @@ pub mod metric {
     pub const HOOK_DECISIONS: &str = "harness.hook.decisions";
     /// Counter of model tokens, by `delegation.kind` and `direction` (`input` or `output`).
     pub const TOKENS: &str = "harness.gen_ai.tokens";
+    /// Counter of critic reviews, by `critic.outcome` (`PASS`, `SOFT_FAIL`, `HARD_FAIL`).
+    pub const CRITIC_REVIEWS: &str = "harness.critic.reviews";
 }
 
 use std::collections::HashMap;
@@ -67,6 +69,7 @@ pub(crate) struct Instruments {
     verify_duration: Histogram<f64>,
     hook_decisions: Counter<u64>,
     tokens: Counter<u64>,
+    critic_reviews: Counter<u64>,
 }
 
 static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
@@ -95,8 +98,19 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
             .with_description("Model tokens used")
             .with_unit("{token}")
             .build(),
+        critic_reviews: meter
+            .u64_counter(metric::CRITIC_REVIEWS)
+            .with_description("Critic reviews")
+            .build(),
     }
 });
+
+/// Records one critic review.
+pub(crate) fn record_critic(outcome: &str) {
+    INSTRUMENTS
+        .critic_reviews
+        .add(1, &[KeyValue::new("critic.outcome", outcome.to_owned())]);
+}
 
 /// Records a finished delegation.
 pub(crate) fn record_delegation(

@@ -788,6 +788,7 @@ mod tests {
             delivered: None,
             warnings: Vec::new(),
             events: Vec::new(),
+            debt: Vec::new(),
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(1234),
         }

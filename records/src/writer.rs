@@ -124,6 +124,7 @@ mod tests {
             delivered: None,
             warnings: Vec::new(),
             events: Vec::new(),
+            debt: Vec::new(),
             started_at: std::time::SystemTime::now(),
             duration: Duration::ZERO,
         }

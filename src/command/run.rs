@@ -56,7 +56,7 @@ pub async fn run(args: RunArgs) -> u8 {
     }
     let journal = record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
     let code = match report.outcome {
-        Outcome::Passed | Outcome::Skipped => exit::OK,
+        Outcome::Passed | Outcome::PassedWithDebt | Outcome::Skipped => exit::OK,
         Outcome::Failed(_) => exit::NOT_VERIFIED,
         Outcome::Error(kind) => exit::for_error(kind),
     };
@@ -207,6 +207,23 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
             response.chars().count()
         ),
         Event::Judged { verdict, .. } => {
+            if let Some(critic) = &verdict.critic {
+                let noted = verdict
+                    .findings
+                    .iter()
+                    .filter(|f| f.source == harness::Source::Critic && !f.blocking)
+                    .count();
+                eprintln!(
+                    "  critic {}: {}{}",
+                    critic["reviewer"].as_str().unwrap_or("?"),
+                    critic["outcome"].as_str().unwrap_or("?"),
+                    if noted > 0 {
+                        format!(" ({noted} non-blocking finding(s), kept as debt)")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
             if verdict.passed() {
                 eprintln!("  verified");
             } else {
@@ -251,6 +268,10 @@ fn print_summary(report: &Report, trace_id: Option<&str>, answer: bool) {
     let plural = if attempts == 1 { "" } else { "s" };
     match report.outcome {
         Outcome::Passed => eprintln!("passed: verified on attempt {attempts} ({})", report.id),
+        Outcome::PassedWithDebt => eprintln!(
+            "passed_with_debt: every check passed but the critic still objects after {attempts} attempt{plural}; a human should review it (harness review) ({})",
+            report.id
+        ),
         Outcome::Skipped => eprintln!(
             "skipped: nothing configured to verify; the result was not checked ({})",
             report.id
@@ -266,7 +287,10 @@ fn print_summary(report: &Report, trace_id: Option<&str>, answer: bool) {
             report.id
         ),
     }
-    if report.outcome == Outcome::Passed {
+    for debt in &report.debt {
+        eprintln!("debt: {}", redact_line(debt));
+    }
+    if matches!(report.outcome, Outcome::Passed | Outcome::PassedWithDebt) {
         for warning in &report.warnings {
             eprintln!("warning: {warning}");
         }
@@ -278,10 +302,18 @@ fn print_summary(report: &Report, trace_id: Option<&str>, answer: bool) {
         }
     }
     if let Some(result) = report.result().filter(|_| answer) {
-        if matches!(report.outcome, Outcome::Passed | Outcome::Skipped) {
+        if matches!(
+            report.outcome,
+            Outcome::Passed | Outcome::PassedWithDebt | Outcome::Skipped
+        ) {
             println!("{}", result.response);
         }
     }
+}
+
+/// A debt finding on one line (the report is already scrubbed).
+fn redact_line(finding: &harness::Finding) -> String {
+    one_line(&finding.to_string(), 200)
 }
 
 fn one_line(text: &str, max: usize) -> String {
