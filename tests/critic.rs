@@ -215,6 +215,27 @@ fn a_spent_budget_with_green_checks_is_debt_or_a_failure_as_on_exhausted_says() 
     .run()
     .expect_code(0);
 
+    // The report counts the reviews, the debt and the human decision.
+    let dashboard = harness(["report", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    dashboard.expect_code(0);
+    let total = &dashboard.json()["total"];
+    assert_eq!(total["outcomes"]["passed_with_debt"], json!(1), "{total}");
+    assert_eq!(total["critic"], json!({"SOFT_FAIL": 2}));
+    assert_eq!(total["debt"], json!(1));
+    assert_eq!(
+        total["review"],
+        json!({"approved": 1, "rejected": 0, "pending": 0})
+    );
+    let table = harness(["report", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    assert!(
+        table.stdout.contains("critic reviews: SOFT_FAIL 2 · passed with debt: 1 · debt findings: 1 · review: 1 approved, 0 rejected, 0 pending"),
+        "{table:?}"
+    );
+
     let strict = delegation(
         &reviewer(&[MISSING]),
         "  when: always\n  on_exhausted: fail\n",
@@ -428,4 +449,43 @@ fn the_example_runs_a_review_a_retry_and_debt() {
         .run();
     out.expect_code(0);
     assert_eq!(out.json()["outcome"], json!("passed_with_debt"), "{out:?}");
+}
+
+/// `verification_defaults.critic` in the project policy reviews delegations that name no critic;
+/// its script is read relative to `.harness/`, and a bad key there names the policy file.
+#[test]
+fn the_project_policy_supplies_a_critic() {
+    let dir = delegation(&reviewer(&[PASS]), "  when: always\n", CHECKED);
+    // The same delegation without its own critic.
+    let text = dir.read("delegation.yaml").expect("file");
+    let text = text.replace(
+        "critic:\n  delegate: {kind: scripted, script: reviewer.star}\n  when: always\n",
+        "",
+    );
+    assert!(!text.contains("critic"), "{text}");
+    dir.write("delegation.yaml", text);
+    dir.write("ws/.harness/strict-reviewer.star", reviewer(&[HARD]));
+    dir.write(
+        "ws/.harness/policy.yaml",
+        "verification_defaults:\n  critic: {delegate: {kind: scripted, script: strict-reviewer.star}, when: always}\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    assert_eq!(report["kind"], json!("critic_rejected"), "{out:?}");
+    dir.write(
+        "ws/.harness/policy.yaml",
+        "verification_defaults:\n  critic: {when: often}\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(2);
+    let message = out.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("policy.yaml: `verification_defaults`: `critic.when` is \"often\""),
+        "{message}"
+    );
 }

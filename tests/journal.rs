@@ -235,7 +235,7 @@ fn the_report_counts_known_delegations_exactly() {
     assert_eq!(scripted["delegations"], json!(8), "{scripted:#}");
     assert_eq!(
         scripted["outcomes"],
-        json!({"passed": 2, "skipped": 1, "failed": 2, "error": 3})
+        json!({"passed": 2, "passed_with_debt": 0, "skipped": 1, "failed": 2, "error": 3})
     );
     // Skipped delegations were not verified: 2 of the 7 verified ones passed.
     assert_eq!(scripted["pass_rate"], json!(2.0 / 7.0));
@@ -274,7 +274,7 @@ fn the_report_counts_known_delegations_exactly() {
     assert_eq!(command["delegations"], json!(2));
     assert_eq!(
         command["outcomes"],
-        json!({"passed": 1, "skipped": 0, "failed": 0, "error": 1})
+        json!({"passed": 1, "passed_with_debt": 0, "skipped": 0, "failed": 0, "error": 1})
     );
     assert_eq!(command["pass_rate"], json!(0.5));
     assert_eq!(command["pass_at_attempt"], json!([1]));
@@ -286,7 +286,7 @@ fn the_report_counts_known_delegations_exactly() {
     assert_eq!(total["kind"], json!("all"));
     assert_eq!(
         total["outcomes"],
-        json!({"passed": 3, "skipped": 1, "failed": 2, "error": 4})
+        json!({"passed": 3, "passed_with_debt": 0, "skipped": 1, "failed": 2, "error": 4})
     );
     assert_eq!(total["pass_rate"], json!(3.0 / 9.0));
     assert_eq!(total["pass_at_attempt"], json!([2, 1, 0]));

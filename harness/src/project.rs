@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: none | bwrap}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, critic, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: none | bwrap}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +60,8 @@ struct RawDefaults {
     scope: Option<crate::spec::RawScope>,
     #[serde(default)]
     stuck_after: Option<u32>,
+    #[serde(default)]
+    critic: Option<crate::spec::RawCritic>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -127,6 +129,9 @@ pub struct ProjectPolicy {
     pub redact: Redactor,
     /// What human overrides of this workspace's runs may do.
     pub overrides: OverridePolicy,
+    /// `verification_defaults.critic`: the reviewer of delegations that name none (scripts
+    /// relative to `.harness/`).
+    pub(crate) critic: Option<crate::spec::CriticSpec>,
 }
 
 impl ProjectPolicy {
@@ -169,6 +174,23 @@ impl ProjectPolicy {
                 crate::spec::MAX_VERIFY_RETRIES
             )));
         }
+        let at = format!("project policy {file}: `verification_defaults`");
+        let base = path.parent().unwrap_or(Path::new("."));
+        let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
+            let full = base.join(rel);
+            std::fs::read_to_string(&full)
+                .map(|text| (full.clone(), text))
+                .map_err(|e| {
+                    Error::config(format!(
+                        "{at}: `{key}`: cannot read {}: {e}",
+                        full.display()
+                    ))
+                })
+        };
+        let critic = defaults
+            .critic
+            .map(|c| crate::spec::critic_spec(&at, c, &read))
+            .transpose()?;
         let gates = crate::spec::Gates::parse(
             &format!("project policy {file}: `verification_defaults`"),
             defaults.checks,
@@ -245,6 +267,7 @@ impl ProjectPolicy {
             limits,
             redact,
             overrides: raw.override_policy.unwrap_or_default(),
+            critic,
         })
     }
 }

@@ -97,10 +97,10 @@ struct RawFile {
     risk: Option<bool>,
 }
 
-/// `critic:` as written.
+/// `critic:` as written, in a delegation file or a project policy's `verification_defaults`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawCritic {
+pub(crate) struct RawCritic {
     #[serde(default)]
     delegate: Option<RawDelegate>,
     #[serde(default)]
@@ -648,14 +648,14 @@ impl Delegation {
             require_checks: gates.require_checks.unwrap_or(false),
             scope: gates.scope,
             stuck_after: gates.stuck_after.unwrap_or(DEFAULT_STUCK_AFTER),
-            critic,
+            critic: critic.or_else(|| project.critic.clone()),
             risk: raw.risk.unwrap_or(false),
         })
     }
 }
 
 /// Reads a script named by a key, relative to the delegation file: its full path and text.
-type ReadScript<'a> = dyn Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a;
+pub(crate) type ReadScript<'a> = dyn Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a;
 
 /// Validates a `delegate:` mapping (or `critic.delegate:`, named `key` in messages).
 fn delegate_config(
@@ -732,7 +732,7 @@ fn delegate_config(
 }
 
 /// Validates `critic:`.
-fn critic_spec(file: &str, raw: RawCritic, read: &ReadScript<'_>) -> Result<CriticSpec> {
+pub(crate) fn critic_spec(file: &str, raw: RawCritic, read: &ReadScript<'_>) -> Result<CriticSpec> {
     let delegate = raw
         .delegate
         .map(|d| delegate_config(file, "critic.delegate", d, read))

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use harness::{Error, RETRY_TEMPLATE_VERSION, Report, Result, Usage};
-use rusqlite::{Connection, OpenFlags, TransactionBehavior, params, params_from_iter};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension as _, TransactionBehavior, params, params_from_iter,
+};
 use serde_json::{Value, json};
 
 /// The schema, one migration per version, applied in order: `MIGRATIONS[n]` takes a journal
@@ -173,6 +175,8 @@ pub struct Record {
     pub warnings: Vec<String>,
     /// What happened, in order (DESIGN §4.12); empty in records from before schema version 3.
     pub events: Vec<Value>,
+    /// A human's decision on the run (`approved` or `rejected`, by `harness override`).
+    pub decision: Option<String>,
 }
 
 impl Record {
@@ -551,6 +555,18 @@ impl Journal {
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(read)?;
         }
+        if self.schema_version()? >= 4 {
+            let mut decisions = self
+                .conn
+                .prepare("SELECT decision FROM overrides WHERE delegation_id = ?1")
+                .map_err(read)?;
+            for record in &mut records {
+                record.decision = decisions
+                    .query_row(params![record.id], |row| row.get(0))
+                    .optional()
+                    .map_err(read)?;
+            }
+        }
         Ok(records)
     }
 }
@@ -578,6 +594,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         request: json_column(row, "request")?,
         warnings: json_column(row, "warnings")?.unwrap_or_default(),
         events: json_column(row, "events")?.unwrap_or_default(),
+        decision: None,
     })
 }
 

@@ -32,6 +32,9 @@ impl Dashboard {
                 "<section>\n<h2>Delegate kind <code>{}</code></h2>",
                 escape(&stats.kind)
             );
+            if let Some(line) = stats.authority_line() {
+                let _ = writeln!(page, "<p class=\"sub\">{}</p>", escape(&line));
+            }
             page.push_str("<div class=\"row\">\n<div>\n<h3>Passed on attempt</h3>\n");
             page.push_str(&pass_at_chart(&stats.pass_at_attempt));
             page.push_str("</div>\n<div>\n<h3>Attempts and duration</h3>\n");

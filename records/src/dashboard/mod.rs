@@ -118,6 +118,18 @@ pub struct KindStats {
     pub failed: usize,
     /// Outcome `error`.
     pub errored: usize,
+    /// Outcome `passed_with_debt`: the checks passed, the critic still objected.
+    pub passed_with_debt: usize,
+    /// Critic findings the passing runs carried as debt.
+    pub debt: usize,
+    /// Critic reviews by outcome (`PASS`, `SOFT_FAIL`, `HARD_FAIL`, `unavailable`).
+    pub critic: BTreeMap<String, usize>,
+    /// Runs a human approved (`harness override --approve`).
+    pub approved: usize,
+    /// Runs a human rejected.
+    pub rejected: usize,
+    /// Runs still awaiting a human: `failed` or `passed_with_debt`, not overridden.
+    pub pending_review: usize,
     /// Passed delegations by the attempt that passed: `[0]` on the 1st, `[1]` on the 2nd, …;
     /// as long as the most attempts any delegation of the kind made.
     pub pass_at_attempt: Vec<usize>,
@@ -155,6 +167,30 @@ impl KindStats {
         (verified > 0).then(|| self.passed as f64 / verified as f64)
     }
 
+    /// One line on the critic, debt and human review ("critic: PASS 2, SOFT_FAIL 1 · debt 3 ·
+    /// review: 1 approved, 0 rejected, 2 pending"), or `None` when there is nothing to say.
+    pub fn authority_line(&self) -> Option<String> {
+        if self.critic.is_empty()
+            && self.debt == 0
+            && self.approved + self.rejected + self.pending_review + self.passed_with_debt == 0
+        {
+            return None;
+        }
+        let critic = if self.critic.is_empty() {
+            "none".to_owned()
+        } else {
+            self.critic
+                .iter()
+                .map(|(outcome, n)| format!("{outcome} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Some(format!(
+            "critic reviews: {critic} · passed with debt: {} · debt findings: {} · review: {} approved, {} rejected, {} pending",
+            self.passed_with_debt, self.debt, self.approved, self.rejected, self.pending_review
+        ))
+    }
+
     fn compute(kind: &str, records: &[&Record]) -> KindStats {
         let mut stats = KindStats {
             kind: kind.to_owned(),
@@ -171,9 +207,42 @@ impl KindStats {
             stats.usage.add(record.usage);
             match record.outcome.as_str() {
                 "passed" => stats.passed += 1,
+                "passed_with_debt" => stats.passed_with_debt += 1,
                 "skipped" => stats.skipped += 1,
                 "failed" => stats.failed += 1,
                 _ => stats.errored += 1,
+            }
+            match record.decision.as_deref() {
+                Some("approved") => stats.approved += 1,
+                Some(_) => stats.rejected += 1,
+                None if matches!(record.outcome.as_str(), "failed" | "passed_with_debt") => {
+                    stats.pending_review += 1;
+                }
+                None => {}
+            }
+            if matches!(record.outcome.as_str(), "passed" | "passed_with_debt") {
+                stats.debt += record
+                    .attempts
+                    .last()
+                    .and_then(|a| a.verdict.as_ref())
+                    .and_then(|v| v["findings"].as_array())
+                    .map_or(0, |findings| {
+                        findings
+                            .iter()
+                            .filter(|f| f["source"] == json!("critic"))
+                            .count()
+                    });
+            }
+            for attempt in &record.attempts {
+                let critic = attempt.verdict.as_ref().map(|v| &v["critic"]);
+                if let Some(critic) = critic.filter(|c| c.is_object()) {
+                    let outcome = if critic["available"] == json!(false) {
+                        "unavailable"
+                    } else {
+                        critic["outcome"].as_str().unwrap_or("unknown")
+                    };
+                    *stats.critic.entry(outcome.to_owned()).or_default() += 1;
+                }
             }
             if let Some(n) = record.passed_on() {
                 if stats.pass_at_attempt.len() < n {
@@ -261,6 +330,7 @@ impl KindStats {
             "delegations": self.delegations,
             "outcomes": {
                 "passed": self.passed,
+                "passed_with_debt": self.passed_with_debt,
                 "skipped": self.skipped,
                 "failed": self.failed,
                 "error": self.errored,
@@ -291,6 +361,13 @@ impl KindStats {
             "top_errors": self.top_errors.iter().map(|e| json!({
                 "kind": e.kind, "message": e.message, "count": e.count,
             })).collect::<Vec<_>>(),
+            "debt": self.debt,
+            "critic": self.critic,
+            "review": {
+                "approved": self.approved,
+                "rejected": self.rejected,
+                "pending": self.pending_review,
+            },
         })
     }
 }
@@ -611,6 +688,7 @@ pub(crate) mod tests {
             request: None,
             warnings: Vec::new(),
             events: Vec::new(),
+            decision: None,
         }
     }
 

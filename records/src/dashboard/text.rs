@@ -74,14 +74,19 @@ impl Dashboard {
             out.push('\n');
         }
         for stats in &self.kinds {
+            let authority = stats.authority_line();
             if stats.top_reasons.is_empty()
                 && stats.top_hooks.is_empty()
                 && stats.top_checks.is_empty()
                 && stats.top_errors.is_empty()
+                && authority.is_none()
             {
                 continue;
             }
             let _ = writeln!(out, "\n{}:", stats.kind);
+            if let Some(line) = authority {
+                let _ = writeln!(out, "  {line}");
+            }
             if !stats.top_reasons.is_empty() {
                 out.push_str("  top failure reasons:\n");
                 for r in stats.top_reasons.iter().take(TOP_IN_TABLE) {
