@@ -13,7 +13,7 @@ use harness_testkit::otlp::proto::common::v1::any_value;
 use harness_testkit::otlp::proto::trace::v1::Span;
 use harness_testkit::otlp::{
     Collected, Protocol, Receiver, Trace, attr, boolean, counter, events, hex, histogram, int,
-    is_error, show, text,
+    is_error, matches, show, sum_points, text,
 };
 use serde_json::{Value, json};
 
@@ -809,4 +809,52 @@ fn run_events_are_span_events_in_the_trace() {
             .expect("a seq");
         assert!(seq > 0, "DelegationStarted is event 0");
     }
+}
+
+/// `harness override` exports the `harness.overrides` counter: decisions and refusals by type.
+#[test]
+fn overrides_and_refusals_are_counted() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = exhausted();
+    let out = harness(["run", "delegation.yaml", "--json", "--journal", "runs.db"])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(1);
+    let id = out.json()["id"].as_str().expect("id").to_owned();
+    let endpoint = receiver.endpoint();
+    let decide = |extra: &[&str]| {
+        harness([
+            "--otlp-endpoint",
+            endpoint.as_str(),
+            "override",
+            id.as_str(),
+        ])
+        .args([
+            "--approve",
+            "--type",
+            "check",
+            "--user",
+            "ann",
+            "--journal",
+            "runs.db",
+        ])
+        .args(extra)
+        .current_dir(dir.path())
+        .run()
+    };
+    // Each process exports its own counts when it exits: look at each in turn.
+    let counted = |decision: &str| {
+        let want = [("override.type", "check"), ("override.decision", decision)];
+        let collected = receiver.wait_until(decision, |c| {
+            c.has_metrics(&["harness.overrides"])
+                && sum_points(c.metric("harness.overrides"))
+                    .iter()
+                    .any(|p| matches(&p.attributes, &want))
+        });
+        counter(&collected, "harness.overrides", &want)
+    };
+    decide(&[]).expect_code(2); // no reason: refused, and counted as such
+    assert_eq!(counted("reason_required"), 1);
+    decide(&["--reason", "checked by hand"]).expect_code(0);
+    assert_eq!(counted("approved"), 1);
 }

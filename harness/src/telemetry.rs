@@ -53,6 +53,10 @@ pub mod metric {
     pub const TOKENS: &str = "harness.gen_ai.tokens";
     /// Counter of critic reviews, by `critic.outcome` (`PASS`, `SOFT_FAIL`, `HARD_FAIL`).
     pub const CRITIC_REVIEWS: &str = "harness.critic.reviews";
+    /// Counter of human overrides, by `override.type` and `override.decision` (`approved`,
+    /// `rejected`, or the refusal: `override_not_allowed`, `reason_required`,
+    /// `illegal_transition`).
+    pub const OVERRIDES: &str = "harness.overrides";
 }
 
 use std::collections::HashMap;
@@ -70,6 +74,7 @@ pub(crate) struct Instruments {
     hook_decisions: Counter<u64>,
     tokens: Counter<u64>,
     critic_reviews: Counter<u64>,
+    overrides: Counter<u64>,
 }
 
 static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
@@ -102,8 +107,23 @@ static INSTRUMENTS: LazyLock<Instruments> = LazyLock::new(|| {
             .u64_counter(metric::CRITIC_REVIEWS)
             .with_description("Critic reviews")
             .build(),
+        overrides: meter
+            .u64_counter(metric::OVERRIDES)
+            .with_description("Human overrides, and refused attempts")
+            .build(),
     }
 });
+
+/// Records one human override (`harness override`): its type and decision, or the refusal.
+pub fn record_override(override_type: &str, decision: &str) {
+    INSTRUMENTS.overrides.add(
+        1,
+        &[
+            KeyValue::new("override.type", override_type.to_owned()),
+            KeyValue::new("override.decision", decision.to_owned()),
+        ],
+    );
+}
 
 /// Records one critic review.
 pub(crate) fn record_critic(outcome: &str) {

@@ -147,7 +147,24 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
         journal.override_run(&request, &policy, &policy_at)
     })
     .await
-    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))??;
+    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))?;
+    let done = match done {
+        Ok(done) => {
+            harness::telemetry::record_override(&done.override_type, &done.decision);
+            done
+        }
+        Err(e) => {
+            if matches!(
+                e.kind(),
+                harness::ErrorKind::OverrideNotAllowed
+                    | harness::ErrorKind::ReasonRequired
+                    | harness::ErrorKind::IllegalTransition
+            ) {
+                harness::telemetry::record_override(&args.override_type, e.kind().as_str());
+            }
+            return Err(e);
+        }
+    };
     if args.json {
         println!("{}", json!({"override": done.to_json()}));
     } else {
