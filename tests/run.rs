@@ -786,3 +786,21 @@ fn progress_goes_to_stderr_and_the_answer_to_stdout() {
         "an unverified answer is not printed:\n{out:?}"
     );
 }
+
+/// A tool that cannot be set up (`run_command` needs a private HOME, and the temporary directory
+/// is gone) is an error of kind `tool`, exit 4: the delegate never runs without it.
+#[test]
+fn a_tool_that_cannot_be_set_up_is_a_tool_error() {
+    let dir = delegation(HONEST, "tools: [run_command]\nmax_verify_retries: 0\n");
+    let out = harness(["run", "delegation.yaml", "--json", "--no-journal"])
+        .current_dir(dir.path())
+        .env("TMPDIR", &dir.join("no-such-dir").display().to_string())
+        .run();
+    let report = out.json();
+    expect_error_kind(&out, &report, 4, "tool");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("private HOME for run_command"),
+        "{message}"
+    );
+}
