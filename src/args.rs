@@ -79,6 +79,14 @@ pub enum Command {
     /// Check the hash-chained audit log of overrides.
     #[command(name = "audit-log", subcommand)]
     AuditLog(AuditLogCommand),
+    /// Re-verify a recorded run offline, fail-closed: a run id from the journal, or a file
+    /// `harness runs export` wrote.
+    ///
+    /// Checks the schema version, the fields, the order and hash chain of the events, that every
+    /// tool call has exactly one result (and no result lacks its call), and that every evidence
+    /// file still has the recorded SHA-256. Prints every failure with its code and where; exit 0
+    /// valid, 1 invalid, 2 unreadable.
+    Audit(AuditArgs),
 }
 
 /// Flags shared by every command that runs scripts.
@@ -226,6 +234,41 @@ pub enum RunsCommand {
     List(RunsListArgs),
     /// Show one recorded delegation with its attempts and reasons.
     Show(RunsShowArgs),
+    /// Write one recorded delegation as a `harness.run/v1` document: the run, its attempts, its
+    /// hash-chained events and the SHA-256 of every file its evidence vouched for.
+    Export(RunsExportArgs),
+}
+
+/// `harness runs export`.
+#[derive(Debug, Args)]
+pub struct RunsExportArgs {
+    /// The delegation id.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Write to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward]. Opened read-only.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+}
+
+/// `harness audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// A run id (read from the journal and exported first) or an exported `.json` file.
+    #[arg(value_name = "RUN_ID|FILE")]
+    pub target: String,
+    /// Where the evidence files are [default: the run's recorded workdir].
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// The run journal, for a run id [default: as `harness runs` finds it].
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Print the VerificationReport as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `harness runs list`.

@@ -29,3 +29,5 @@ mod scope;
 mod authority;
 // The critic: reviews after the checks, retries with its feedback, HARD_FAIL, debt, bad reviewers.
 mod critic;
+// Exported runs (`runs export`) and their offline integrity audit (`harness audit`).
+mod audit;

@@ -17,6 +17,7 @@
 
 mod authority;
 mod dashboard;
+mod export;
 mod journal;
 mod locate;
 mod writer;
@@ -27,6 +28,7 @@ pub use authority::{
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise,
 };
+pub use export::{AuditFailure, RUN_SCHEMA, VerificationReport, audit, export};
 pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
 pub use writer::{JournalWriter, Written};

@@ -22,5 +22,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Review(args) => authority::review(args).await,
         Command::Override(args) => authority::override_run(args).await,
         Command::AuditLog(command) => authority::audit_log(command).await,
+        Command::Audit(args) => runs::audit(args).await,
     }
 }

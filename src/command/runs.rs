@@ -6,7 +6,7 @@ use harness::Error;
 use harness_records::Record;
 use serde_json::{Value, json};
 
-use crate::args::{RunsCommand, RunsListArgs, RunsShowArgs};
+use crate::args::{AuditArgs, RunsCommand, RunsExportArgs, RunsListArgs, RunsShowArgs};
 use crate::exit;
 use crate::settings;
 
@@ -15,6 +15,7 @@ pub async fn run(command: RunsCommand) -> u8 {
     let (json_output, done) = match &command {
         RunsCommand::List(args) => (args.json, list(args).await),
         RunsCommand::Show(args) => (args.json, show(args).await),
+        RunsCommand::Export(args) => (false, export(args).await),
     };
     match done {
         Ok(()) => exit::OK,
@@ -269,4 +270,100 @@ fn duration(d: Duration) -> String {
         u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
     ))
     .to_string()
+}
+
+/// The run `id` of the journal `flag` finds, exported.
+async fn exported(flag: Option<&std::path::Path>, id: &str) -> Result<serde_json::Value, Error> {
+    let journal = settings::journal_to_read(flag)?;
+    let wanted = id.to_owned();
+    let found = settings::read_journal(&journal, move |j| j.get(&wanted)).await?;
+    let record = found.ok_or_else(|| {
+        Error::config(format!(
+            "no delegation {id} in the journal {journal} (`harness runs list` shows the recorded ids)"
+        ))
+    })?;
+    Ok(harness_records::export(&record))
+}
+
+async fn export(args: &RunsExportArgs) -> Result<(), Error> {
+    let document = exported(args.journal.as_deref(), &args.id).await?;
+    let text = serde_json::to_string_pretty(&document)
+        .map_err(|e| Error::config(format!("cannot write the export: {e}")))?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text + "\n")
+                .map_err(|e| Error::config(format!("runs export -o {}: {e}", path.display())))?;
+            eprintln!("wrote {} ({})", path.display(), harness_records::RUN_SCHEMA);
+        }
+        None => println!("{text}"),
+    }
+    Ok(())
+}
+
+/// Exported documents larger than this are refused as unreadable, not read.
+const MAX_AUDITED_BYTES: u64 = 256 * 1024 * 1024;
+
+/// `harness audit`: exit 0 valid, 1 invalid, 2 unreadable.
+pub async fn audit(args: AuditArgs) -> u8 {
+    let document = if std::path::Path::new(&args.target).is_file() {
+        read_document(std::path::Path::new(&args.target))
+    } else {
+        exported(args.journal.as_deref(), &args.target).await
+    };
+    let document = match document {
+        Ok(document) => document,
+        Err(e) => return exit::fail(&e, args.json),
+    };
+    let workdir = args.workdir.clone();
+    let report = match tokio::task::spawn_blocking(move || {
+        harness_records::audit(&document, workdir.as_deref())
+    })
+    .await
+    {
+        Ok(report) => report,
+        Err(e) => {
+            return exit::fail(
+                &Error::config(format!("the audit failed to run: {e}")),
+                args.json,
+            );
+        }
+    };
+    if args.json {
+        println!("{}", report.to_json());
+    } else if report.valid() {
+        let m = &report.metrics;
+        println!(
+            "valid: {}, {} events, {} tool calls, {} evidence files",
+            report.schema_version.as_deref().unwrap_or("?"),
+            m["events"],
+            m["tool_calls"],
+            m["evidence_files"]
+        );
+    } else {
+        println!("INVALID: {} failure(s)", report.failures.len());
+        for failure in &report.failures {
+            println!("  {} at {}: {}", failure.code, failure.at, failure.message);
+        }
+    }
+    if report.valid() {
+        exit::OK
+    } else {
+        exit::NOT_VERIFIED
+    }
+}
+
+/// Reads an exported document, refusing one too large or not JSON.
+fn read_document(path: &std::path::Path) -> Result<serde_json::Value, Error> {
+    let unreadable = |why: String| Error::config(format!("{}: unreadable: {why}", path.display()));
+    let size = std::fs::metadata(path)
+        .map_err(|e| unreadable(e.to_string()))?
+        .len();
+    if size > MAX_AUDITED_BYTES {
+        return Err(unreadable(format!(
+            "{size} bytes is more than the {MAX_AUDITED_BYTES} an export may have"
+        )));
+    }
+    let file = harness_builtins::open_regular(path).map_err(|e| unreadable(e.to_string()))?;
+    serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| unreadable(format!("not a JSON document ({e})")))
 }

@@ -111,7 +111,9 @@ struct Judged {
     passed: bool,
     result: &'static str,
     proof: String,
+    /// The file's SHA-256 and size, for a `file_exists` that passed (the export's evidence files).
     sha256: Option<String>,
+    bytes: Option<u64>,
 }
 
 impl Check for CriteriaStage {
@@ -182,6 +184,7 @@ impl Check for CriteriaStage {
                     "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
                     "output_tail": null,
                     "subject_sha256": judged.sha256,
+                    "subject_bytes": judged.bytes,
                     "at": at,
                 }));
                 if !judged.passed {
@@ -211,6 +214,7 @@ fn fail(proof: String) -> Judged {
         result: "fail",
         proof,
         sha256: None,
+        bytes: None,
     }
 }
 
@@ -230,6 +234,7 @@ fn file_exists(workspace: &harness_builtins::Workspace, path: &str) -> Judged {
             sha256: (meta.len() <= MAX_SCANNED_BYTES)
                 .then(|| sha256_of(&full))
                 .flatten(),
+            bytes: Some(meta.len()),
         },
     }
 }
@@ -293,6 +298,7 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
             result: "pass",
             proof: format!("no placeholders in {scanned} file(s) matching {glob}"),
             sha256: None,
+            bytes: None,
         }
     } else {
         let more = if count > found.len() {
@@ -336,12 +342,14 @@ async fn endpoint(
             result: "timeout",
             proof: format!("GET {url} did not answer within {timeout:?}"),
             sha256: None,
+            bytes: None,
         },
         Ok(Err(e)) => Judged {
             passed: false,
             result: "fail",
             proof: format!("GET {url} failed: {}", error_chain(&e)),
             sha256: None,
+            bytes: None,
         },
         Ok(Ok((got, _))) if got != status => {
             fail(format!("GET {url} answered {got}, expected {status}"))
@@ -363,6 +371,7 @@ async fn endpoint(
                         None => format!("GET {url} answered {got}"),
                     },
                     sha256: (!body.is_empty()).then(|| format!("{:x}", Sha256::digest(&body))),
+                    bytes: None,
                 },
             }
         }

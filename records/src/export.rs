@@ -1,0 +1,477 @@
+//! Recorded runs as files, and their integrity audit (DESIGN §4.13).
+//!
+//! [`export`] writes a run as `harness.run/v1`: the run, its attempts, its events hash-chained
+//! the way the audit log is (`hash = sha256(prev_hash ‖ canonical JSON of {seq, at, type,
+//! attempt, data})`), and the files its evidence vouched for with their SHA-256. [`audit`]
+//! re-verifies such a file offline and fail-closed: whatever it cannot read or check is a
+//! failure with a machine-readable code, never skipped.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::authority::{GENESIS, canonical};
+use crate::journal::Record;
+
+/// The schema an export is written in, and the only one [`audit`] reads.
+pub const RUN_SCHEMA: &str = "harness.run/v1";
+
+/// Event keys kept beside `data` rather than in it.
+const EVENT_KEYS: [&str; 5] = ["run_id", "seq", "at", "type", "attempt"];
+
+/// `sha256(prev_hash ‖ canonical JSON of the event's chained part)`, hex.
+fn event_hash(prev_hash: &str, event: &Value) -> String {
+    let chained = json!({
+        "seq": event["seq"],
+        "at": event["at"],
+        "type": event["type"],
+        "attempt": event["attempt"],
+        "data": event["data"],
+    });
+    let mut hasher = Sha256::new();
+    hasher.update(prev_hash.as_bytes());
+    hasher.update(canonical(&chained).as_bytes());
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The run `record` as a `harness.run/v1` document.
+pub fn export(record: &Record) -> Value {
+    let whole = record.to_json();
+    let mut run = Map::new();
+    for key in [
+        "id",
+        "started_at",
+        "duration_ms",
+        "delegate",
+        "outcome",
+        "error",
+        "request",
+        "usage",
+        "trace_id",
+        "retry_template_version",
+        "source",
+        "workdir",
+        "warnings",
+    ] {
+        run.insert(key.to_owned(), whole[key].clone());
+    }
+    run.insert("decision".to_owned(), json!(record.decision));
+    let mut previous = GENESIS.to_owned();
+    let events: Vec<Value> = record
+        .events
+        .iter()
+        .map(|event| {
+            let data: Map<String, Value> = event
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(k, _)| !EVENT_KEYS.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut chained = json!({
+                "seq": event["seq"],
+                "at": event["at"],
+                "type": event["type"],
+                "attempt": event["attempt"],
+                "data": data,
+            });
+            let hash = event_hash(&previous, &chained);
+            chained["prev_hash"] = json!(previous);
+            chained["hash"] = json!(hash);
+            previous = hash;
+            chained
+        })
+        .collect();
+    // The files the final verdict's evidence vouched for.
+    let last = record
+        .attempts
+        .iter()
+        .rev()
+        .find_map(|a| a.verdict.as_ref());
+    let evidence: Vec<Value> = last
+        .and_then(|v| v["evidence"].as_array())
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["method"] == json!("file_exists") && e["subject_sha256"].is_string())
+        .map(|e| {
+            json!({
+                "id": e["criterion"],
+                "path": e["target"],
+                "sha256": e["subject_sha256"],
+                "bytes": e["subject_bytes"],
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": RUN_SCHEMA,
+        "run": run,
+        "attempts": whole["attempts"],
+        "events": events,
+        "evidence": evidence,
+        "plan": null,
+    })
+}
+
+/// One failure of an audit: a code of DESIGN §4.13, what is wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditFailure {
+    /// `schema_version`, `missing_field`, `event_order`, `chain_broken`, `tool_linkage`,
+    /// `evidence_missing`, `evidence_hash_mismatch`, …
+    pub code: &'static str,
+    /// What is wrong.
+    pub message: String,
+    /// Where: `event 17`, `attempt 1 call_3`, `evidence calc.sh`, `run.outcome`.
+    pub at: String,
+}
+
+/// What an audit found (DESIGN §4.13's VerificationReport).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerificationReport {
+    /// The schema the document says it is in.
+    pub schema_version: Option<String>,
+    /// Each check and whether it passed.
+    pub checks: Vec<(&'static str, bool)>,
+    /// Every failure, in the order found.
+    pub failures: Vec<AuditFailure>,
+    /// Counts: events, tool_calls, tool_results, citations, evidence_files, claims, insufficient.
+    pub metrics: Map<String, Value>,
+}
+
+impl VerificationReport {
+    /// True when nothing failed.
+    pub fn valid(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// As JSON (`harness audit --json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "valid": self.valid(),
+            "schema_version": self.schema_version,
+            "checks": self.checks.iter().map(|(name, passed)| json!({"name": name, "passed": passed})).collect::<Vec<_>>(),
+            "failures": self.failures.iter().map(|f| json!({
+                "code": f.code, "severity": "hard", "message": f.message, "at": f.at,
+            })).collect::<Vec<_>>(),
+            "summary_metrics": self.metrics,
+        })
+    }
+}
+
+/// Collects failures of one check.
+struct Check<'a> {
+    name: &'static str,
+    failures: &'a mut Vec<AuditFailure>,
+    before: usize,
+}
+
+impl<'a> Check<'a> {
+    fn new(name: &'static str, failures: &'a mut Vec<AuditFailure>) -> Self {
+        let before = failures.len();
+        Check {
+            name,
+            failures,
+            before,
+        }
+    }
+
+    fn fail(&mut self, code: &'static str, at: impl Into<String>, message: impl Into<String>) {
+        self.failures.push(AuditFailure {
+            code,
+            message: message.into(),
+            at: at.into(),
+        });
+    }
+
+    fn done(self) -> (&'static str, bool) {
+        (self.name, self.failures.len() == self.before)
+    }
+}
+
+/// Re-verifies a `harness.run/v1` document. Evidence files are looked for under `workdir`
+/// (default: the run's own `workdir`); a file that cannot be read there is `evidence_missing`.
+pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
+    let mut failures = Vec::new();
+    let mut checks = Vec::new();
+    let mut metrics = Map::new();
+    let schema_version = document["schema_version"].as_str().map(str::to_owned);
+
+    let mut check = Check::new("schema_version", &mut failures);
+    match schema_version.as_deref() {
+        Some(RUN_SCHEMA) => {}
+        Some(other) => check.fail(
+            "schema_version",
+            "schema_version",
+            format!("unknown schema {other:?}; this harness reads {RUN_SCHEMA}"),
+        ),
+        None => check.fail(
+            "schema_version",
+            "schema_version",
+            format!("no schema_version; expected {RUN_SCHEMA}"),
+        ),
+    }
+    checks.push(check.done());
+    if schema_version.as_deref() != Some(RUN_SCHEMA) {
+        // Nothing else of an unknown schema is read: its fields may mean something else.
+        return VerificationReport {
+            schema_version,
+            checks,
+            failures,
+            metrics,
+        };
+    }
+
+    let mut check = Check::new("fields", &mut failures);
+    let run = &document["run"];
+    for (key, ok) in [
+        ("run", run.is_object()),
+        ("run.id", run["id"].is_string()),
+        ("run.outcome", run["outcome"].is_string()),
+        ("attempts", document["attempts"].is_array()),
+        ("events", document["events"].is_array()),
+        ("evidence", document["evidence"].is_array()),
+    ] {
+        if !ok {
+            check.fail(
+                "missing_field",
+                key,
+                format!("`{key}` is missing or of the wrong type"),
+            );
+        }
+    }
+    let empty = Vec::new();
+    let events = document["events"].as_array().unwrap_or(&empty);
+    let attempts = document["attempts"].as_array().unwrap_or(&empty);
+    let evidence = document["evidence"].as_array().unwrap_or(&empty);
+    for (i, event) in events.iter().enumerate() {
+        for (key, ok) in [
+            ("seq", event["seq"].is_u64()),
+            ("at", event["at"].is_string()),
+            ("type", event["type"].is_string()),
+            ("attempt", event["attempt"].is_u64()),
+            ("data", event["data"].is_object()),
+            ("prev_hash", event["prev_hash"].is_string()),
+            ("hash", event["hash"].is_string()),
+        ] {
+            if !ok {
+                check.fail(
+                    "missing_field",
+                    format!("event {i}"),
+                    format!("event {i}: `{key}` is missing or of the wrong type"),
+                );
+            }
+        }
+    }
+    for (i, file) in evidence.iter().enumerate() {
+        for (key, ok) in [
+            ("path", file["path"].is_string()),
+            ("sha256", file["sha256"].is_string()),
+        ] {
+            if !ok {
+                check.fail(
+                    "missing_field",
+                    format!("evidence {i}"),
+                    format!("evidence {i}: `{key}` is missing or of the wrong type"),
+                );
+            }
+        }
+    }
+    checks.push(check.done());
+
+    let mut check = Check::new("event_order", &mut failures);
+    let mut last_at: Option<std::time::SystemTime> = None;
+    let mut last_attempt = 0;
+    for (i, event) in events.iter().enumerate() {
+        if event["seq"].as_u64() != Some(i as u64) {
+            check.fail(
+                "event_order",
+                format!("event {i}"),
+                format!(
+                    "event {i} has seq {}; events must be numbered from 0 without gaps",
+                    event["seq"]
+                ),
+            );
+        }
+        let attempt = event["attempt"].as_u64().unwrap_or(0);
+        if attempt < last_attempt {
+            check.fail(
+                "event_order",
+                format!("event {i}"),
+                format!("event {i} belongs to attempt {attempt}, after attempt {last_attempt}"),
+            );
+        }
+        last_attempt = attempt;
+        match event["at"].as_str().map(humantime::parse_rfc3339_weak) {
+            Some(Ok(at)) => {
+                if last_at.is_some_and(|last| at < last) {
+                    check.fail(
+                        "event_order",
+                        format!("event {i}"),
+                        format!("event {i} is timed before the event it follows"),
+                    );
+                }
+                last_at = Some(at);
+            }
+            _ => check.fail(
+                "event_order",
+                format!("event {i}"),
+                format!("event {i}: `at` is not an RFC 3339 time"),
+            ),
+        }
+    }
+    checks.push(check.done());
+
+    let mut check = Check::new("event_chain", &mut failures);
+    let mut previous = GENESIS.to_owned();
+    for (i, event) in events.iter().enumerate() {
+        if event["prev_hash"].as_str() != Some(previous.as_str()) {
+            check.fail(
+                "chain_broken",
+                format!("event {i}"),
+                format!("event {i} does not follow the event before it (prev_hash)"),
+            );
+            break;
+        }
+        let hash = event_hash(&previous, event);
+        if event["hash"].as_str() != Some(hash.as_str()) {
+            check.fail(
+                "chain_broken",
+                format!("event {i}"),
+                format!("event {i} was changed: its hash does not cover its content"),
+            );
+            break;
+        }
+        previous = hash;
+    }
+    checks.push(check.done());
+
+    let mut check = Check::new("tool_linkage", &mut failures);
+    let (mut calls_seen, mut results_seen) = (0usize, 0usize);
+    for (i, attempt) in attempts.iter().enumerate() {
+        let result = &attempt["result"];
+        if result.is_null() {
+            continue;
+        }
+        let calls = result["tool_calls"].as_array().unwrap_or(&empty);
+        let results = result["tool_results"].as_array().unwrap_or(&empty);
+        calls_seen += calls.len();
+        results_seen += results.len();
+        for call in calls {
+            let id = call["id"].as_str().unwrap_or_default();
+            let name = call["name"].as_str().unwrap_or_default();
+            let matching = results
+                .iter()
+                .filter(|r| r["call_id"].as_str() == Some(id) && r["name"].as_str() == Some(name))
+                .count();
+            if matching != 1 {
+                check.fail(
+                    "tool_linkage",
+                    format!("attempt {i} {id}"),
+                    format!(
+                        "attempt {i}: the call {id} ({name}) has {matching} results; each call has exactly one"
+                    ),
+                );
+            }
+        }
+        for found in results {
+            let id = found["call_id"].as_str().unwrap_or_default();
+            if !calls.iter().any(|c| c["id"].as_str() == Some(id)) {
+                check.fail(
+                    "tool_linkage",
+                    format!("attempt {i} {id}"),
+                    format!("attempt {i}: the result {id} answers no call"),
+                );
+            }
+        }
+    }
+    checks.push(check.done());
+
+    let mut check = Check::new("evidence_files", &mut failures);
+    let root: Option<PathBuf> = workdir
+        .map(Path::to_path_buf)
+        .or_else(|| run["workdir"].as_str().map(PathBuf::from));
+    for file in evidence {
+        let (Some(path), Some(expected)) = (file["path"].as_str(), file["sha256"].as_str()) else {
+            continue;
+        };
+        let at = format!("evidence {path}");
+        let Some(root) = &root else {
+            check.fail(
+                "evidence_missing",
+                at,
+                format!("{path}: no workspace to read it from (pass --workdir)"),
+            );
+            continue;
+        };
+        let rel = Path::new(path);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            check.fail(
+                "evidence_missing",
+                at,
+                format!("{path}: not a path inside the workspace; it is not read"),
+            );
+            continue;
+        }
+        let full = root.join(rel);
+        let Ok(mut opened) = harness_builtins::open_regular(&full) else {
+            check.fail(
+                "evidence_missing",
+                at,
+                format!("{path}: cannot be read in {}", root.display()),
+            );
+            continue;
+        };
+        let mut hasher = Sha256::new();
+        let bytes = match std::io::copy(&mut opened, &mut hasher) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                check.fail(
+                    "evidence_missing",
+                    at,
+                    format!("{path}: cannot be read: {e}"),
+                );
+                continue;
+            }
+        };
+        let actual = hex(&hasher.finalize());
+        if actual != expected || file["bytes"].as_u64().is_some_and(|b| b != bytes) {
+            check.fail(
+                "evidence_hash_mismatch",
+                at,
+                format!(
+                    "{path}: sha256 {actual} ({bytes} bytes) is not the recorded {expected}; the file changed since the run"
+                ),
+            );
+        }
+    }
+    checks.push(check.done());
+
+    for (key, value) in [
+        ("events", events.len()),
+        ("tool_calls", calls_seen),
+        ("tool_results", results_seen),
+        ("citations", 0),
+        ("evidence_files", evidence.len()),
+        ("claims", 0),
+        ("insufficient", 0),
+    ] {
+        metrics.insert(key.to_owned(), json!(value));
+    }
+    VerificationReport {
+        schema_version,
+        checks,
+        failures,
+        metrics,
+    }
+}

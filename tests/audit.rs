@@ -1,0 +1,216 @@
+//! Exported runs and their integrity audit (DESIGN §4.13): honest runs audit clean, and every
+//! failure code implemented so far is produced by a record forged to carry that defect.
+
+use serde_json::{Value, json};
+
+use crate::util::{Output, TempDir, copy_tree, harness, repo_root};
+
+/// Runs `example/file` with a journal in `dir`; returns the run id.
+fn record(dir: &TempDir, example: &str, file: &str) -> String {
+    copy_tree(
+        &repo_root().join("examples").join(example),
+        &dir.join(example),
+    );
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join(example).join(file)])
+        .run();
+    let report = out.json();
+    report["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out:?}"))
+        .to_owned()
+}
+
+fn export(dir: &TempDir, id: &str) -> Value {
+    let out = harness(["runs", "export", id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(0);
+    out.json()
+}
+
+fn audit_file(dir: &TempDir, document: &Value) -> (Output, Value) {
+    let path = dir.write("forged.json", document.to_string());
+    let out = harness(["audit", "--json"]).args([path]).run();
+    let report = out.json();
+    (out, report)
+}
+
+fn codes(report: &Value) -> Vec<String> {
+    report["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| f["code"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn honest_runs_audit_clean_by_id_and_from_their_export() {
+    let dir = TempDir::new();
+    let ids = [
+        record(&dir, "checks", "delegation.yaml"),
+        record(&dir, "critic", "delegation.yaml"),
+        record(&dir, "critic", "exhausted.yaml"),
+        record(&dir, "scope", "delegation.yaml"),
+        record(&dir, "quickstart", "delegation.yaml"),
+    ];
+    for id in &ids {
+        let out = harness(["audit", id, "--json", "--journal"])
+            .args([dir.join("runs.db")])
+            .run();
+        let report = out.json();
+        assert_eq!(report["valid"], json!(true), "{id}: {report:#}");
+        out.expect_code(0);
+        let document = export(&dir, id);
+        assert_eq!(document["schema_version"], json!("harness.run/v1"));
+        let (out, report) = audit_file(&dir, &document);
+        out.expect_code(0);
+        assert_eq!(report["failures"], json!([]), "{id}");
+    }
+    // The checks example: its tool calls, events and the evidence file it vouched for.
+    let document = export(&dir, &ids[0]);
+    let (_, report) = audit_file(&dir, &document);
+    let metrics = &report["summary_metrics"];
+    assert_eq!(metrics["tool_calls"], json!(2));
+    assert_eq!(metrics["tool_results"], json!(2));
+    assert_eq!(metrics["evidence_files"], json!(1));
+    assert_eq!(document["evidence"][0]["path"], json!("calc.sh"));
+    assert_eq!(document["events"][0]["prev_hash"], json!("0".repeat(64)));
+    // The published schema names exactly the keys an export has, events included.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("schemas/harness.run.v1.json")).expect("schema"),
+    )
+    .expect("the schema is JSON");
+    let mut top: Vec<&str> = document
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    top.sort_unstable();
+    let mut required: Vec<&str> = schema["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort_unstable();
+    assert_eq!(top, required);
+    let event_keys: Vec<&str> = schema["properties"]["events"]["items"]["required"]
+        .as_array()
+        .expect("event keys")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for event in document["events"].as_array().expect("events") {
+        assert_eq!(event.as_object().map(|o| o.len()), Some(event_keys.len()));
+        for key in &event_keys {
+            assert!(event.get(*key).is_some(), "{key} missing in {event}");
+        }
+    }
+    let text = harness(["audit", &ids[0], "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    assert!(
+        text.stdout.starts_with("valid: harness.run/v1, "),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn each_forged_defect_is_caught_with_its_code() {
+    let dir = TempDir::new();
+    let id = record(&dir, "checks", "delegation.yaml");
+    let honest = export(&dir, &id);
+    let forged = |change: &dyn Fn(&mut Value)| {
+        let mut document = honest.clone();
+        change(&mut document);
+        let (out, report) = audit_file(&dir, &document);
+        out.expect_code(1);
+        assert_eq!(report["valid"], json!(false));
+        codes(&report)
+    };
+    let has = |codes: Vec<String>, code: &str| {
+        assert!(codes.iter().any(|c| c == code), "{code} not in {codes:?}");
+    };
+    has(
+        forged(&|d| d["schema_version"] = json!("harness.run/v9")),
+        "schema_version",
+    );
+    has(
+        forged(&|d| {
+            d["run"].as_object_mut().expect("run").remove("outcome");
+        }),
+        "missing_field",
+    );
+    has(
+        forged(&|d| d["events"][3]["type"] = json!(7)),
+        "missing_field",
+    );
+    // An event's content edited: its hash no longer covers it.
+    has(
+        forged(&|d| d["events"][5]["data"]["passed"] = json!(true)),
+        "chain_broken",
+    );
+    // Two events swapped (and their hashes with them): out of order, and the chain breaks.
+    let swapped = forged(&|d| {
+        let events = d["events"].as_array_mut().expect("events");
+        events.swap(2, 3);
+    });
+    has(swapped.clone(), "event_order");
+    has(swapped, "chain_broken");
+    // A tool result dropped, and one answering no call.
+    has(
+        forged(&|d| {
+            d["attempts"][0]["result"]["tool_results"] = json!([]);
+        }),
+        "tool_linkage",
+    );
+    has(
+        forged(&|d| {
+            let results = d["attempts"][1]["result"]["tool_results"]
+                .as_array_mut()
+                .expect("results");
+            let mut orphan = results[0].clone();
+            orphan["call_id"] = json!("call_99");
+            results.push(orphan);
+        }),
+        "tool_linkage",
+    );
+    // The evidence file changed, or is gone.
+    let workspace = dir.join("checks/workspace");
+    std::fs::write(workspace.join("calc.sh"), "echo changed\n").expect("write");
+    let (out, report) = audit_file(&dir, &honest);
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["evidence_hash_mismatch"]);
+    std::fs::remove_file(workspace.join("calc.sh")).expect("rm");
+    let (out, report) = audit_file(&dir, &honest);
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["evidence_missing"]);
+    // A path that leads out of the workspace is never read.
+    let (out, report) = audit_file(&dir, &{
+        let mut d = honest.clone();
+        d["evidence"][0]["path"] = json!("../../etc/passwd");
+        d
+    });
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["evidence_missing"]);
+}
+
+#[test]
+fn an_unreadable_record_exits_2() {
+    let dir = TempDir::new();
+    let truncated = dir.write("truncated.json", "{\"schema_version\": \"harness.ru");
+    let out = harness(["audit", "--json"]).args([truncated]).run();
+    out.expect_code(2);
+    let message = out.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("unreadable"), "{message}");
+    let out = harness(["audit", "d-0000000000000000", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(2);
+}
