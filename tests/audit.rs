@@ -214,3 +214,158 @@ fn an_unreadable_record_exits_2() {
         .run();
     out.expect_code(2);
 }
+
+/// `examples/citations`: a stale citation is caught live and retried; the recorded run audits
+/// clean, and forging its answer or its plan evidence produces each citation and plan code.
+#[test]
+fn citations_and_required_steps_are_checked_live_and_in_the_audit() {
+    let dir = TempDir::new();
+    let id = record(&dir, "citations", "delegation.yaml");
+    let show = harness(["runs", "show", "--json", "--journal"])
+        .args([dir.join("runs.db").display().to_string(), id.clone()])
+        .run();
+    let record_json = show.json();
+    assert_eq!(record_json["outcome"], json!("passed"));
+    let first = &record_json["attempts"][0]["reasons"];
+    assert!(
+        first[0]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("citation citation_hash_mismatch: answer line 2: service.md:L3-L3"),
+        "{first}"
+    );
+    let honest = export(&dir, &id);
+    assert_eq!(honest["run"]["citations"], json!("required"));
+    assert_eq!(
+        honest["plan"],
+        json!({"required_steps": [{"check": "notes"}]})
+    );
+    let (out, report) = audit_file(&dir, &honest);
+    out.expect_code(0);
+    let metrics = &report["summary_metrics"];
+    assert_eq!(metrics["citations"], json!(2));
+    assert_eq!(metrics["claims"], json!(3));
+    assert_eq!(metrics["insufficient"], json!(1));
+
+    let answer = honest["attempts"][1]["result"]["response"]
+        .as_str()
+        .expect("an answer")
+        .to_owned();
+    let with_answer = |text: String| {
+        let mut document = honest.clone();
+        document["attempts"][1]["result"]["response"] = json!(text);
+        let (out, report) = audit_file(&dir, &document);
+        out.expect_code(1);
+        codes(&report)
+    };
+    assert_eq!(
+        with_answer(answer.replace("#bd710b63", "#00000000")),
+        ["citation_hash_mismatch"]
+    );
+    assert_eq!(
+        with_answer(answer.replace("service.md:L4-L4", "service.md:L4-L99")),
+        ["citation_out_of_bounds"]
+    );
+    assert_eq!(
+        with_answer(answer.replace("[[cite:service.md:L3", "[[cite:../service.md:L3")),
+        ["citation_malformed"]
+    );
+    assert_eq!(
+        with_answer(format!("{answer}\nAnd it never goes down.")),
+        ["citation_missing"]
+    );
+    let mut unplanned = honest.clone();
+    unplanned["attempts"][1]["verdict"]["evidence"] = json!([]);
+    let (out, report) = audit_file(&dir, &unplanned);
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["required_step_absent"]);
+}
+
+fn delegation_with(dir: &TempDir, answer: &str, rest: &str) {
+    dir.write(
+        "agent.star",
+        format!("def respond(request):\n    return {answer:?}\n"),
+    );
+    dir.write("ws/notes.txt", "alpha\nbeta\n");
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: Answer.\ndelegate: {{kind: scripted, script: agent.star}}\nworkdir: ws\nmax_verify_retries: 0\n{rest}"
+        ),
+    );
+}
+
+#[test]
+fn a_required_step_not_taken_fails_the_attempt_and_bad_plans_are_usage_errors() {
+    let dir = TempDir::new();
+    delegation_with(
+        &dir,
+        "done",
+        "plan:\n  required_steps:\n    - {tool: run_command, args: {argv: \"cargo test.*\"}}\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(1);
+    let report = out.json();
+    assert_eq!(
+        report["reasons"][0],
+        json!([
+            "plan required_step: a required step of the plan was not taken in this attempt: tool run_command with argv ~ \"cargo test.*\""
+        ])
+    );
+    for (rest, expect) in [
+        (
+            "plan:\n  required_steps:\n    - {tool: teleport}\n",
+            "unknown tool \"teleport\"",
+        ),
+        (
+            "plan:\n  required_steps:\n    - {check: tests, tool: run_command}\n",
+            "give `tool`",
+        ),
+        (
+            "plan:\n  required_steps:\n    - {tool: run_command, args: {argv: \"(\"}}\n",
+            "does not compile",
+        ),
+        ("citations: always\n", "`citations` is \"always\""),
+    ] {
+        delegation_with(&dir, "done", rest);
+        let out = harness(["run", "--json", "--no-journal"])
+            .args([dir.join("delegation.yaml")])
+            .run();
+        out.expect_code(2);
+        let message = out.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(message.contains(expect), "{rest}: {message}");
+    }
+}
+
+#[test]
+fn verifiers_make_citations_with_fs_cite() {
+    let dir = TempDir::new();
+    dir.write("ws/notes.txt", "alpha\nbeta\n");
+    dir.write(
+        "verify.star",
+        "def run(result):\n    marker = fs.cite(\"notes.txt\", 2, 2)\n    return {\"verified\": marker in result[\"response\"], \"reason\": marker}\n",
+    );
+    // sha256("beta\n") = f2c82dec…; the marker carries its first 16 hex digits.
+    dir.write(
+        "result.json",
+        json!({"id": "r", "attempt": 0, "response": "beta [[cite:notes.txt:L2-L2#f2c82decdd7181cf]]", "tool_calls": [], "tool_results": []}).to_string(),
+    );
+    let out = harness([
+        "verify",
+        "verify.star",
+        "--result",
+        "result.json",
+        "--json",
+        "--workdir",
+    ])
+    .args([dir.join("ws")])
+    .current_dir(dir.path())
+    .run();
+    let report = out.json();
+    assert_eq!(report["verified"], json!(true), "{report}");
+}

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod capabilities;
+pub mod citation;
 mod engine;
 mod error;
 #[allow(unsafe_code)] // see the module's docs

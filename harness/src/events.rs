@@ -20,6 +20,12 @@ pub enum RunEvent {
         delegate: String,
         /// Attempts allowed in all.
         max_attempts: u32,
+        /// Every claim of the answer must cite its evidence (`citations: required`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        citations: bool,
+        /// The steps every attempt must take (`plan.required_steps`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        plan: Vec<serde_json::Value>,
     },
     /// An attempt began.
     AttemptStarted,

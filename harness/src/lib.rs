@@ -47,7 +47,7 @@ mod verdict;
 mod verifier;
 
 pub use assembly::{Assembler, Overrides};
-pub use checks::{CheckSpec, Criterion};
+pub use checks::{CheckSpec, Criterion, PlanStep};
 pub use conversation::{Message, ToolSpec, Usage};
 pub use critic::{REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256};
 pub use error::{Error, ErrorKind, Result};

@@ -5,7 +5,8 @@
 use harness_hooks::Event;
 
 use crate::checks::{
-    Check, CommandChecks, CriteriaStage, InlineVerifier, PostVerifyHooks, ScopeStage, Subject,
+    Check, CitationStage, CommandChecks, CriteriaStage, InlineVerifier, PlanStage, PostVerifyHooks,
+    ScopeStage, Subject,
 };
 use crate::error::Error;
 use crate::error::Result;
@@ -24,19 +25,27 @@ impl Pipeline {
     /// Creates a pipeline: an optional inline verifier, then the `delegation.post_verify` hooks
     /// of `policy` that match `names` (the delegate's kind and model).
     pub fn new(verifier: Option<Verifier>, policy: Option<Policy>, names: Vec<String>) -> Self {
-        Self::with_checks(None, None, None, verifier, policy, names)
+        Self::with_checks(
+            Stages {
+                verifier,
+                ..Stages::default()
+            },
+            policy,
+            names,
+        )
     }
 
     /// As [`Pipeline::new`], led by the delegation's scope, command checks and criteria: the
     /// strongest, deterministic signal first.
-    pub(crate) fn with_checks(
-        scope: Option<ScopeStage>,
-        checks: Option<CommandChecks>,
-        criteria: Option<CriteriaStage>,
-        verifier: Option<Verifier>,
-        policy: Option<Policy>,
-        names: Vec<String>,
-    ) -> Self {
+    pub(crate) fn with_checks(given: Stages, policy: Option<Policy>, names: Vec<String>) -> Self {
+        let Stages {
+            scope,
+            checks,
+            criteria,
+            plan,
+            citations,
+            verifier,
+        } = given;
         let mut stages: Vec<Box<dyn Check>> = Vec::new();
         if let Some(scope) = scope {
             stages.push(Box::new(scope));
@@ -46,6 +55,12 @@ impl Pipeline {
         }
         if let Some(criteria) = criteria.filter(|c| !c.criteria.is_empty()) {
             stages.push(Box::new(criteria));
+        }
+        if let Some(plan) = plan.filter(|p| !p.steps.is_empty()) {
+            stages.push(Box::new(plan));
+        }
+        if let Some(citations) = citations {
+            stages.push(Box::new(citations));
         }
         if let Some(verifier) = verifier {
             stages.push(Box::new(InlineVerifier(verifier)));
@@ -132,6 +147,17 @@ impl Pipeline {
             fatal: subject.fatal,
         }
     }
+}
+
+/// The deterministic stages and the verifier a pipeline is built from, each optional.
+#[derive(Debug, Default)]
+pub(crate) struct Stages {
+    pub(crate) scope: Option<ScopeStage>,
+    pub(crate) checks: Option<CommandChecks>,
+    pub(crate) criteria: Option<CriteriaStage>,
+    pub(crate) plan: Option<PlanStage>,
+    pub(crate) citations: Option<CitationStage>,
+    pub(crate) verifier: Option<Verifier>,
 }
 
 /// What judging one attempt left.

@@ -283,6 +283,12 @@ impl Runtime {
         events.emit(crate::events::RunEvent::DelegationStarted {
             delegate: delegation.delegate.kind().to_owned(),
             max_attempts: delegation.max_verify_retries.saturating_add(1),
+            citations: delegation.citations_required,
+            plan: delegation
+                .plan
+                .iter()
+                .map(crate::checks::PlanStep::to_json)
+                .collect(),
         });
         if delegation.require_checks
             && delegation.checks.is_empty()

@@ -262,6 +262,7 @@ impl Session {
             &delegation,
             delegation.journal.as_slice(),
         ));
+        let toolbox_workspace = workspace.clone();
         let toolbox = Toolbox::new(
             workspace,
             &delegation.tools,
@@ -272,10 +273,20 @@ impl Session {
             tool_specs: toolbox.specs(),
             toolbox,
             pipeline: Pipeline::with_checks(
-                scope,
-                checks,
-                criteria,
-                verifier,
+                crate::pipeline::Stages {
+                    scope,
+                    checks,
+                    criteria,
+                    plan: (!delegation.plan.is_empty()).then(|| crate::checks::PlanStage {
+                        steps: delegation.plan.clone(),
+                    }),
+                    citations: delegation.citations_required.then(|| {
+                        crate::checks::CitationStage {
+                            workspace: toolbox_workspace.clone(),
+                        }
+                    }),
+                    verifier,
+                },
                 policy.clone(),
                 names.clone(),
             ),

@@ -18,7 +18,7 @@ use crate::redact::Redactor;
 use crate::scope::{OnViolation, ScopeSpec};
 use crate::tools::Tool;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, verify | verify_file, max_verify_retries, stuck_after, critic, risk, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, verify | verify_file, max_verify_retries, stuck_after, critic, risk, citations, plan, hooks, workdir, network, limits";
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
@@ -95,6 +95,18 @@ struct RawFile {
     critic: Option<RawCritic>,
     #[serde(default)]
     risk: Option<bool>,
+    #[serde(default)]
+    citations: Option<String>,
+    #[serde(default)]
+    plan: Option<RawPlan>,
+}
+
+/// `plan:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    #[serde(default)]
+    required_steps: Vec<Map<String, Value>>,
 }
 
 /// `critic:` as written, in a delegation file or a project policy's `verification_defaults`.
@@ -343,6 +355,10 @@ pub struct Delegation {
     pub critic: Option<CriticSpec>,
     /// The caller marked the work risky (`risk: true`): a `when: risky` critic reviews it.
     pub risk: bool,
+    /// Every claim of the answer must cite its evidence (`citations: required`).
+    pub citations_required: bool,
+    /// Steps every attempt must take (`plan.required_steps`).
+    pub plan: Vec<crate::checks::PlanStep>,
 }
 
 /// The default `stuck_after`.
@@ -519,6 +535,19 @@ impl Delegation {
             None => None,
             Some(critic) => Some(critic_spec(&file, critic, &read)?),
         };
+        let citations_required = match raw.citations.as_deref() {
+            None | Some("off") => false,
+            Some("required") => true,
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "{file}: `citations` is {other:?}; use `required` (every claim of the answer cites its evidence) or `off`"
+                )));
+            }
+        };
+        let plan = match raw.plan {
+            None => Vec::new(),
+            Some(plan) => plan_steps(&file, plan.required_steps)?,
+        };
         for tool in &raw.tools {
             if Tool::from_name(tool).is_none() {
                 let known: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
@@ -650,6 +679,8 @@ impl Delegation {
             stuck_after: gates.stuck_after.unwrap_or(DEFAULT_STUCK_AFTER),
             critic: critic.or_else(|| project.critic.clone()),
             risk: raw.risk.unwrap_or(false),
+            citations_required,
+            plan,
         })
     }
 }
@@ -729,6 +760,67 @@ fn delegate_config(
             })
         }
     })
+}
+
+/// Validates `plan.required_steps`: each `{tool: NAME, args: {KEY: REGEX}}` or `{check: NAME}`.
+fn plan_steps(file: &str, raw: Vec<Map<String, Value>>) -> Result<Vec<crate::checks::PlanStep>> {
+    let mut steps = Vec::new();
+    for (i, step) in raw.into_iter().enumerate() {
+        let at = format!("{file}: `plan.required_steps[{i}]`");
+        if let Some(key) = step
+            .keys()
+            .find(|k| !["tool", "args", "check"].contains(&k.as_str()))
+        {
+            return Err(Error::config(format!(
+                "{at}: unknown key `{key}`; a step is {{tool: NAME, args: {{ARG: REGEX}}}} or {{check: NAME}}"
+            )));
+        }
+        match (step.get("tool"), step.get("check")) {
+            (Some(Value::String(tool)), None) => {
+                if Tool::from_name(tool).is_none() {
+                    return Err(Error::config(format!("{at}: unknown tool {tool:?}")));
+                }
+                let mut args = Vec::new();
+                match step.get("args") {
+                    None => {}
+                    Some(Value::Object(map)) => {
+                        for (key, pattern) in map {
+                            let Value::String(pattern) = pattern else {
+                                return Err(Error::config(format!(
+                                    "{at}: `args.{key}` must be a regular expression (a string)"
+                                )));
+                            };
+                            let compiled =
+                                regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+                                    Error::config(format!(
+                                        "{at}: `args.{key}` {pattern:?} does not compile: {e}"
+                                    ))
+                                })?;
+                            args.push((key.clone(), pattern.clone(), compiled));
+                        }
+                    }
+                    Some(_) => {
+                        return Err(Error::config(format!(
+                            "{at}: `args` must map argument names to regular expressions"
+                        )));
+                    }
+                }
+                steps.push(crate::checks::PlanStep::Tool {
+                    name: tool.clone(),
+                    args,
+                });
+            }
+            (None, Some(Value::String(check))) if step.get("args").is_none() => {
+                steps.push(crate::checks::PlanStep::Check(check.clone()));
+            }
+            _ => {
+                return Err(Error::config(format!(
+                    "{at}: give `tool` (with optional `args`) or `check`, as a name"
+                )));
+            }
+        }
+    }
+    Ok(steps)
 }
 
 /// Validates `critic:`.

@@ -110,13 +110,27 @@ pub fn export(record: &Record) -> Value {
             })
         })
         .collect();
+    // What the run was held to, as its first event says.
+    let started = events.first().map(|e| &e["data"]);
+    let plan = started
+        .and_then(|d| d["plan"].as_array())
+        .filter(|steps| !steps.is_empty())
+        .map_or(Value::Null, |steps| json!({"required_steps": steps}));
+    run.insert(
+        "citations".to_owned(),
+        json!(if started.is_some_and(|d| d["citations"] == json!(true)) {
+            "required"
+        } else {
+            "off"
+        }),
+    );
     json!({
         "schema_version": RUN_SCHEMA,
         "run": run,
         "attempts": whole["attempts"],
         "events": events,
         "evidence": evidence,
-        "plan": null,
+        "plan": plan,
     })
 }
 
@@ -457,14 +471,76 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
     }
     checks.push(check.done());
 
+    // The final answer's citations, when the run required them.
+    let last = attempts.iter().rev().find(|a| a["result"].is_object());
+    let mut cited = harness_builtins::citation::CitationReport::default();
+    if run["citations"] == json!("required") {
+        let mut check = Check::new("citations", &mut failures);
+        let response = last.and_then(|a| a["result"]["response"].as_str());
+        match (&root, response) {
+            (_, None) => check.fail(
+                "citation_missing",
+                "answer",
+                "citations were required but the run recorded no answer",
+            ),
+            (None, Some(_)) => check.fail(
+                "citation_missing",
+                "answer",
+                "citations were required but there is no workspace to check them in (pass --workdir)",
+            ),
+            (Some(root), Some(response)) => match harness_builtins::Workspace::new(root) {
+                Err(e) => check.fail(
+                    "citation_missing",
+                    "answer",
+                    format!("the workspace {} cannot be opened: {e}", root.display()),
+                ),
+                Ok(workspace) => {
+                    cited = harness_builtins::citation::check_response(response, &workspace);
+                    for failure in &cited.failures {
+                        check.fail(
+                            failure.code,
+                            format!("answer line {}", failure.line),
+                            failure.message.clone(),
+                        );
+                    }
+                }
+            },
+        }
+        checks.push(check.done());
+    }
+    // The plan's required steps, in the final attempt.
+    if let Some(steps) = document["plan"]["required_steps"].as_array() {
+        let mut check = Check::new("required_steps", &mut failures);
+        let calls = last
+            .and_then(|a| a["result"]["tool_calls"].as_array())
+            .unwrap_or(&empty);
+        let evidence = last
+            .and_then(|a| a["verdict"]["evidence"].as_array())
+            .unwrap_or(&empty);
+        for (i, raw) in steps.iter().enumerate() {
+            match plan_step(raw) {
+                Err(why) => check.fail("missing_field", format!("plan step {i}"), why),
+                Ok(step) if !step.taken(calls, evidence) => check.fail(
+                    "required_step_absent",
+                    format!("plan step {i}"),
+                    format!(
+                        "the final attempt did not take the required step {}",
+                        step.describe()
+                    ),
+                ),
+                Ok(_) => {}
+            }
+        }
+        checks.push(check.done());
+    }
     for (key, value) in [
         ("events", events.len()),
         ("tool_calls", calls_seen),
         ("tool_results", results_seen),
-        ("citations", 0),
+        ("citations", cited.citations),
         ("evidence_files", evidence.len()),
-        ("claims", 0),
-        ("insufficient", 0),
+        ("claims", cited.claims),
+        ("insufficient", cited.insufficient),
     ] {
         metrics.insert(key.to_owned(), json!(value));
     }
@@ -474,4 +550,29 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
         failures,
         metrics,
     }
+}
+
+/// A recorded plan step, compiled as the run compiled it.
+fn plan_step(raw: &Value) -> Result<harness::PlanStep, String> {
+    if let Some(name) = raw["check"].as_str() {
+        return Ok(harness::PlanStep::Check(name.to_owned()));
+    }
+    let Some(name) = raw["tool"].as_str() else {
+        return Err("a plan step has neither `tool` nor `check`".to_owned());
+    };
+    let mut args = Vec::new();
+    if let Some(map) = raw["args"].as_object() {
+        for (key, pattern) in map {
+            let pattern = pattern
+                .as_str()
+                .ok_or_else(|| format!("plan step `args.{key}` is not a string"))?;
+            let compiled = regex::Regex::new(&format!("^(?:{pattern})$"))
+                .map_err(|e| format!("plan step `args.{key}` does not compile: {e}"))?;
+            args.push((key.clone(), pattern.to_owned(), compiled));
+        }
+    }
+    Ok(harness::PlanStep::Tool {
+        name: name.to_owned(),
+        args,
+    })
 }

@@ -6,6 +6,7 @@ mod env;
 pub(crate) mod exec;
 mod fs;
 mod hash;
+pub(crate) use hash::hex;
 mod http;
 mod json;
 mod log;

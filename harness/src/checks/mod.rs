@@ -4,6 +4,7 @@
 
 mod commands;
 mod criteria;
+mod evidence_rules;
 mod hooks;
 mod scope;
 mod verifier;
@@ -12,6 +13,8 @@ pub use commands::CheckSpec;
 pub(crate) use commands::CommandChecks;
 pub(crate) use criteria::CriteriaStage;
 pub use criteria::Criterion;
+pub use evidence_rules::PlanStep;
+pub(crate) use evidence_rules::{CitationStage, PlanStage};
 pub(crate) use hooks::PostVerifyHooks;
 pub(crate) use scope::ScopeStage;
 pub(crate) use verifier::InlineVerifier;
