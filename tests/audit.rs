@@ -369,3 +369,21 @@ fn verifiers_make_citations_with_fs_cite() {
     let report = out.json();
     assert_eq!(report["verified"], json!(true), "{report}");
 }
+
+/// Every run the journal tests record — passed, skipped, failed, broken verifiers and hooks,
+/// blocked, delegate errors, a cancelled one — audits clean right after it ran: no honest record
+/// carries a failure code.
+#[test]
+fn every_kind_of_recorded_run_audits_clean() {
+    let home = TempDir::new();
+    let known = crate::journal::record_known_delegations(&home);
+    assert!(known.ids.len() >= 8, "{:?}", known.ids);
+    for (name, id) in &known.ids {
+        let out = harness(["audit", id.as_str(), "--json", "--journal"])
+            .args([&known.journal])
+            .run();
+        let report = out.json();
+        assert_eq!(report["failures"], json!([]), "{name} ({id}): {report:#}");
+        out.expect_code(0);
+    }
+}

@@ -96,9 +96,9 @@ fn cli(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// The ids of the delegations recorded by [`record_known_delegations`], by name.
-struct Known {
-    journal: PathBuf,
-    ids: Vec<(&'static str, String)>,
+pub(crate) struct Known {
+    pub(crate) journal: PathBuf,
+    pub(crate) ids: Vec<(&'static str, String)>,
     /// The run JSON of the exhausted delegation.
     exhausted: Value,
     exhausted_dir: PathBuf,
@@ -119,7 +119,7 @@ impl Known {
 /// (passed on the 1st attempt, passed on the 2nd, exhausted after 3, broken verifier, failed
 /// by a post_verify hook twice, blocked, a hook configuration error, skipped) and two command
 /// delegates (passed, failed command).
-fn record_known_delegations(home: &TempDir) -> Known {
+pub(crate) fn record_known_delegations(home: &TempDir) -> Known {
     let journal = home.join("runs.db");
     let j = journal.to_str().expect("a UTF-8 path").to_owned();
     let flags = ["--journal", j.as_str()];
