@@ -489,3 +489,45 @@ fn the_project_policy_supplies_a_critic() {
         "{message}"
     );
 }
+
+/// Secrets in what the reviewer is shown (the answer, the diff, the evidence) are scrubbed before
+/// they reach it, and a reviewer that quotes one does not put it in the run's debt.
+#[test]
+fn secrets_never_reach_the_reviewer_or_the_debt() {
+    const SECRET: &str = "sk-abcdefghijklmnopqrstuvwx";
+    let server = ModelServer::start(|_, body| {
+        answer(
+            body,
+            r#"{"outcome": "PASS", "findings": [{"severity": "style", "title": "the key sk-abcdefghijklmnopqrstuvwx is in the answer"}]}"#,
+        )
+    });
+    let dir = delegation(&reviewer(&[PASS]), "", CHECKED);
+    dir.write(
+        "agent.star",
+        format!(
+            "def respond(request):\n    if request[\"messages\"][-1][\"role\"] == \"tool\":\n        return \"Done with key {SECRET}\"\n    return {{\"tool_calls\": [{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"done.txt\", \"content\": \"x\"}}}}]}}\n"
+        ),
+    );
+    let text = dir.read("delegation.yaml").expect("file").replace(
+        "  delegate: {kind: scripted, script: reviewer.star}\n",
+        &format!(
+            "  delegate: {{kind: openai, model: review-model, base_url: \"{}\", api_key_env: none, max_retries: 0}}\n  when: always\n",
+            server.base_url()
+        ),
+    );
+    dir.write("delegation.yaml", format!("{text}max_verify_retries: 0\n"));
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    let sent = server.bodies()[0].to_string();
+    assert!(
+        !sent.contains(SECRET),
+        "the reviewer saw the secret: {sent}"
+    );
+    assert!(sent.contains("[REDACTED]"), "{sent}");
+    assert!(
+        !report["debt"].to_string().contains(SECRET),
+        "{}",
+        report["debt"]
+    );
+    assert!(!out.stdout.contains(SECRET));
+}

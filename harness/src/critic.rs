@@ -121,6 +121,8 @@ pub(crate) struct ReviewInput<'a> {
 /// The reviewer of one delegation: its own delegate, a fresh conversation per review.
 pub(crate) struct Critic {
     pub(crate) spec: CriticSpec,
+    /// Secrets never reach the reviewer: the prompt is scrubbed as the retry prompt is.
+    redact: crate::redact::Redactor,
     delegate: Box<dyn Delegate>,
     toolbox: Toolbox,
     tool_specs: Vec<ToolSpec>,
@@ -136,8 +138,14 @@ impl std::fmt::Debug for Critic {
 
 impl Critic {
     /// A critic of `spec`, played by `delegate`, reading through `toolbox` (read-only tools).
-    pub(crate) fn new(spec: CriticSpec, delegate: Box<dyn Delegate>, toolbox: Toolbox) -> Self {
+    pub(crate) fn new(
+        spec: CriticSpec,
+        delegate: Box<dyn Delegate>,
+        toolbox: Toolbox,
+        redact: crate::redact::Redactor,
+    ) -> Self {
         Critic {
+            redact,
             tool_specs: toolbox.specs(),
             spec,
             delegate,
@@ -177,7 +185,8 @@ impl Critic {
     /// Reviews one attempt. Never fails: a reviewer that breaks is a `SOFT_FAIL` with a
     /// non-blocking "critic unavailable" finding.
     pub(crate) async fn review(&mut self, input: &ReviewInput<'_>) -> Review {
-        let prompt = prompt(&self.spec.criteria, input);
+        let mut prompt = prompt(&self.spec.criteria, input);
+        self.redact.scrub_string(&mut prompt);
         let mut usage = Usage::default();
         let answer = self
             .converse(prompt, input.result.attempt, &mut usage)

@@ -153,6 +153,9 @@ impl Report {
                 redactor.scrub_json(value);
             }
         }
+        for finding in &mut self.debt {
+            redactor.scrub_string(&mut finding.message);
+        }
         let results = self
             .attempts
             .iter_mut()

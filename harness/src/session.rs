@@ -209,6 +209,7 @@ impl Session {
                     Arc::new(PolicyGuard::new(workspace.root(), &delegation, &[])),
                     false,
                 )?,
+                delegation.redact.clone(),
             )),
         };
         let checks = if delegation.checks.is_empty() {
