@@ -686,3 +686,99 @@ fn the_report_ranks_the_checks_that_fail_attempts() {
         "{table:?}"
     );
 }
+
+/// Writes a placeholder first; told by the tool's verifier, writes the real thing in the same
+/// attempt.
+const CORRECTS_ITSELF: &str = r#"def respond(request):
+    last = request["messages"][-1]
+    if last["role"] == "tool" and last["content"].startswith("verify:"):
+        return {"tool_calls": [{"name": "write_file", "arguments": {"path": "feature.txt", "content": "done\n"}}]}
+    if last["role"] == "tool":
+        return "Wrote feature.txt."
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": "feature.txt", "content": "TODO\n"}}]}
+"#;
+
+/// A per-tool verifier judges each call as it returns: a refusal is the call's error, read by the
+/// delegate in the same turn, an event and an advisory finding — not a failed attempt.
+#[test]
+fn a_tool_verifier_refuses_a_call_and_the_delegate_corrects_it_in_the_same_attempt() {
+    let dir = delegation(CORRECTS_ITSELF, &format!("  - {TESTS}\n"));
+    let text = dir.read("delegation.yaml").expect("file").replace(
+        "tools: [write_file]\n",
+        "tools:\n  - name: write_file\n    verify: |\n      def run(call, result):\n          content = call[\"arguments\"].get(\"content\", \"\")\n          return {\"verified\": \"TODO\" not in content, \"reason\": \"no placeholders in written files\"}\n",
+    );
+    assert!(text.contains("verify: |"), "{text}");
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(1));
+    let results = &report["result"]["tool_results"];
+    assert_eq!(results[0]["is_error"], json!(true));
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("verify: no placeholders in written files"),
+        "{results}"
+    );
+    assert_eq!(results[1]["is_error"], json!(false));
+    let findings = &report["history"][0]["findings"];
+    assert_eq!(findings[0]["source"], json!("verify"));
+    assert_eq!(findings[0]["name"], json!("tool write_file"));
+    assert_eq!(findings[0]["blocking"], json!(false));
+    let id = report["id"].as_str().expect("id").to_owned();
+    let show = harness(["runs", "show", "--json", "--journal"])
+        .args([dir.join("runs.db").display().to_string(), id])
+        .run();
+    let refused: Vec<Value> = show.json()["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"] == json!("ToolVerificationFailed"))
+        .cloned()
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(
+        refused[0]["reason"],
+        json!("no placeholders in written files")
+    );
+}
+
+#[test]
+fn bad_tool_entries_are_usage_errors_and_a_broken_tool_verifier_stops_the_run() {
+    for (tools, expect) in [
+        ("tools: [{name: write_file}]\n", "give `verify`"),
+        (
+            "tools: [{name: write_file, verify: \"x\", verify_file: v.star}]\n",
+            "give one of",
+        ),
+        (
+            "tools: [{name: teleport, verify: \"def run(c, r): return True\"}]\n",
+            "unknown tool",
+        ),
+        (
+            "tools: [{name: write_file, check: true}]\n",
+            "unknown key `check`",
+        ),
+        ("tools: [42]\n", "expected a tool name"),
+    ] {
+        let dir = delegation(DONE, "  []\n");
+        let text = dir
+            .read("delegation.yaml")
+            .expect("file")
+            .replace("tools: [write_file]\n", tools);
+        dir.write("delegation.yaml", text);
+        let message = config_error(&dir);
+        assert!(message.contains(expect), "{tools}: {message}");
+    }
+    let dir = delegation(CORRECTS_ITSELF, "  []\n");
+    let text = dir.read("delegation.yaml").expect("file").replace(
+        "tools: [write_file]\n",
+        "tools:\n  - name: write_file\n    verify: |\n      def run(call, result):\n          return 42\n",
+    );
+    dir.write("delegation.yaml", text);
+    let (out, report) = run(&dir);
+    out.expect_code(3);
+    assert_eq!(report["error"]["kind"], json!("verifier"), "{out:?}");
+}

@@ -45,6 +45,16 @@ pub enum RunEvent {
         /// True when it failed or was refused.
         is_error: bool,
     },
+    /// A per-tool verifier refused a call as it returned; the delegate read the reason as the
+    /// call's error.
+    ToolVerificationFailed {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// The scope diff found nothing outside the scope.
     ScopeValidated {
         /// Paths added, modified and deleted since the baseline.
@@ -141,6 +151,7 @@ impl RunEvent {
             RunEvent::AttemptStarted => "AttemptStarted",
             RunEvent::ToolCalled { .. } => "ToolCalled",
             RunEvent::ToolReturned { .. } => "ToolReturned",
+            RunEvent::ToolVerificationFailed { .. } => "ToolVerificationFailed",
             RunEvent::ScopeValidated { .. } => "ScopeValidated",
             RunEvent::ScopeViolationDetected { .. } => "ScopeViolationDetected",
             RunEvent::CheckStarted { .. } => "CheckStarted",

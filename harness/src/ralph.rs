@@ -452,6 +452,8 @@ async fn attempts(
             record.verdict = Some(verdict);
             return Err(fatal);
         }
+        // What per-tool verifiers refused during the attempt: said, never failing it alone.
+        verdict.findings.append(&mut session.tool_findings);
         let last = attempt + 1 == total;
         // Stage 5: the critic, only when every deterministic stage passed.
         if verdict.decision == Decision::Pass {

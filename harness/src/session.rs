@@ -56,6 +56,11 @@ pub(crate) struct Session {
     pub(crate) warnings: Vec<String>,
     /// The independent reviewer, with its own delegate and read-only tools.
     pub(crate) critic: Option<crate::critic::Critic>,
+    /// Per-tool verifiers by tool name: `run(call, result)` on each call as it returns.
+    pub(crate) tool_verifiers: std::collections::HashMap<String, Verifier>,
+    /// What per-tool verifiers refused during the current attempt: advisory findings of its
+    /// verdict (the delegate already heard them as tool errors).
+    pub(crate) tool_findings: Vec<crate::verdict::Finding>,
 }
 
 /// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
@@ -157,6 +162,7 @@ impl Session {
             pre_hooks(policy, &mut delegation, id, model.as_deref(), &names).await?;
         }
 
+        let checking_for_tools = checking.clone();
         let verifier = match &delegation.verify {
             None => None,
             Some(verify) => {
@@ -183,6 +189,30 @@ impl Session {
                 )
             }
         };
+        // Per-tool verifiers, compiled like the inline one.
+        let mut tool_verifiers = std::collections::HashMap::new();
+        for (tool, verify) in &delegation.tool_verifiers {
+            let sandbox = Arc::new(Sandbox::new(
+                Surface::Verifier,
+                workspace.clone(),
+                checking_for_tools.clone(),
+                delegation.limits.clone(),
+            ));
+            let engine = Arc::clone(&shared.engine);
+            let (name, source, args) = (
+                verify.name.clone(),
+                verify.source.clone(),
+                delegation.args.clone(),
+            );
+            let key = format!("{shape}\n{name}\n{args}\n{source}");
+            let verifier = shared
+                .verifiers
+                .get_or_compile(key, move || {
+                    Verifier::compile(&engine, sandbox, &name, &source, &args)
+                })
+                .await?;
+            tool_verifiers.insert(tool.clone(), verifier);
+        }
         let delegate = build_delegate(
             shared,
             &delegation.delegate,
@@ -299,6 +329,8 @@ impl Session {
             guard,
             warnings,
             critic,
+            tool_verifiers,
+            tool_findings: Vec::new(),
             delegation,
         })
     }

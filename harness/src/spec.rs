@@ -63,7 +63,7 @@ struct RawFile {
     task: String,
     delegate: RawDelegate,
     #[serde(default)]
-    tools: Vec<String>,
+    tools: Vec<Value>,
     #[serde(default)]
     args: Option<Map<String, Value>>,
     /// `None` when absent; `Some(None)` when present but empty (`verify:`), which is an error.
@@ -359,6 +359,9 @@ pub struct Delegation {
     pub citations_required: bool,
     /// Steps every attempt must take (`plan.required_steps`).
     pub plan: Vec<crate::checks::PlanStep>,
+    /// Per-tool verifiers (`tools: [{name, verify | verify_file}]`): `run(call, result)` judges
+    /// each call of that tool as it returns.
+    pub tool_verifiers: Vec<(String, VerifySource)>,
 }
 
 /// The default `stuck_after`.
@@ -548,15 +551,7 @@ impl Delegation {
             None => Vec::new(),
             Some(plan) => plan_steps(&file, plan.required_steps)?,
         };
-        for tool in &raw.tools {
-            if Tool::from_name(tool).is_none() {
-                let known: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
-                return Err(Error::config(format!(
-                    "{file}: `tools`: unknown tool {tool:?} (known tools: {})",
-                    known.join(", ")
-                )));
-            }
-        }
+        let (tools, tool_verifiers) = tool_list(&file, source, raw.tools, &read)?;
         let verify = match raw.verify {
             Some(Some(script)) if !script.trim().is_empty() => Some(script),
             Some(_) => {
@@ -650,7 +645,8 @@ impl Delegation {
             source: source.to_path_buf(),
             task: raw.task,
             delegate,
-            tools: raw.tools,
+            tools,
+            tool_verifiers,
             args: Value::Object(raw.args.unwrap_or_default()),
             verify,
             max_verify_retries: overrides
@@ -760,6 +756,92 @@ fn delegate_config(
             })
         }
     })
+}
+
+/// Per-tool verifiers: the tool's name and its script.
+type ToolVerifiers = Vec<(String, VerifySource)>;
+
+/// Validates `tools:`: names, or `{name, verify | verify_file}` mappings. Returns the names and
+/// the per-tool verifiers.
+fn tool_list(
+    file: &str,
+    source: &Path,
+    raw: Vec<Value>,
+    read: &ReadScript<'_>,
+) -> Result<(Vec<String>, ToolVerifiers)> {
+    let known = || {
+        Tool::ALL
+            .iter()
+            .map(|t| t.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut names = Vec::new();
+    let mut verifiers = Vec::new();
+    for (i, entry) in raw.into_iter().enumerate() {
+        let at = format!("{file}: `tools[{i}]`");
+        let name = match entry {
+            Value::String(name) => name,
+            Value::Object(map) => {
+                if let Some(key) = map
+                    .keys()
+                    .find(|k| !["name", "verify", "verify_file"].contains(&k.as_str()))
+                {
+                    return Err(Error::config(format!(
+                        "{at}: unknown key `{key}`; a tool is a name or {{name, verify | verify_file}}"
+                    )));
+                }
+                let Some(Value::String(name)) = map.get("name") else {
+                    return Err(Error::config(format!(
+                        "{at}: `name` is missing or not a string"
+                    )));
+                };
+                let verifier = match (map.get("verify"), map.get("verify_file")) {
+                    (Some(Value::String(script)), None) if !script.trim().is_empty() => {
+                        VerifySource {
+                            name: format!("{}#tools.{name}.verify", source.display()),
+                            path: None,
+                            source: script.clone(),
+                        }
+                    }
+                    (None, Some(Value::String(rel))) => {
+                        let (path, text) =
+                            read(&format!("tools[{i}].verify_file"), Path::new(rel))?;
+                        VerifySource {
+                            name: path.display().to_string(),
+                            path: Some(path),
+                            source: text,
+                        }
+                    }
+                    (None, None) => {
+                        return Err(Error::config(format!(
+                            "{at} ({name}): give `verify` (a script defining `def run(call, result):`) or `verify_file`, or write the tool as a plain name"
+                        )));
+                    }
+                    _ => {
+                        return Err(Error::config(format!(
+                            "{at} ({name}): give one of `verify` (an inline script) and `verify_file` (a path), as a non-empty string"
+                        )));
+                    }
+                };
+                verifiers.push((name.clone(), verifier));
+                name.clone()
+            }
+            other => {
+                return Err(Error::config(format!(
+                    "{at}: expected a tool name or {{name, verify}}, got {other}"
+                )));
+            }
+        };
+        if Tool::from_name(&name).is_none() {
+            return Err(Error::config(format!(
+                "{file}: `tools`: unknown tool {name:?} (known tools: {})",
+                known()
+            )));
+        }
+        names.push(name);
+    }
+    Ok((names, verifiers))
 }
 
 /// Validates `plan.required_steps`: each `{tool: NAME, args: {KEY: REGEX}}` or `{check: NAME}`.

@@ -89,6 +89,7 @@ pub(crate) async fn attempt(
                 name: call.name.clone(),
             });
             let (call, output) = Box::pin(call_tool(session, call)).await?;
+            let output = verify_tool(session, &call, output, events).await?;
             events.emit(crate::events::RunEvent::ToolReturned {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -176,6 +177,50 @@ async fn model_call(
         }
     }
     answer
+}
+
+/// Judges a returned call with its tool's verifier, if it has one: a refusal turns the output into
+/// an error the delegate reads in the same turn, and becomes an advisory finding of the attempt
+/// (the attempt is judged on what it ends with, not on a step it corrected).
+///
+/// # Errors
+/// [`ErrorKind::Verifier`] when the tool's verifier is broken: nothing it says counts.
+async fn verify_tool(
+    session: &mut Session,
+    call: &ToolCall,
+    output: ToolOutput,
+    events: &crate::events::Emitter<'_>,
+) -> Result<ToolOutput> {
+    let Some(verifier) = session.tool_verifiers.get(&call.name) else {
+        return Ok(output);
+    };
+    let call_value = serde_json::to_value(call).expect("a tool call always serialises");
+    let result_value = serde_json::json!({
+        "call_id": call.id,
+        "name": call.name,
+        "content": output.content,
+        "is_error": output.is_error,
+    });
+    let (outcome, _logs) = verifier.verify_call(call_value, result_value).await?;
+    if outcome.verified {
+        return Ok(output);
+    }
+    events.emit(crate::events::RunEvent::ToolVerificationFailed {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        reason: outcome.reason.clone(),
+    });
+    session
+        .tool_findings
+        .push(crate::verdict::Finding::advisory(
+            crate::verdict::Source::Verify,
+            format!("tool {}", call.name),
+            format!("{} ({}): {}", call.name, call.id, outcome.reason),
+        ));
+    Ok(ToolOutput::error(format!(
+        "verify: {}\n(the call was made; its output was: {})",
+        outcome.reason, output.content
+    )))
 }
 
 /// Runs one tool call through `tool.pre`, the tool, and `tool.post`. Returns the call as it was

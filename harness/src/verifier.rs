@@ -169,6 +169,39 @@ impl Verifier {
     }
 }
 
+impl Verifier {
+    /// Judges one tool call as it returns: `run(call, result)` of a per-tool verifier, with the
+    /// same contract and the same inline-or-blocking evaluation as [`Verifier::verify_value`].
+    ///
+    /// # Errors
+    /// As [`Verifier::verify_blocking`].
+    pub async fn verify_call(
+        &self,
+        call: serde_json::Value,
+        result: serde_json::Value,
+    ) -> Result<(VerifyOutcome, Vec<String>)> {
+        match self
+            .script
+            .call_inline(&self.sandbox, "run", &[&call, &result])
+        {
+            Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
+            called => return self.judge(called),
+        }
+        let this = self.clone();
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            span.in_scope(|| this.judge(this.script.call(&this.sandbox, "run", &[&call, &result])))
+        })
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Verifier,
+                format!("verifier {}: {e}", self.name()),
+            )
+        })?
+    }
+}
+
 /// Applies the accepted return forms of `run`: a bool, a dict, or a JSON-encoded dict.
 fn interpret(name: &str, value: Value) -> Result<VerifyOutcome> {
     let bad = |what: String| {
