@@ -10,8 +10,9 @@ use clap::{Args, Parser, Subcommand};
 /// the claimed work with Starlark verifiers and policy hooks, and re-prompts the same delegate with
 /// the reasons when the check fails.
 ///
-/// Exit codes: 0 passed or skipped, 1 not verified, 2 usage or configuration error, 3 broken
-/// verifier or hook, 4 delegate/tool/timeout error, 5 blocked by a policy hook.
+/// Exit codes: 0 passed, passed with debt or skipped, 1 not verified (or rejected by the critic),
+/// 2 usage or configuration error (or a refused override), 3 broken verifier, hook or check,
+/// 4 delegate/tool/timeout/budget error, 5 blocked by a policy hook, 130 cancelled.
 #[derive(Debug, Parser)]
 #[command(name = "harness", version, propagate_version = true)]
 pub struct Cli {
