@@ -77,6 +77,12 @@ pub enum Command {
     /// allowed. Refusals exit 2 with kind override_not_allowed, reason_required or
     /// illegal_transition, and are audited too.
     Override(OverrideArgs),
+    /// Write a working `.harness/` and a delegation file to start from.
+    ///
+    /// Writes `.harness/policy.yaml` (the defaults, commented), a hook, a verifier, a scripted
+    /// delegate and `delegation.yaml`, which `harness hooks check` accepts and `harness run
+    /// delegation.yaml` runs offline. Refuses to overwrite an existing file unless --force.
+    Init(InitArgs),
     /// Check the hash-chained audit log of overrides.
     #[command(name = "audit-log", subcommand)]
     AuditLog(AuditLogCommand),
@@ -405,4 +411,15 @@ pub struct AuditVerifyArgs {
     /// A head hash stored earlier: the chain must still contain it.
     #[arg(long = "check-anchor", value_name = "HASH")]
     pub check_anchor: Option<String>,
+}
+
+/// `harness init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write [default: the current directory].
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Overwrite files that exist.
+    #[arg(long)]
+    pub force: bool,
 }

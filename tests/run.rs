@@ -804,3 +804,43 @@ fn a_tool_that_cannot_be_set_up_is_a_tool_error() {
         "{message}"
     );
 }
+
+/// `harness init` writes a `.harness/` that `hooks check` accepts and a delegation `run` passes
+/// offline; it never overwrites without `--force`, and writes nothing when it would.
+#[test]
+fn init_writes_a_working_project_and_never_overwrites_unasked() {
+    let dir = TempDir::new();
+    let out = harness(["init"]).args([dir.path()]).run();
+    out.expect_code(0);
+    for file in [
+        ".harness/policy.yaml",
+        ".harness/hooks/claim-check.md",
+        ".harness/verifiers/file-exists.star",
+        ".harness/agents/example.star",
+        "delegation.yaml",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} missing: {out:?}");
+    }
+    harness(["hooks", "check"])
+        .args([dir.join(".harness/hooks")])
+        .run()
+        .expect_code(0);
+    let run = harness(["run", "delegation.yaml", "--json", "--no-journal"])
+        .current_dir(dir.path())
+        .run();
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["outcome"], json!("passed"), "{run:?}");
+    assert_eq!(report["attempts"], json!(2));
+    // A second init refuses, naming what exists, and leaves an edited file alone.
+    dir.write("delegation.yaml", "task: mine\n");
+    let again = harness(["init"]).args([dir.path()]).run();
+    again.expect_code(2);
+    assert!(again.stderr.contains("--force"), "{again:?}");
+    assert_eq!(dir.read("delegation.yaml").as_deref(), Some("task: mine\n"));
+    harness(["init", "--force"])
+        .args([dir.path()])
+        .run()
+        .expect_code(0);
+    assert_ne!(dir.read("delegation.yaml").as_deref(), Some("task: mine\n"));
+}

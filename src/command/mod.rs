@@ -3,6 +3,7 @@
 mod authority;
 mod batch;
 mod hooks;
+mod init;
 mod report;
 mod run;
 mod runs;
@@ -23,5 +24,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Override(args) => authority::override_run(args).await,
         Command::AuditLog(command) => authority::audit_log(command).await,
         Command::Audit(args) => runs::audit(args).await,
+        Command::Init(args) => init::run(&args),
     }
 }
