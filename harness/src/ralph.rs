@@ -486,8 +486,10 @@ async fn attempts(
                 verdict.findings.extend(review.findings);
                 if review.outcome == crate::critic::Outcome::HardFail {
                     verdict.decision = Decision::Fail;
+                    span.record("verify.passed", false);
                     span.in_scope(|| {
                         verification_completed(events, &verdict, &session.delegation.redact);
+                        evaluation_event(&verdict, &verdict.reasons());
                     });
                     observer.on_event(&Event::Judged {
                         attempt,
@@ -522,7 +524,10 @@ async fn attempts(
                 .as_ref()
                 .map_or(crate::spec::OnExhausted::Fail, |c| c.spec.on_exhausted);
             span.record("verify.passed", false);
-            span.in_scope(|| verification_completed(events, &verdict, &session.delegation.redact));
+            span.in_scope(|| {
+                verification_completed(events, &verdict, &session.delegation.redact);
+                evaluation_event(&verdict, &verdict.reasons());
+            });
             if on_exhausted == crate::spec::OnExhausted::Debt {
                 verdict.decision = Decision::Pass;
                 observer.on_event(&Event::Judged {
