@@ -57,13 +57,8 @@ and retrying will not help.";
 /// Lines of the diff quoted in the review prompt, at most.
 const MAX_DIFF_LINES: usize = 500;
 
-static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(REVIEW_TEMPLATE.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-});
+static TEMPLATE_SHA256: LazyLock<String> =
+    LazyLock::new(|| harness_builtins::sha256_hex(REVIEW_TEMPLATE.as_bytes()));
 
 /// Returns the SHA-256 of the review prompt's template, recorded with every review.
 pub fn review_template_sha256() -> &'static str {

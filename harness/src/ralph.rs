@@ -455,10 +455,10 @@ async fn attempts(
         // What per-tool verifiers refused during the attempt: said, never failing it alone.
         verdict.findings.append(&mut session.tool_findings);
         let last = attempt + 1 == total;
+        let earlier_verdicts: Vec<&Verdict> =
+            earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();
         // Stage 5: the critic, only when every deterministic stage passed.
         if verdict.decision == Decision::Pass {
-            let earlier_verdicts: Vec<&Verdict> =
-                earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();
             let input = crate::critic::ReviewInput {
                 task: &session.delegation.task,
                 result,
@@ -534,12 +534,7 @@ async fn attempts(
                     attempt,
                     verdict: &verdict,
                 });
-                report.debt = verdict
-                    .findings
-                    .iter()
-                    .filter(|f| f.source == Source::Critic)
-                    .cloned()
-                    .collect();
+                report.debt = critic_findings(&verdict);
                 report.delivered = Box::pin(session.deliver(result)).await?;
                 record.verdict = Some(verdict);
                 return Ok(Outcome::PassedWithDebt);
@@ -568,7 +563,7 @@ async fn attempts(
             .chain(std::iter::once(&record.usage))
             .map(|u| u.input_tokens + u.output_tokens)
             .sum();
-        let earlier: Vec<&Verdict> = earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();
+        let earlier = earlier_verdicts;
         // A spent budget or a loop that is not getting anywhere ends early, the reason in the
         // verdict.
         let ended = if verdict.passed() {
@@ -623,12 +618,7 @@ async fn attempts(
         if passed {
             report.delivered = Box::pin(session.deliver(result)).await?;
             // What the critic noted without blocking is the run's debt.
-            report.debt = verdict
-                .findings
-                .iter()
-                .filter(|f| f.source == Source::Critic)
-                .cloned()
-                .collect();
+            report.debt = critic_findings(&verdict);
             record.verdict = Some(verdict);
             return Ok(Outcome::Passed);
         }
@@ -657,6 +647,16 @@ async fn attempts(
         }
     }
     Err(Error::new(ErrorKind::VerificationFailed, message))
+}
+
+/// The critic's findings of `verdict`: the run's debt when it passes with them.
+fn critic_findings(verdict: &Verdict) -> Vec<Finding> {
+    verdict
+        .findings
+        .iter()
+        .filter(|f| f.source == Source::Critic)
+        .cloned()
+        .collect()
 }
 
 /// Says why the loop is stuck when `verdict` failed on the same finding as the `stuck_after - 1`

@@ -32,13 +32,8 @@ pub const MAX_PRIOR_ATTEMPTS: usize = 3;
 /// Lines of the changes-so-far diff quoted, at most.
 pub const MAX_DIFF_LINES: usize = 500;
 
-static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(RETRY_TEMPLATE.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-});
+static TEMPLATE_SHA256: LazyLock<String> =
+    LazyLock::new(|| harness_builtins::sha256_hex(RETRY_TEMPLATE.as_bytes()));
 
 /// Returns the SHA-256 of the template text, recorded with every run.
 pub fn retry_template_sha256() -> &'static str {

@@ -162,40 +162,12 @@ impl Session {
             pre_hooks(policy, &mut delegation, id, model.as_deref(), &names).await?;
         }
 
-        let checking_for_tools = checking.clone();
-        let verifier = match &delegation.verify {
-            None => None,
-            Some(verify) => {
-                let sandbox = Arc::new(Sandbox::new(
-                    Surface::Verifier,
-                    workspace.clone(),
-                    checking,
-                    delegation.limits.clone(),
-                ));
-                let engine = Arc::clone(&shared.engine);
-                let (name, source, args) = (
-                    verify.name.clone(),
-                    verify.source.clone(),
-                    delegation.args.clone(),
-                );
-                let key = format!("{shape}\n{name}\n{args}\n{source}");
-                Some(
-                    shared
-                        .verifiers
-                        .get_or_compile(key, move || {
-                            Verifier::compile(&engine, sandbox, &name, &source, &args)
-                        })
-                        .await?,
-                )
-            }
-        };
-        // Per-tool verifiers, compiled like the inline one.
-        let mut tool_verifiers = std::collections::HashMap::new();
-        for (tool, verify) in &delegation.tool_verifiers {
+        // The inline verifier and the per-tool ones, compiled alike (and once per shape).
+        let compile = |verify: &crate::spec::VerifySource| {
             let sandbox = Arc::new(Sandbox::new(
                 Surface::Verifier,
                 workspace.clone(),
-                checking_for_tools.clone(),
+                checking.clone(),
                 delegation.limits.clone(),
             ));
             let engine = Arc::clone(&shared.engine);
@@ -205,13 +177,17 @@ impl Session {
                 delegation.args.clone(),
             );
             let key = format!("{shape}\n{name}\n{args}\n{source}");
-            let verifier = shared
-                .verifiers
-                .get_or_compile(key, move || {
-                    Verifier::compile(&engine, sandbox, &name, &source, &args)
-                })
-                .await?;
-            tool_verifiers.insert(tool.clone(), verifier);
+            shared.verifiers.get_or_compile(key, move || {
+                Verifier::compile(&engine, sandbox, &name, &source, &args)
+            })
+        };
+        let verifier = match &delegation.verify {
+            None => None,
+            Some(verify) => Some(compile(verify).await?),
+        };
+        let mut tool_verifiers = std::collections::HashMap::new();
+        for (tool, verify) in &delegation.tool_verifiers {
+            tool_verifiers.insert(tool.clone(), compile(verify).await?);
         }
         let delegate = build_delegate(
             shared,

@@ -149,15 +149,22 @@ impl Verifier {
         &self,
         value: serde_json::Value,
     ) -> Result<(VerifyOutcome, Vec<String>)> {
-        // Small pure verifiers run right here; anything else goes to a blocking thread.
-        match self.script.call_inline(&self.sandbox, "run", &[&value]) {
+        self.evaluate(vec![value]).await
+    }
+
+    /// Calls `run(*args)`: small pure verifiers right here, anything else on a blocking thread
+    /// that keeps the caller's span.
+    async fn evaluate(&self, args: Vec<serde_json::Value>) -> Result<(VerifyOutcome, Vec<String>)> {
+        let refs: Vec<&serde_json::Value> = args.iter().collect();
+        match self.script.call_inline(&self.sandbox, "run", &refs) {
             Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
             called => return self.judge(called),
         }
         let this = self.clone();
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
-            span.in_scope(|| this.judge(this.script.call(&this.sandbox, "run", &[&value])))
+            let refs: Vec<&serde_json::Value> = args.iter().collect();
+            span.in_scope(|| this.judge(this.script.call(&this.sandbox, "run", &refs)))
         })
         .await
         .map_err(|e| {
@@ -180,25 +187,7 @@ impl Verifier {
         call: serde_json::Value,
         result: serde_json::Value,
     ) -> Result<(VerifyOutcome, Vec<String>)> {
-        match self
-            .script
-            .call_inline(&self.sandbox, "run", &[&call, &result])
-        {
-            Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
-            called => return self.judge(called),
-        }
-        let this = self.clone();
-        let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || {
-            span.in_scope(|| this.judge(this.script.call(&this.sandbox, "run", &[&call, &result])))
-        })
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Verifier,
-                format!("verifier {}: {e}", self.name()),
-            )
-        })?
+        self.evaluate(vec![call, result]).await
     }
 }
 

@@ -185,11 +185,7 @@ fn chain_hash(prev_hash: &str, entry: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(prev_hash.as_bytes());
     hasher.update(entry.as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    harness_builtins::hex(&hasher.finalize())
 }
 
 /// Appends `entry` (its `seq` filled in) to the audit log inside `tx`; returns its seq.

@@ -13,6 +13,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::authority::{GENESIS, canonical};
 use crate::journal::Record;
+use harness_builtins::hex;
 
 /// The schema an export is written in, and the only one [`audit`] reads.
 pub const RUN_SCHEMA: &str = "harness.run/v1";
@@ -33,10 +34,6 @@ fn event_hash(prev_hash: &str, event: &Value) -> String {
     hasher.update(prev_hash.as_bytes());
     hasher.update(canonical(&chained).as_bytes());
     hex(&hasher.finalize())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The run `record` as a `harness.run/v1` document.
@@ -90,14 +87,9 @@ pub fn export(record: &Record) -> Value {
         })
         .collect();
     // The files the final verdict's evidence vouched for.
-    let last = record
-        .attempts
-        .iter()
-        .rev()
-        .find_map(|a| a.verdict.as_ref());
+    let last = record.attempts.iter().rev().find(|a| a.verdict.is_some());
     let evidence: Vec<Value> = last
-        .and_then(|v| v["evidence"].as_array())
-        .map(Vec::as_slice)
+        .map(crate::journal::RecordedAttempt::evidence)
         .unwrap_or_default()
         .iter()
         .filter(|e| e["method"] == json!("file_exists") && e["subject_sha256"].is_string())

@@ -179,6 +179,17 @@ pub struct Record {
     pub decision: Option<String>,
 }
 
+impl RecordedAttempt {
+    /// The evidence records of its verdict (DESIGN §4.7); empty when it has none.
+    pub fn evidence(&self) -> &[Value] {
+        self.verdict
+            .as_ref()
+            .and_then(|v| v["evidence"].as_array())
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
 impl Record {
     /// Returns the 1-based attempt that passed, for `passed` outcomes.
     pub fn passed_on(&self) -> Option<usize> {

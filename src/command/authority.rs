@@ -58,17 +58,7 @@ async fn pending(args: &ReviewArgs) -> Result<(), Error> {
                 .collect(),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        println!("{}", line.join("  ").trim_end());
-    }
+    super::table::print(&rows);
     eprintln!(
         "{} run(s) await review; decide with `harness override ID --approve|--reject --type check|verifier|direct --reason TEXT`",
         queue.len()

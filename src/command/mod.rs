@@ -7,6 +7,7 @@ mod init;
 mod report;
 mod run;
 mod runs;
+mod table;
 mod verify;
 
 use crate::args::{Cli, Command};

@@ -56,17 +56,7 @@ async fn list(args: &RunsListArgs) -> Result<(), Error> {
             record.model.clone().unwrap_or_else(|| "-".to_owned()),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        println!("{}", line.join("  ").trim_end());
-    }
+    super::table::print(&rows);
     Ok(())
 }
 
@@ -181,13 +171,7 @@ async fn show(args: &RunsShowArgs) -> Result<(), Error> {
         if let Some(changes) = attempt.result.as_ref().map(|r| &r["changes"]) {
             print_changes(changes);
         }
-        let evidence = attempt
-            .verdict
-            .as_ref()
-            .and_then(|v| v["evidence"].as_array())
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        print_evidence(evidence);
+        print_evidence(attempt.evidence());
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use starlark::environment::GlobalsBuilder;
 use starlark::starlark_module;
 
 /// Returns the lowercase hex form of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes
         .iter()
@@ -16,7 +16,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// Returns the hex SHA-256 of `data`.
-pub(crate) fn sha256_hex(data: &[u8]) -> String {
+pub fn sha256_hex(data: &[u8]) -> String {
     hex(&Sha256::digest(data))
 }
 

@@ -6,7 +6,7 @@ mod env;
 pub(crate) mod exec;
 mod fs;
 mod hash;
-pub(crate) use hash::hex;
+pub use hash::{hex, sha256_hex};
 mod http;
 mod json;
 mod log;

@@ -243,7 +243,7 @@ fn sha256_of(path: &Path) -> Option<String> {
     let mut file = harness_builtins::open_regular(path).ok()?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher).ok()?;
-    Some(format!("{:x}", hasher.finalize()))
+    Some(harness_builtins::hex(&hasher.finalize()))
 }
 
 fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judged {
@@ -370,7 +370,7 @@ async fn endpoint(
                         }
                         None => format!("GET {url} answered {got}"),
                     },
-                    sha256: (!body.is_empty()).then(|| format!("{:x}", Sha256::digest(&body))),
+                    sha256: (!body.is_empty()).then(|| harness_builtins::sha256_hex(&body)),
                     bytes: None,
                 },
             }

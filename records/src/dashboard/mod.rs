@@ -284,13 +284,7 @@ impl KindStats {
                 for hook in hooks_here {
                     *hooks.entry(hook.to_owned()).or_default() += 1;
                 }
-                let evidence = attempt
-                    .verdict
-                    .as_ref()
-                    .and_then(|v| v["evidence"].as_array())
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
-                for record in evidence {
+                for record in attempt.evidence() {
                     if record["result"].as_str().is_some_and(|r| r != "pass") {
                         if let Some(name) = record["criterion"].as_str() {
                             *checks.entry(name.to_owned()).or_default() += 1;
