@@ -83,6 +83,22 @@ pub enum Command {
     /// delegate and `delegation.yaml`, which `harness hooks check` accepts and `harness run
     /// delegation.yaml` runs offline. Refuses to overwrite an existing file unless --force.
     Init(InitArgs),
+    /// Run policy tests: `*_test.star` files whose `test_*` functions load real verifiers and
+    /// hooks, call them on payloads with mocked files, HTTP and programs, and assert.
+    ///
+    /// Helpers in test files: `verifier(path)` and `hook(path)` (relative to the test file; a
+    /// verifier may be a `.star` file or a delegation file with an inline `verify`) return
+    /// callables — `v(result, files={...}, http={url: {status, body, headers}}, exec={program:
+    /// {exit_code, stdout, stderr}}, args={...}, evidence=[...])` returns {verified, reason,
+    /// evidence, logs}; `h(payload, files=..., http=..., exec=..., delegate=...)` returns
+    /// {action, reason, payload}. Assertions: assert_eq, assert_ne, assert_true,
+    /// assert_contains, fail. Nothing reaches the network or starts a program: an unmocked URL
+    /// or program, or a mock the policy is not allowed to reach, is a test error.
+    ///
+    /// Prints one line per failing test with its place and reason, then `N passed, N failed, N
+    /// errors`. Exit 0 when every test passed (and coverage meets --threshold), 1 otherwise, 2
+    /// for bad arguments or no tests found.
+    Test(TestArgs),
     /// Check the hash-chained audit log of overrides.
     #[command(name = "audit-log", subcommand)]
     AuditLog(AuditLogCommand),
@@ -411,6 +427,45 @@ pub struct AuditVerifyArgs {
     /// A head hash stored earlier: the chain must still contain it.
     #[arg(long = "check-anchor", value_name = "HASH")]
     pub check_anchor: Option<String>,
+}
+
+/// `harness test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Test files, or directories searched for `*_test.star` [default: the current directory].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Run only the tests whose name (or `FILE::NAME`) matches this regular expression.
+    #[arg(long = "run", value_name = "REGEX")]
+    pub run: Option<String>,
+    /// Output: `text` (failures and a summary), `json` (every test, and coverage), `junit`
+    /// (JUnit XML for CI).
+    #[arg(long, value_enum, default_value_t = TestFormat::Text)]
+    pub format: TestFormat,
+    /// Report statement coverage of the policy files the tests load: per file, covered and not
+    /// covered line ranges and the percentage (`opa test --coverage` JSON shape with --format
+    /// json).
+    #[arg(long)]
+    pub coverage: bool,
+    /// Fail (exit 1) when total coverage is below PCT percent; implies --coverage.
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// Print every test as it ends, with what it logged.
+    #[arg(long, short)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// Output formats of `harness test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TestFormat {
+    /// Failures, then `N passed, N failed, N errors`.
+    Text,
+    /// One JSON object: every test, the counts, and coverage.
+    Json,
+    /// JUnit XML.
+    Junit,
 }
 
 /// `harness init`.

@@ -805,8 +805,9 @@ fn a_tool_that_cannot_be_set_up_is_a_tool_error() {
     );
 }
 
-/// `harness init` writes a `.harness/` that `hooks check` accepts and a delegation `run` passes
-/// offline; it never overwrites without `--force`, and writes nothing when it would.
+/// `harness init` writes a `.harness/` that `hooks check` and `harness test` accept and a
+/// delegation `run` passes offline; it never overwrites without `--force`, and writes nothing
+/// when it would.
 #[test]
 fn init_writes_a_working_project_and_never_overwrites_unasked() {
     let dir = TempDir::new();
@@ -816,6 +817,8 @@ fn init_writes_a_working_project_and_never_overwrites_unasked() {
         ".harness/policy.yaml",
         ".harness/hooks/claim-check.md",
         ".harness/verifiers/file-exists.star",
+        ".harness/verifiers/file-exists_test.star",
+        ".harness/hooks/claim-check_test.star",
         ".harness/agents/example.star",
         "delegation.yaml",
     ] {
@@ -825,6 +828,16 @@ fn init_writes_a_working_project_and_never_overwrites_unasked() {
         .args([dir.join(".harness/hooks")])
         .run()
         .expect_code(0);
+    // Its policy tests pass, covering every statement of the hook and the verifier.
+    let tested = harness(["test", "--coverage"])
+        .args([dir.join(".harness")])
+        .run();
+    tested.expect_code(0);
+    assert!(
+        tested.stdout.contains("100.00%  total")
+            && tested.stdout.ends_with("6 passed, 0 failed, 0 errors\n"),
+        "{tested:?}"
+    );
     let run = harness(["run", "delegation.yaml", "--json", "--no-journal"])
         .current_dir(dir.path())
         .run();

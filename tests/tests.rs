@@ -31,3 +31,5 @@ mod authority;
 mod critic;
 // Exported runs (`runs export`) and their offline integrity audit (`harness audit`).
 mod audit;
+// `harness test`: policy tests with mocks, coverage, text/JSON/JUnit output and bad input.
+mod policy_tests;

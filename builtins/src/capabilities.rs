@@ -13,6 +13,8 @@ pub enum Surface {
     Delegate,
     /// A tool implementation.
     Tool,
+    /// A policy test file (`*_test.star`, run by `harness test`).
+    Test,
 }
 
 impl Surface {
@@ -23,6 +25,7 @@ impl Surface {
             Surface::Hook => "hook",
             Surface::Delegate => "delegate",
             Surface::Tool => "tool",
+            Surface::Test => "test",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Parsing, freezing and calling Starlark scripts under limits and capabilities.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
 use starlark::eval::Evaluator;
@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorKind, Location};
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::modules;
+use crate::testing::{Coverage, Mocks, PolicyRunner, Raw, triage};
 use crate::workspace::Workspace;
 
 /// The builtin globals a family of scripts sees. Build one per process (or per surface) and share
@@ -71,6 +72,12 @@ pub struct Sandbox {
     pub(crate) limits: Limits,
     pub(crate) http: OnceLock<Result<reqwest::Client, String>>,
     pub(crate) regexes: Mutex<HashMap<String, regex::Regex>>,
+    /// Policy tests: what `http` and `exec` answer instead of the network and programs.
+    pub(crate) mocks: Option<Mocks>,
+    /// Policy tests: where the statements that ran are counted.
+    pub(crate) coverage: Option<Arc<Coverage>>,
+    /// Policy tests: what `verifier(path)` and `hook(path)` load and call.
+    pub(crate) runner: Option<Arc<dyn PolicyRunner>>,
 }
 
 impl Sandbox {
@@ -88,7 +95,34 @@ impl Sandbox {
             limits,
             http: OnceLock::new(),
             regexes: Mutex::new(HashMap::new()),
+            mocks: None,
+            coverage: None,
+            runner: None,
         }
+    }
+
+    /// Answers `http` and `exec` from `mocks` instead of the network and real programs (policy
+    /// tests). The capability checks still apply first; a URL or program without a mock is an
+    /// error, never a real request.
+    #[must_use]
+    pub fn with_mocks(mut self, mocks: Mocks) -> Self {
+        self.mocks = Some(mocks);
+        self
+    }
+
+    /// Counts which statements of every script compiled and called in this sandbox run, into
+    /// `coverage` (policy tests).
+    #[must_use]
+    pub fn with_coverage(mut self, coverage: Arc<Coverage>) -> Self {
+        self.coverage = Some(coverage);
+        self
+    }
+
+    /// Lets test files call `verifier(path)` and `hook(path)`, served by `runner`.
+    #[must_use]
+    pub fn with_policy_runner(mut self, runner: Arc<dyn PolicyRunner>) -> Self {
+        self.runner = Some(runner);
+        self
     }
 
     /// Returns the surface this sandbox serves.
@@ -182,6 +216,9 @@ impl Script {
                 Error::new(ErrorKind::Conversion, name, format!("global `{key}`: {m}"))
             })?;
         }
+        if let Some(coverage) = &sandbox.coverage {
+            coverage.register(name, &ast);
+        }
         let host = Host::new(sandbox);
         let module = contained(name, || {
             Module::with_temp_heap(|module| -> Result<FrozenModule, Error> {
@@ -191,7 +228,9 @@ impl Script {
                 {
                     let mut eval = Evaluator::new(&module);
                     host.configure(&mut eval, name)?;
-                    if let Err(e) = eval.eval_module(ast, &engine.globals) {
+                    let evaluated = eval.eval_module(ast, &engine.globals);
+                    host.collect_coverage(&eval);
+                    if let Err(e) = evaluated {
                         return Err(host.classify(e, &eval, name));
                     }
                 }
@@ -226,6 +265,20 @@ impl Script {
     /// Returns the name the script was compiled with.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Returns the names of the script's top-level functions (`def`s), in the order the module
+    /// bound them.
+    pub fn functions(&self) -> Vec<String> {
+        self.module
+            .names()
+            .filter(|name| {
+                self.module
+                    .get(name.as_str())
+                    .is_ok_and(|value| value.value().get_type() == "function")
+            })
+            .map(|name| name.as_str().to_owned())
+            .collect()
     }
 
     /// Returns true when the script defines a top-level value called `function`.
@@ -289,6 +342,47 @@ impl Script {
         args: &[&serde_json::Value],
     ) -> Result<CallOutput, Error> {
         let name = self.name.as_str();
+        let value = self.evaluate(&host, function, args, |e, eval| {
+            host.classify(e, eval, name)
+        });
+        let logs = host.logs.into_inner();
+        match value {
+            Ok(value) => {
+                emit_logs(host.sandbox.surface.as_str(), &logs);
+                Ok(CallOutput { value, logs })
+            }
+            // Given up inline: the blocking re-run will log again.
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Err(e),
+            Err(e) => {
+                emit_logs(host.sandbox.surface.as_str(), &logs);
+                Err(e.with_logs(logs))
+            }
+        }
+    }
+
+    /// Calls a test function: an assertion failure is told apart from a broken test.
+    pub(crate) fn invoke_raw(
+        &self,
+        host: &Host<'_>,
+        function: &str,
+    ) -> Result<serde_json::Value, Raw> {
+        let name = self.name.as_str();
+        self.evaluate(host, function, &[], |e, eval| {
+            triage(e, |e| host.classify(e, eval, name))
+        })
+    }
+
+    /// Evaluates `function(*args)` in a fresh module under `host`; an error the script raised
+    /// goes through `raised` (with the evaluator, to tell limits apart), any other through
+    /// [`From<Error>`].
+    fn evaluate<E: From<Error>>(
+        &self,
+        host: &Host<'_>,
+        function: &str,
+        args: &[&serde_json::Value],
+        raised: impl FnOnce(starlark::Error, &Evaluator) -> E,
+    ) -> Result<serde_json::Value, E> {
+        let name = self.name.as_str();
         let func = self.module.get(function).map_err(|_| {
             Error::new(
                 ErrorKind::MissingFunction,
@@ -305,17 +399,19 @@ impl Script {
                 )
             })?;
         }
-        let value = contained(name, || {
-            Module::with_temp_heap(|module| -> Result<serde_json::Value, Error> {
+        contained(name, || {
+            Module::with_temp_heap(|module| -> Result<Result<serde_json::Value, E>, Error> {
                 let heap = module.heap();
                 let func = heap.access_owned_frozen_value(&func);
                 let args: Vec<Value> = args.iter().map(|a| alloc_json(heap, a)).collect();
                 let mut eval = Evaluator::new(&module);
                 host.configure(&mut eval, name)?;
-                match eval.eval_function(func, &args, &[]) {
+                let called = eval.eval_function(func, &args, &[]);
+                host.collect_coverage(&eval);
+                Ok(match called {
                     Ok(value) => {
                         host.check_leaving(name, &format!("the result of `{function}`"), value)?;
-                        value.to_json_value().map_err(|e| {
+                        Ok(value.to_json_value().map_err(|e| {
                             Error::new(
                                 ErrorKind::Conversion,
                                 name,
@@ -324,25 +420,12 @@ impl Script {
                                     value.get_type()
                                 ),
                             )
-                        })
+                        })?)
                     }
-                    Err(e) => Err(host.classify(e, &eval, name)),
-                }
+                    Err(e) => Err(raised(e, &eval)),
+                })
             })
-        });
-        let logs = host.logs.into_inner();
-        match value {
-            Ok(value) => {
-                emit_logs(host.sandbox.surface.as_str(), &logs);
-                Ok(CallOutput { value, logs })
-            }
-            // Given up inline: the blocking re-run will log again.
-            Err(e) if e.kind() == ErrorKind::WouldBlock => Err(e),
-            Err(e) => {
-                emit_logs(host.sandbox.surface.as_str(), &logs);
-                Err(e.with_logs(logs))
-            }
-        }
+        })?
     }
 }
 

@@ -98,7 +98,18 @@ impl<'s> Host<'s> {
         }));
         eval.set_print_handler(self);
         eval.extra = Some(self);
+        if self.sandbox.coverage.is_some() {
+            eval.enable_profile(&starlark::eval::ProfileMode::Coverage)
+                .map_err(|e| Error::new(ErrorKind::Runtime, name, format!("coverage: {e}")))?;
+        }
         Ok(())
+    }
+
+    /// Adds the statements `eval` ran to the sandbox's coverage, when it counts any.
+    pub(crate) fn collect_coverage(&self, eval: &Evaluator) {
+        if let Some(coverage) = &self.sandbox.coverage {
+            coverage.collect(eval);
+        }
     }
 
     /// Records a sandbox refusal so the failed evaluation is reported as a violation, and returns

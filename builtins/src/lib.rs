@@ -30,6 +30,8 @@ mod host;
 mod limits;
 mod modules;
 mod nesting;
+#[allow(unsafe_code)] // see the module's docs
+pub mod testing;
 mod tls;
 mod workspace;
 

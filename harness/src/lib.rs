@@ -32,6 +32,7 @@ pub mod events;
 mod guard;
 mod pipeline;
 mod policy;
+pub mod policy_test;
 mod project;
 mod ralph;
 pub mod redact;

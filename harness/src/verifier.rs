@@ -120,6 +120,15 @@ impl Verifier {
         )
     }
 
+    /// Calls `run(*args)` on the calling thread (which it blocks while the script runs): one
+    /// argument for a delegation verifier, `call` and `result` for a per-tool one.
+    ///
+    /// # Errors
+    /// As [`Verifier::verify_blocking`].
+    pub fn run_blocking(&self, args: &[&Value]) -> Result<(VerifyOutcome, Vec<String>)> {
+        self.judge(self.script.call(&self.sandbox, "run", args))
+    }
+
     /// Applies the contract to what `run` returned, or to how it failed.
     fn judge(
         &self,

@@ -162,6 +162,11 @@ pub struct Hook {
     pub tools: Option<Matcher>,
     /// Delegate-kind globs (delegation events).
     pub delegates: Option<Matcher>,
+    /// The file holding the Starlark: the hook file for `script`, the named file for
+    /// `script_file`.
+    pub script_path: PathBuf,
+    /// The line of `script_path` on which the script's line 1 sits.
+    pub script_line: usize,
     pub(crate) script: Script,
     pub(crate) when: Option<Script>,
 }
@@ -423,6 +428,8 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
             when_source: fm.when,
             tools,
             delegates,
+            script_line: first_line.unwrap_or(1),
+            script_path,
             script,
             when,
         }),

@@ -8,7 +8,7 @@ use crate::args::InitArgs;
 use crate::exit;
 
 /// What `init` writes: a path under the directory, and its text.
-const FILES: [(&str, &str); 5] = [
+const FILES: [(&str, &str); 7] = [
     (
         ".harness/policy.yaml",
         include_str!("../scaffold/policy.yaml"),
@@ -18,8 +18,16 @@ const FILES: [(&str, &str); 5] = [
         include_str!("../scaffold/claim-check.md"),
     ),
     (
+        ".harness/hooks/claim-check_test.star",
+        include_str!("../scaffold/claim-check_test.star"),
+    ),
+    (
         ".harness/verifiers/file-exists.star",
         include_str!("../scaffold/file-exists.star"),
+    ),
+    (
+        ".harness/verifiers/file-exists_test.star",
+        include_str!("../scaffold/file-exists_test.star"),
     ),
     (
         ".harness/agents/example.star",
@@ -40,8 +48,9 @@ pub fn run(args: &InitArgs) -> u8 {
             }
             let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
             eprintln!(
-                "next: harness hooks check {hooks}\n      harness run {file}",
+                "next: harness hooks check {hooks}\n      harness test {policy}\n      harness run {file}",
                 hooks = dir.join(".harness/hooks").display(),
+                policy = dir.join(".harness").display(),
                 file = dir.join("delegation.yaml").display()
             );
             exit::OK

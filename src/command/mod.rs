@@ -8,6 +8,7 @@ mod report;
 mod run;
 mod runs;
 mod table;
+mod test;
 mod verify;
 
 use crate::args::{Cli, Command};
@@ -26,5 +27,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::AuditLog(command) => authority::audit_log(command).await,
         Command::Audit(args) => runs::audit(args).await,
         Command::Init(args) => init::run(&args),
+        Command::Test(args) => test::run(args).await,
     }
 }

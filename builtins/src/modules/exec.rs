@@ -353,6 +353,22 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             )));
         }
         let workspace = &host.sandbox.workspace;
+        if let Some(mocks) = &host.sandbox.mocks {
+            // A policy test: the canned run; no program starts.
+            let mock = mocks
+                .run(program)
+                .map_err(|e| anyhow::anyhow!("exec.run: {e}"))?;
+            return Ok(alloc_json(
+                eval.heap(),
+                &json!({
+                    "exit_code": mock.exit_code,
+                    "stdout": mock.stdout,
+                    "stderr": mock.stderr,
+                    "timed_out": false,
+                    "duration_ms": 0,
+                }),
+            ));
+        }
         let dir = match cwd {
             None => workspace.root().to_path_buf(),
             Some(cwd) => workspace

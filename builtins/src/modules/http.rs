@@ -241,7 +241,6 @@ fn is_credential(name: &str) -> bool {
 
 fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_json::Value> {
     host.needs_thread(func)?;
-    let client = client(host)?;
     let cap = host.sandbox.limits.max_http_body_bytes;
     let mut url = Url::parse(&request.url)
         .map_err(|e| anyhow::anyhow!("{func}: invalid URL {:?}: {e}", request.url))?;
@@ -249,6 +248,35 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
     let mut body = request.body;
     let deadline = request.timeout.min(host.remaining());
     let failure = |url: &Url, error: String| json!({"status": 0, "ok": false, "headers": {}, "body": "", "url": url.as_str(), "error": error, "truncated": false});
+    if let Some(mocks) = &host.sandbox.mocks {
+        // A policy test: the same checks, then the canned answer; never the network.
+        check_url(host, func, &url)?;
+        let mock = mocks
+            .response(&request.url, url.as_str())
+            .map_err(|e| anyhow::anyhow!("{func}: {e}"))?;
+        if let Some(error) = &mock.error {
+            return Ok(failure(&url, error.clone()));
+        }
+        let mut body = mock.body.clone();
+        let truncated = body.len() > cap;
+        if truncated {
+            let mut end = cap;
+            while !body.is_char_boundary(end) {
+                end -= 1;
+            }
+            body.truncate(end);
+        }
+        return Ok(json!({
+            "status": mock.status,
+            "ok": (200..300).contains(&mock.status),
+            "headers": mock.headers,
+            "body": body,
+            "url": url.as_str(),
+            "error": null,
+            "truncated": truncated,
+        }));
+    }
+    let client = client(host)?;
     host.block_on(async {
         let started = tokio::time::Instant::now();
         let origin = url.origin();
