@@ -250,49 +250,47 @@ def test_unknown_argument():
     let (code, report) = run_json(&dir, &["--workdir", &dir.path().display().to_string()]);
     assert_eq!(code, 1, "{report}");
     assert_eq!(report["passed"], json!(0), "{report}");
-    let expect = |name: &str, call: Option<&str>, needle: &str| {
+    let expect = |name: &str, line_with: &str, needle: &str| {
         let test = test_named(&report, name);
         assert_eq!(test["status"], json!("error"), "{test}");
-        if let Some(call) = call {
-            assert_eq!(test["line"], json!(line_of(tests, call)), "{test}");
-        }
+        assert_eq!(test["line"], json!(line_of(tests, line_with)), "{test}");
         let message = test["message"].as_str().unwrap_or_default();
         assert!(message.contains(needle), "{name}: {message}");
     };
-    expect("test_forever", None, "limit max_steps hit");
+    expect("test_forever", "def test_forever():", "limit max_steps hit");
     expect(
         "test_missing_policy",
-        Some("verifier(\"nowhere.star\")"),
+        "verifier(\"nowhere.star\")",
         "no such file",
     );
     expect(
         "test_mock_of_a_host_not_allowed",
-        Some("https://evil.example/x"),
+        "https://evil.example/x",
         "\"evil.example\" is not on the allow-list",
     );
     expect(
         "test_mock_of_a_program_not_allowed",
-        Some("\"curl\""),
+        "\"curl\"",
         "\"curl\": the program is not allowed",
     );
     expect(
         "test_unmocked_url",
-        Some("gate({}, files = FILES, args = {\"url\": URL})"),
+        "gate({}, files = FILES, args = {\"url\": URL})",
         "no mock for https://api.example.com/ready",
     );
     expect(
         "test_unmocked_program",
-        Some("gate({}, files = FILES, http = UP, args"),
+        "gate({}, files = FILES, http = UP, args",
         "no mock for program \"no-such-linter-anywhere\"",
     );
     expect(
         "test_files_escaping_the_workspace",
-        Some("../out.txt"),
+        "../out.txt",
         "must be relative and stay inside",
     );
     expect(
         "test_unknown_argument",
-        Some("fils = FILES"),
+        "fils = FILES",
         "unknown argument `fils=`",
     );
     let load = report["tests"]
@@ -587,6 +585,10 @@ verify: |
         "def run(call, result):\n    if len(call[\"arguments\"][\"content\"]) > 10:\n        return {\"verified\": False, \"reason\": \"too big\"}\n    return True\n",
     );
     dir.write(
+        "seen.star",
+        "def run(result):\n    e = result[\"evidence\"][0]\n    return {\"verified\": True, \"reason\": e[\"criterion\"] + \": \" + e[\"result\"]}\n",
+    );
+    dir.write(
         "d_test.star",
         r#"inline = verifier("delegation.yaml")
 small = verifier("small.star")
@@ -596,6 +598,11 @@ def test_inline_uses_the_files_network_allow():
     assert_eq(v["verified"], True)
     assert_eq(inline({}, http = {"https://status.example.com/": {"body": "down"}})["reason"], "status: down")
 
+def test_evidence_reaches_the_result():
+    seen = verifier("seen.star")
+    ev = [{"criterion": "cargo test", "source": "check", "result": "pass"}]
+    assert_eq(seen({}, evidence = ev)["reason"], "cargo test: pass")
+
 def test_per_tool():
     call = {"id": "c1", "name": "write_file", "arguments": {"path": "a", "content": "x" * 20}}
     result = {"call_id": "c1", "name": "write_file", "content": "wrote", "is_error": False}
@@ -604,7 +611,7 @@ def test_per_tool():
     );
     let (code, report) = run_json(&dir, &["--coverage"]);
     assert_eq!(code, 0, "{report}");
-    assert_eq!(report["passed"], json!(2));
+    assert_eq!(report["passed"], json!(3));
     let yaml = dir.join("delegation.yaml").display().to_string();
     let inline = &report["coverage"]["files"][yaml.as_str()];
     assert_eq!(

@@ -322,6 +322,12 @@ fn run_file(shared: &Arc<Shared>, engine: &Engine, file: &Path) -> Vec<TestCase>
                     (Status::Error, described(&e), e.location().map(|l| l.line))
                 }
             };
+            // A limit stops a test between statements, with no place of its own: name the
+            // test's `def` line.
+            let line = match status {
+                Status::Passed => None,
+                _ => line.or_else(|| def_line(&source, &test)),
+            };
             TestCase {
                 file: name.clone(),
                 name: test,
@@ -333,6 +339,15 @@ fn run_file(shared: &Arc<Shared>, engine: &Engine, file: &Path) -> Vec<TestCase>
             }
         })
         .collect()
+}
+
+/// The line on which `def NAME(` starts, at the top level of `source`.
+fn def_line(source: &str, name: &str) -> Option<usize> {
+    let head = format!("def {name}(");
+    source
+        .lines()
+        .position(|line| line.starts_with(&head))
+        .map(|i| i + 1)
 }
 
 /// An engine error's message, with its kind unless it is a plain runtime error (whose message,
