@@ -90,6 +90,7 @@ fn main() {
             timeout: Duration::from_secs(30),
             cap: 64 * 1024,
             isolation: None,
+            inherit_env: false,
         };
         let (mut bare, mut launched) = (Vec::new(), Vec::new());
         for _ in 0..20 {

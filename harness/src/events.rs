@@ -29,12 +29,22 @@ pub enum RunEvent {
     },
     /// An attempt began.
     AttemptStarted,
+    /// The delegate reported the session it keeps on its side (an agent CLI's session or
+    /// thread id): every retry resumes it.
+    DelegateSession {
+        /// The CLI's id for it.
+        session_id: String,
+    },
     /// The delegate called a tool.
     ToolCalled {
         /// The call's id.
         call_id: String,
         /// The tool.
         name: String,
+        /// True when the delegate ran the tool itself (an agent CLI's own tools, read from its
+        /// log), not through the harness.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        observed: bool,
     },
     /// A tool call returned.
     ToolReturned {
@@ -149,6 +159,7 @@ impl RunEvent {
         match self {
             RunEvent::DelegationStarted { .. } => "DelegationStarted",
             RunEvent::AttemptStarted => "AttemptStarted",
+            RunEvent::DelegateSession { .. } => "DelegateSession",
             RunEvent::ToolCalled { .. } => "ToolCalled",
             RunEvent::ToolReturned { .. } => "ToolReturned",
             RunEvent::ToolVerificationFailed { .. } => "ToolVerificationFailed",

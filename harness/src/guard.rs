@@ -58,8 +58,10 @@ impl PolicyGuard {
     /// `journals` (refused, not fingerprinted), and fingerprints it when the delegate can write
     /// other than through the tools: it is offered `run_command`, or it is an agent CLI.
     pub(crate) fn new(root: &Path, delegation: &Delegation, journals: &[PathBuf]) -> Self {
-        let watch = matches!(delegation.delegate, DelegateConfig::Command(_))
-            || delegation.tools.iter().any(|t| t == "run_command");
+        let watch = matches!(
+            delegation.delegate,
+            DelegateConfig::Command(_) | DelegateConfig::Agent(_)
+        ) || delegation.tools.iter().any(|t| t == "run_command");
         let mut protected = vec![root.join(".harness"), delegation.source.clone()];
         if let Some(path) = delegation.verify.as_ref().and_then(|v| v.path.clone()) {
             protected.push(path);

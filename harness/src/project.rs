@@ -189,7 +189,7 @@ impl ProjectPolicy {
         };
         let critic = defaults
             .critic
-            .map(|c| crate::spec::critic_spec(&at, c, &read))
+            .map(|c| crate::spec::critic_spec(&at, c, &read, base))
             .transpose()?;
         let gates = crate::spec::Gates::parse(
             &format!("project policy {file}: `verification_defaults`"),

@@ -50,6 +50,8 @@ pub(crate) struct Session {
     pub(crate) messages: Vec<Message>,
     /// Tool calls made so far, for ids of calls the delegate did not name.
     pub(crate) calls_made: u32,
+    /// The delegate's own session (an agent CLI's), as last recorded in the events.
+    pub(crate) delegate_session: Option<String>,
     /// The policy out of the delegate's reach, fingerprinted before attempt 0.
     pub(crate) guard: Arc<PolicyGuard>,
     /// What opening found worth telling the caller (a scope snapshot's unreadable entries).
@@ -120,6 +122,7 @@ impl Session {
         };
         let model = match &delegation.delegate {
             DelegateConfig::OpenAi(spec) => Some(spec.model.clone()),
+            DelegateConfig::Agent(spec) => spec.model.clone(),
             _ => None,
         };
         // Everything besides name, source and args that shapes a compiled script.
@@ -302,6 +305,7 @@ impl Session {
             delegate,
             messages: vec![Message::User(delegation.task.clone())],
             calls_made: 0,
+            delegate_session: None,
             guard,
             warnings,
             critic,
@@ -395,6 +399,11 @@ async fn build_delegate(
             let mut spec = spec.clone();
             spec.workdir = workspace.root().to_path_buf();
             Box::new(CommandDelegate::new(spec))
+        }
+        DelegateConfig::Agent(spec) => {
+            let mut spec = spec.clone();
+            spec.workdir = workspace.root().to_path_buf();
+            Box::new(crate::delegate::AgentDelegate::new(spec)?)
         }
     })
 }

@@ -12,7 +12,7 @@ use harness_builtins::Limits;
 
 use crate::assembly::Assembler;
 use crate::checks::{CheckSpec, Criterion};
-use crate::delegate::{CommandSpec, OpenAiSpec};
+use crate::delegate::{AgentKind, AgentSpec, CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 use crate::scope::{OnViolation, ScopeSpec};
@@ -221,6 +221,26 @@ enum RawDelegate {
         #[serde(default)]
         timeout_s: Option<f64>,
     },
+    Claude(RawAgent),
+    Codex(RawAgent),
+    Gemini(RawAgent),
+    Aider(RawAgent),
+}
+
+/// An agent CLI preset's settings (`kind: claude | codex | gemini | aider`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    #[serde(default)]
+    binary: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    timeout_s: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -255,6 +275,9 @@ pub enum DelegateConfig {
     OpenAi(OpenAiSpec),
     /// An agent CLI; `workdir` is filled in when the delegation runs.
     Command(CommandSpec),
+    /// An agent CLI preset resumed across attempts; `workdir` is filled in when the delegation
+    /// runs.
+    Agent(AgentSpec),
 }
 
 impl DelegateConfig {
@@ -264,6 +287,7 @@ impl DelegateConfig {
             DelegateConfig::Scripted { .. } => "scripted",
             DelegateConfig::OpenAi(_) => "openai",
             DelegateConfig::Command(_) => "command",
+            DelegateConfig::Agent(spec) => spec.kind.name(),
         }
     }
 
@@ -533,10 +557,10 @@ impl Delegation {
             })?;
             Ok((full, text))
         };
-        let delegate = delegate_config(&file, "delegate", raw.delegate, &read)?;
+        let delegate = delegate_config(&file, "delegate", raw.delegate, &read, base)?;
         let critic = match raw.critic {
             None => None,
-            Some(critic) => Some(critic_spec(&file, critic, &read)?),
+            Some(critic) => Some(critic_spec(&file, critic, &read, base)?),
         };
         let citations_required = match raw.citations.as_deref() {
             None | Some("off") => false,
@@ -684,14 +708,51 @@ impl Delegation {
 /// Reads a script named by a key, relative to the delegation file: its full path and text.
 pub(crate) type ReadScript<'a> = dyn Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a;
 
-/// Validates a `delegate:` mapping (or `critic.delegate:`, named `key` in messages).
+/// Validates a `delegate:` mapping (or `critic.delegate:`, named `key` in messages); paths in it
+/// are relative to `base`.
 fn delegate_config(
     file: &str,
     key: &str,
     raw: RawDelegate,
     read: &ReadScript<'_>,
+    base: &Path,
 ) -> Result<DelegateConfig> {
+    let agent = |kind: AgentKind, raw: RawAgent| -> Result<DelegateConfig> {
+        let binary = match raw.binary.as_deref() {
+            Some(b) if b.trim().is_empty() => {
+                return Err(Error::config(format!(
+                    "{file}: `{key}.binary` is empty; leave it out to use `{}` on PATH",
+                    kind.name()
+                )));
+            }
+            Some(b) => crate::delegate::binary_path(base, b),
+            None => PathBuf::from(kind.name()),
+        };
+        if raw.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            return Err(Error::config(format!(
+                "{file}: `{key}.model` is empty; leave it out for the CLI's default"
+            )));
+        }
+        if let Some(name) = raw.env.keys().find(|k| k.is_empty() || k.contains('=')) {
+            return Err(Error::config(format!(
+                "{file}: `{key}.env` has an invalid variable name {name:?}"
+            )));
+        }
+        Ok(DelegateConfig::Agent(AgentSpec {
+            kind,
+            binary,
+            model: raw.model,
+            args: raw.args,
+            env: raw.env.into_iter().collect(),
+            timeout: seconds(file, &format!("{key}.timeout_s"), raw.timeout_s, 1800.0)?,
+            workdir: PathBuf::new(),
+        }))
+    };
     Ok(match raw {
+        RawDelegate::Claude(raw) => agent(AgentKind::Claude, raw)?,
+        RawDelegate::Codex(raw) => agent(AgentKind::Codex, raw)?,
+        RawDelegate::Gemini(raw) => agent(AgentKind::Gemini, raw)?,
+        RawDelegate::Aider(raw) => agent(AgentKind::Aider, raw)?,
         RawDelegate::Scripted { script } => {
             let (path, source) = read(&format!("{key}.script"), &script)?;
             DelegateConfig::Scripted { path, source }
@@ -906,10 +967,15 @@ fn plan_steps(file: &str, raw: Vec<Map<String, Value>>) -> Result<Vec<crate::che
 }
 
 /// Validates `critic:`.
-pub(crate) fn critic_spec(file: &str, raw: RawCritic, read: &ReadScript<'_>) -> Result<CriticSpec> {
+pub(crate) fn critic_spec(
+    file: &str,
+    raw: RawCritic,
+    read: &ReadScript<'_>,
+    base: &Path,
+) -> Result<CriticSpec> {
     let delegate = raw
         .delegate
-        .map(|d| delegate_config(file, "critic.delegate", d, read))
+        .map(|d| delegate_config(file, "critic.delegate", d, read, base))
         .transpose()?;
     let when = match raw.when.as_deref() {
         None | Some("risky") => CriticWhen::Risky,

@@ -304,6 +304,7 @@ impl Toolbox {
                 writable: &writable,
                 read_only: self.guard.paths(),
             }),
+            inherit_env: false,
         };
         let run = harness_builtins::run_program(&argv, &launch)
             .await

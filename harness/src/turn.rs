@@ -36,8 +36,29 @@ pub(crate) async fn attempt(
     let mut tool_results = Vec::new();
     let max_turns = session.delegation.max_turns;
     for turn in 0..max_turns {
-        let answer = Box::pin(model_call(session, attempt, turn)).await?;
+        let mut answer = Box::pin(model_call(session, attempt, turn)).await?;
         usage.add(answer.usage);
+        if let Some(id) = session.delegate.session() {
+            if session.delegate_session.as_deref() != Some(id) {
+                events.emit(crate::events::RunEvent::DelegateSession {
+                    session_id: id.to_owned(),
+                });
+                session.delegate_session = Some(id.to_owned());
+            }
+        }
+        let observed = std::mem::take(&mut answer.observed);
+        if !observed.is_empty() {
+            record_observed(
+                session,
+                attempt,
+                observed,
+                observer,
+                events,
+                &mut tool_calls,
+                &mut tool_results,
+            )
+            .await?;
+        }
         if answer.tool_calls.is_empty() {
             let response = answer.content.unwrap_or_default();
             session.messages.push(Message::Assistant {
@@ -87,6 +108,7 @@ pub(crate) async fn attempt(
             events.emit(crate::events::RunEvent::ToolCalled {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
+                observed: false,
             });
             let (call, output) = Box::pin(call_tool(session, call)).await?;
             let output = verify_tool(session, &call, output, events).await?;
@@ -123,6 +145,71 @@ pub(crate) async fn attempt(
     ))
 }
 
+/// Records the tools an agent CLI ran itself during the turn: in the conversation, the attempt's
+/// `tool_calls` and `tool_results`, the events and the progress, each judged by its tool's
+/// verifier (which can only report what already happened).
+///
+/// # Errors
+/// [`ErrorKind::Verifier`] when a tool's verifier is broken.
+async fn record_observed(
+    session: &mut Session,
+    attempt: u32,
+    observed: Vec<crate::delegate::ObservedCall>,
+    observer: &dyn Observer,
+    events: &crate::events::Emitter<'_>,
+    tool_calls: &mut Vec<ToolCall>,
+    tool_results: &mut Vec<ToolResult>,
+) -> Result<()> {
+    let calls: Vec<ToolCall> = observed
+        .iter()
+        .map(|o| ToolCall {
+            id: o.id.clone(),
+            name: o.name.clone(),
+            arguments: o.arguments.clone(),
+        })
+        .collect();
+    session.calls_made += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+    session.messages.push(Message::Assistant {
+        content: None,
+        tool_calls: calls.clone(),
+    });
+    for (call, seen) in calls.into_iter().zip(observed) {
+        events.emit(crate::events::RunEvent::ToolCalled {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            observed: true,
+        });
+        let output = ToolOutput {
+            content: seen.content,
+            is_error: seen.is_error,
+        };
+        let output = verify_tool(session, &call, output, events).await?;
+        events.emit(crate::events::RunEvent::ToolReturned {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            is_error: output.is_error,
+        });
+        observer.on_event(&Event::ToolCalled {
+            attempt,
+            call: &call,
+            is_error: output.is_error,
+        });
+        session.messages.push(Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: output.content.clone(),
+        });
+        tool_results.push(ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: output.content,
+            is_error: output.is_error,
+        });
+        tool_calls.push(call);
+    }
+    Ok(())
+}
+
 /// Asks the delegate for its next message, as one `chat` span whatever the delegate's kind.
 async fn model_call(
     session: &mut Session,
@@ -144,6 +231,7 @@ async fn model_call(
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.response.finish_reasons = Empty,
+        gen_ai.conversation.id = Empty,
         error.type = Empty,
     );
     let request = TurnRequest {
@@ -170,6 +258,9 @@ async fn model_call(
             }
             if let Some(reason) = &turn.finish_reason {
                 span.record("gen_ai.response.finish_reasons", reason.as_str());
+            }
+            if let Some(id) = session.delegate.session() {
+                span.record("gen_ai.conversation.id", id);
             }
         }
         Err(e) => {

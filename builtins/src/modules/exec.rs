@@ -73,6 +73,9 @@ pub struct Launch<'a> {
     pub cap: usize,
     /// Run inside an OS sandbox (bubblewrap) rather than as a plain child.
     pub isolation: Option<Isolation<'a>>,
+    /// Pass the harness's whole environment rather than the minimal one (agent CLIs need their
+    /// API keys and configuration; the operator chose the program, not a script).
+    pub inherit_env: bool,
 }
 
 /// An OS sandbox for one program, made with bubblewrap (`bwrap`): the whole file system
@@ -157,10 +160,11 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
             command
         }
     };
+    command.args(rest).current_dir(launch.cwd);
+    if !launch.inherit_env {
+        command.env_clear();
+    }
     command
-        .args(rest)
-        .current_dir(launch.cwd)
-        .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -260,6 +264,24 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Finds `program` as [`run_program`] would: a name without `/` on the harness's `PATH` (never
+/// inside `hidden`), a path with one relative to `cwd`.
+///
+/// # Errors
+/// `NotFound` naming the program.
+pub fn find_program(program: &str, cwd: &Path, hidden: Option<&Path>) -> std::io::Result<PathBuf> {
+    let path = search_path(hidden);
+    let found = resolve_program(program, path.as_deref(), cwd)?;
+    if is_executable(&found) {
+        Ok(found)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{} is not an executable file", found.display()),
+        ))
     }
 }
 
@@ -393,6 +415,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             timeout: wait,
             cap,
             isolation: None,
+            inherit_env: false,
         };
         let run = host
             .block_on(run_program(&argv, &launch))?

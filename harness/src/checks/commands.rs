@@ -241,6 +241,7 @@ async fn execute(check: &CheckSpec, root: &std::path::Path, home: &std::path::Pa
         timeout: check.timeout,
         cap: MAX_OUTPUT,
         isolation: None,
+        inherit_env: false,
     };
     let run = harness_builtins::run_program(&check.argv, &launch)
         .await

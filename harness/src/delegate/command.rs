@@ -166,6 +166,7 @@ impl CommandDelegate {
                 ..Usage::default()
             },
             finish_reason: Some("stop".to_owned()),
+            observed: Vec::new(),
         })
     }
 }

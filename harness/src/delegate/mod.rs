@@ -12,10 +12,13 @@ use serde_json::{Map, Value};
 use crate::conversation::{Message, ToolSpec, Usage};
 use crate::error::Result;
 
+mod agent;
 mod command;
 mod openai;
 mod scripted;
 
+pub(crate) use agent::binary_path;
+pub use agent::{AgentDelegate, AgentKind, AgentSpec};
 pub use command::{CommandDelegate, CommandSpec};
 pub use openai::{OpenAiDelegate, OpenAiSpec};
 pub(crate) use openai::{api_key, check_base_url};
@@ -48,6 +51,23 @@ pub struct RequestedCall {
     pub arguments: Map<String, Value>,
 }
 
+/// A tool call the delegate made and ran itself — an agent CLI's own tools, as its log reports
+/// them: recorded in the attempt's `tool_calls` and `tool_results` like the harness's own, but
+/// never run (or gated by `tool.pre`) by the harness.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedCall {
+    /// The CLI's id for the call (unique within the attempt).
+    pub id: String,
+    /// The tool, named as the CLI names it (`Write`, `Bash`, `command_execution`, …).
+    pub name: String,
+    /// Its input as the CLI reports it.
+    pub arguments: Map<String, Value>,
+    /// What it returned, as text.
+    pub content: String,
+    /// True when it failed, was denied, or reported no result.
+    pub is_error: bool,
+}
+
 /// The delegate's answer on one turn: text, tool calls, or both. An answer without tool calls
 /// ends the attempt.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -60,15 +80,24 @@ pub struct Turn {
     pub usage: Usage,
     /// Why the model stopped (`stop`, `tool_calls`), when it says.
     pub finish_reason: Option<String>,
+    /// Tools the delegate already ran itself during this turn, in order (agent CLIs).
+    pub observed: Vec<ObservedCall>,
 }
 
 /// Something that plays the sub-agent.
 pub trait Delegate: Send + Sync {
-    /// Returns the delegate's kind: `scripted`, `openai` or `command`.
+    /// Returns the delegate's kind: `scripted`, `openai`, `command`, or an agent CLI's
+    /// (`claude`, `codex`, `gemini`, `aider`).
     fn kind(&self) -> &'static str;
 
     /// Returns the model name, when there is one (for spans and reports).
     fn model(&self) -> Option<&str> {
+        None
+    }
+
+    /// Returns the id of the session the delegate keeps on its side (an agent CLI's session or
+    /// thread), once it has one: every retry continues it.
+    fn session(&self) -> Option<&str> {
         None
     }
 

@@ -538,6 +538,7 @@ mod typed {
                 requests: 1,
             },
             finish_reason: choice.finish_reason,
+            observed: Vec::new(),
         }))
     }
 }
@@ -618,6 +619,7 @@ fn parse_completion_value(url: &str, bytes: &[u8]) -> Result<Turn> {
             requests: 1,
         },
         finish_reason,
+        observed: Vec::new(),
     })
 }
 

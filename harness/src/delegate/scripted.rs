@@ -138,6 +138,7 @@ fn parse_turn(name: &str, value: Value) -> Result<Turn> {
             ..Usage::default()
         },
         finish_reason: Some(finish_reason.to_owned()),
+        observed: Vec::new(),
     })
 }
 
