@@ -33,3 +33,5 @@ mod critic;
 mod audit;
 // `harness test`: policy tests with mocks, coverage, text/JSON/JUnit output and bad input.
 mod policy_tests;
+// Agent CLI delegates (claude, codex, gemini, aider) against fake CLIs: resume, tool logs, failures.
+mod agents;

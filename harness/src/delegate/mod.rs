@@ -16,6 +16,7 @@ mod agent;
 mod command;
 mod openai;
 mod scripted;
+mod transport;
 
 pub(crate) use agent::binary_path;
 pub use agent::{AgentDelegate, AgentKind, AgentSpec};
