@@ -45,7 +45,10 @@ fn invocations(dir: &TempDir) -> Vec<Vec<String>> {
 fn run(dir: &TempDir, mode: Option<&str>) -> (crate::util::Output, Value) {
     let mut h = harness(["run", "--json", "--no-journal", "--events"])
         .args([dir.join("events.jsonl"), dir.join("delegation.yaml")])
-        .env("FAKE_AGENT_LOG", &dir.join("agent.log").display().to_string());
+        .env(
+            "FAKE_AGENT_LOG",
+            &dir.join("agent.log").display().to_string(),
+        );
     if let Some(mode) = mode {
         h = h.env("FAKE_AGENT_MODE", mode);
     }
@@ -78,13 +81,23 @@ fn lie_then_resume(kind: &str, resume: &[&str], tools: &[&str]) {
         .map(|c| c["name"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(calls, tools, "{report}");
-    let results = report["result"]["tool_results"].as_array().expect("results");
+    let results = report["result"]["tool_results"]
+        .as_array()
+        .expect("results");
     assert_eq!(results.len(), tools.len());
-    assert!(results.iter().all(|r| r["is_error"] == json!(false)), "{results:?}");
+    assert!(
+        results.iter().all(|r| r["is_error"] == json!(false)),
+        "{results:?}"
+    );
 
     let runs = invocations(&dir);
     assert_eq!(runs.len(), 2, "{runs:?}");
-    assert_eq!(runs[0].last().map(String::as_str), Some(TASK), "{:?}", runs[0]);
+    assert_eq!(
+        runs[0].last().map(String::as_str),
+        Some(TASK),
+        "{:?}",
+        runs[0]
+    );
     for flag in resume {
         assert!(!runs[0].iter().any(|a| a == flag), "{:?}", runs[0]);
     }
@@ -95,7 +108,10 @@ fn lie_then_resume(kind: &str, resume: &[&str], tools: &[&str]) {
         prompt.contains("expected file hello.txt does not exist"),
         "{prompt}"
     );
-    assert!(!prompt.contains(TASK), "the resumed session already has the task: {prompt}");
+    assert!(
+        !prompt.contains(TASK),
+        "the resumed session already has the task: {prompt}"
+    );
     // The resume flag, followed by the session id the first run reported.
     let at = second
         .iter()
@@ -108,7 +124,11 @@ fn lie_then_resume(kind: &str, resume: &[&str], tools: &[&str]) {
         .collect();
     assert_eq!(sessions.len(), 1, "{events:?}");
     if let Some(id) = resume.get(1) {
-        assert_eq!(second.get(at + 1).map(String::as_str), Some(*id), "{second:?}");
+        assert_eq!(
+            second.get(at + 1).map(String::as_str),
+            Some(*id),
+            "{second:?}"
+        );
         assert_eq!(sessions[0]["session_id"], json!(id));
     }
     let observed = events
@@ -186,7 +206,10 @@ fn cli_failures_are_delegate_errors_with_the_raw_output() {
     for (mode, needles) in [
         (
             "garbage",
-            &["line 1 of its output is not stream-json", "Welcome to Claude Code!"][..],
+            &[
+                "line 1 of its output is not stream-json",
+                "Welcome to Claude Code!",
+            ][..],
         ),
         ("no-session", &["names no session id"][..]),
         (
@@ -198,7 +221,10 @@ fn cli_failures_are_delegate_errors_with_the_raw_output() {
         ),
         (
             "fresh-session",
-            &["asked to resume session 5f0c1a2e", "did not continue the same session"][..],
+            &[
+                "asked to resume session 5f0c1a2e",
+                "did not continue the same session",
+            ][..],
         ),
         ("auth", &["Invalid API key · Please run /login"][..]),
     ] {

@@ -1,6 +1,6 @@
-//! The Ralph loop through `harness run` with the `openai` delegate, against a fake
-//! OpenAI-compatible server on 127.0.0.1 started by each test: real HTTP, real chat-completions
-//! JSON, every request recorded. The fake model decides its answer from the conversation it is
+//! The Ralph loop through `harness run` with the `openai` and `anthropic` delegates, against the
+//! fake model server on 127.0.0.1 started by each test: real HTTP, real chat-completions and
+//! Messages API JSON, every request recorded; every Ralph-loop test runs once per protocol. The fake model decides its answer from the conversation it is
 //! sent, so the loop is exercised for real. Also runs `examples/openai/` (against the fake) and
 //! `examples/command/` (offline).
 
@@ -68,21 +68,46 @@ fn already_done(_: usize, body: &Value) -> Reply {
 
 // --- running delegations -------------------------------------------------------------------------
 
-/// Writes `delegation.yaml` into a fresh directory: the task, an openai delegate pointed at
+/// The protocol a delegation speaks to the fake server: every Ralph-loop test runs with both.
+#[derive(Debug, Clone, Copy)]
+enum Api {
+    /// `kind: openai`, chat completions.
+    OpenAi,
+    /// `kind: anthropic`, the Messages API (with an API key, which the fake requires).
+    Anthropic,
+}
+
+impl Api {
+    fn kind(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// The variable holding the fake Anthropic key; every run here sets it.
+const ANTHROPIC_KEY_VAR: &str = "HARNESS_FAKE_ANTHROPIC_KEY";
+
+/// Writes `delegation.yaml` into a fresh directory: the task, a delegate speaking `api` to
 /// `server` (`delegate_extra` appended inside its mapping; a request timeout of 30 s unless it
 /// sets one), then `rest`.
-fn delegation(server: &ModelServer, delegate_extra: &str, rest: &str) -> TempDir {
+fn delegation(api: Api, server: &ModelServer, delegate_extra: &str, rest: &str) -> TempDir {
     let timeout = if delegate_extra.contains("timeout_s") {
         ""
     } else {
         ", timeout_s: 30"
     };
+    let (base_url, key) = match api {
+        Api::OpenAi => (server.base_url(), NO_KEY_VAR),
+        Api::Anthropic => (server.anthropic_base_url(), ANTHROPIC_KEY_VAR),
+    };
     let dir = TempDir::new();
     dir.write(
         "delegation.yaml",
         format!(
-            "task: {TASK:?}\ndelegate: {{kind: openai, base_url: {:?}, model: fake, api_key_env: {NO_KEY_VAR}{timeout}{delegate_extra}}}\n{rest}",
-            server.base_url()
+            "task: {TASK:?}\ndelegate: {{kind: {}, base_url: {base_url:?}, model: fake, api_key_env: {key}{timeout}{delegate_extra}}}\n{rest}",
+            api.kind()
         ),
     );
     dir
@@ -90,8 +115,9 @@ fn delegation(server: &ModelServer, delegate_extra: &str, rest: &str) -> TempDir
 
 /// The file-verified delegation most tests use: `tools: [write_file, read_file]`,
 /// `args: {path: hello.txt}`, [`FILE_VERIFIER`], then `extra`.
-fn verified(server: &ModelServer, delegate_extra: &str, extra: &str) -> TempDir {
+fn verified(api: Api, server: &ModelServer, delegate_extra: &str, extra: &str) -> TempDir {
     delegation(
+        api,
         server,
         delegate_extra,
         &format!(
@@ -105,7 +131,8 @@ fn run_file(dir: &TempDir, file: &str, env: &[(&str, &str)]) -> (Output, Value) 
     let mut command = harness(["run", file, "--json"])
         .current_dir(dir.path())
         .env("NO_PROXY", "127.0.0.1")
-        .env("no_proxy", "127.0.0.1");
+        .env("no_proxy", "127.0.0.1")
+        .env(ANTHROPIC_KEY_VAR, "sk-ant-fake-key");
     for (name, value) in env {
         command = command.env(name, value);
     }
@@ -134,10 +161,9 @@ fn usage_per_attempt(report: &Value) -> Vec<(u64, u64, u64)> {
 
 // --- the Ralph loop ------------------------------------------------------------------------------
 
-#[test]
-fn passes_first_try_with_one_request() {
+fn passes_first_try_with_one_request(api: Api) {
     let server = ModelServer::start(already_done);
-    let dir = verified(&server, "", "");
+    let dir = verified(api, &server, "", "");
     dir.write("hello.txt", "hi\n");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
@@ -152,14 +178,13 @@ fn passes_first_try_with_one_request() {
     );
     assert_eq!(
         report["delegate"],
-        json!({"kind": "openai", "model": "fake"})
+        json!({"kind": api.kind(), "model": "fake"})
     );
     assert_eq!(server.seen().len(), 1);
     assert_eq!(report["usage"]["requests"], json!(1));
 }
 
-#[test]
-fn does_the_work_first_try_through_a_tool_call() {
+fn does_the_work_first_try_through_a_tool_call(api: Api) {
     let server = ModelServer::start(|_, body| {
         if messages(body).last().expect("a message")["role"] == "tool" {
             answer(body, TRUTH)
@@ -167,7 +192,7 @@ fn does_the_work_first_try_through_a_tool_call() {
             write_hello(body)
         }
     });
-    let dir = verified(&server, "", "");
+    let dir = verified(api, &server, "", "");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("passed"), "{out:?}");
@@ -179,10 +204,9 @@ fn does_the_work_first_try_through_a_tool_call() {
     assert_eq!(report["result"]["response"], json!(TRUTH));
 }
 
-#[test]
-fn lies_then_tells_the_truth() {
+fn lies_then_tells_the_truth(api: Api) {
     let server = ModelServer::start(lies_once);
-    let dir = verified(&server, "", "");
+    let dir = verified(api, &server, "", "");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("passed"), "{out:?}");
@@ -268,10 +292,9 @@ fn lies_then_tells_the_truth() {
     assert_eq!(report["usage"]["requests"], json!(3));
 }
 
-#[test]
-fn always_lies_until_the_retries_run_out() {
+fn always_lies_until_the_retries_run_out(api: Api) {
     let server = ModelServer::start(always_lies);
-    let dir = verified(&server, "", "max_verify_retries: 2\n");
+    let dir = verified(api, &server, "", "max_verify_retries: 2\n");
     let (out, report) = run_json(&dir);
     out.expect_code(1);
     assert_eq!(report["outcome"], json!("failed"), "{out:?}");
@@ -314,10 +337,9 @@ fn always_lies_until_the_retries_run_out() {
     assert_eq!(dir.read("hello.txt"), None);
 }
 
-#[test]
-fn zero_retries_means_one_request() {
+fn zero_retries_means_one_request(api: Api) {
     let server = ModelServer::start(lies_once);
-    let dir = verified(&server, "", "max_verify_retries: 0\n");
+    let dir = verified(api, &server, "", "max_verify_retries: 0\n");
     let (out, report) = run_json(&dir);
     out.expect_code(1);
     assert_eq!(report["outcome"], json!("failed"), "{out:?}");
@@ -331,10 +353,9 @@ fn zero_retries_means_one_request() {
     assert_eq!(dir.read("hello.txt"), None);
 }
 
-#[test]
-fn no_verifier_means_skipped_after_one_request() {
+fn no_verifier_means_skipped_after_one_request(api: Api) {
     let server = ModelServer::start(lies_once);
-    let dir = delegation(&server, "", "tools: [write_file]\n");
+    let dir = delegation(api, &server, "", "tools: [write_file]\n");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("skipped"), "{out:?}");
@@ -347,11 +368,11 @@ fn no_verifier_means_skipped_after_one_request() {
     assert_eq!(server.seen().len(), 1);
 }
 
-#[test]
-fn a_broken_verifier_stops_at_once() {
+fn a_broken_verifier_stops_at_once(api: Api) {
     let server = ModelServer::start(lies_once);
     // lies_once would pass on a retry: there must be none.
     let dir = delegation(
+        api,
         &server,
         "",
         "tools: [write_file]\nverify: |\n  def run(result):\n      return 1 // 0\n",
@@ -365,8 +386,7 @@ fn a_broken_verifier_stops_at_once() {
 
 // --- transport failures --------------------------------------------------------------------------
 
-#[test]
-fn a_server_error_is_a_transport_retry_not_a_verify_retry() {
+fn a_server_error_is_a_transport_retry_not_a_verify_retry(api: Api) {
     let server = ModelServer::start(|index, body| {
         if index == 0 {
             status(500, vec![])
@@ -374,7 +394,7 @@ fn a_server_error_is_a_transport_retry_not_a_verify_retry() {
             already_done(index, body)
         }
     });
-    let dir = verified(&server, ", max_retries: 1", "");
+    let dir = verified(api, &server, ", max_retries: 1", "");
     dir.write("hello.txt", "hi\n");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
@@ -388,8 +408,7 @@ fn a_server_error_is_a_transport_retry_not_a_verify_retry() {
     assert_eq!(usage_per_attempt(&report), [(10, 5, 1)]);
 }
 
-#[test]
-fn a_rate_limit_with_retry_after_is_honoured() {
+fn a_rate_limit_with_retry_after_is_honoured(api: Api) {
     let server = ModelServer::start(|index, body| {
         if index == 0 {
             status(429, vec![("retry-after", "1")])
@@ -397,7 +416,7 @@ fn a_rate_limit_with_retry_after_is_honoured() {
             already_done(index, body)
         }
     });
-    let dir = verified(&server, ", max_retries: 1", "");
+    let dir = verified(api, &server, ", max_retries: 1", "");
     dir.write("hello.txt", "hi\n");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
@@ -409,10 +428,9 @@ fn a_rate_limit_with_retry_after_is_honoured() {
     assert_eq!(report["usage"]["requests"], json!(1));
 }
 
-#[test]
-fn persistent_server_errors_are_a_delegate_error() {
+fn persistent_server_errors_are_a_delegate_error(api: Api) {
     let server = ModelServer::start(|_, _| status(503, vec![("retry-after", "0")]));
-    let dir = verified(&server, ", max_retries: 2", "");
+    let dir = verified(api, &server, ", max_retries: 2", "");
     let (out, report) = run_json(&dir);
     expect_error_kind(&out, &report, 4, "delegate");
     assert_eq!(report["attempts"], json!(1));
@@ -423,10 +441,9 @@ fn persistent_server_errors_are_a_delegate_error() {
     assert!(message.contains("fake status 503"), "{message}");
 }
 
-#[test]
-fn a_hanging_provider_hits_the_request_timeout() {
+fn a_hanging_provider_hits_the_request_timeout(api: Api) {
     let server = ModelServer::start(|_, _| Reply::Hang);
-    let dir = verified(&server, ", timeout_s: 1, max_retries: 0", "");
+    let dir = verified(api, &server, ", timeout_s: 1, max_retries: 0", "");
     let (out, report) = run_json(&dir);
     expect_error_kind(&out, &report, 4, "delegate");
     assert_eq!(report["attempts"], json!(1));
@@ -435,12 +452,112 @@ fn a_hanging_provider_hits_the_request_timeout() {
     assert_eq!(server.seen().len(), 1);
 }
 
+/// Runs each named test once per protocol, as `openai::NAME` and `anthropic::NAME`.
+macro_rules! both_protocols {
+    ($($name:ident),* $(,)?) => {
+        mod openai {
+            $(#[test] fn $name() { super::$name(super::Api::OpenAi) })*
+        }
+        mod anthropic {
+            $(#[test] fn $name() { super::$name(super::Api::Anthropic) })*
+        }
+    };
+}
+
+both_protocols!(
+    passes_first_try_with_one_request,
+    does_the_work_first_try_through_a_tool_call,
+    lies_then_tells_the_truth,
+    always_lies_until_the_retries_run_out,
+    zero_retries_means_one_request,
+    no_verifier_means_skipped_after_one_request,
+    a_broken_verifier_stops_at_once,
+    a_server_error_is_a_transport_retry_not_a_verify_retry,
+    a_rate_limit_with_retry_after_is_honoured,
+    persistent_server_errors_are_a_delegate_error,
+    a_hanging_provider_hits_the_request_timeout,
+);
+
+/// The Messages API on the wire: the key as `x-api-key`, `anthropic-version`, a `max_tokens`
+/// (the API requires one), the verifier's retry prompt after the lie, the tool call as a
+/// `tool_use` block and its result as a `tool_result` block opening the next user turn; a 529
+/// (overloaded) is retried like any 5xx.
+#[test]
+fn anthropic_speaks_the_messages_api() {
+    let server = ModelServer::start(|index, body| {
+        if index == 0 {
+            status(529, vec![("retry-after", "0")])
+        } else {
+            lies_once(index, body)
+        }
+    });
+    let dir = verified(
+        Api::Anthropic,
+        &server,
+        ", max_retries: 1, temperature: 0.2",
+        "",
+    );
+    let (out, report) = run_json(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 4, "the 529, the lie, the write, the answer");
+    for request in &seen {
+        assert_eq!(request.header("x-api-key"), Some("sk-ant-fake-key"));
+        assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(request.authorization(), None);
+        assert_eq!(request.wire["max_tokens"], json!(8192));
+        assert_eq!(request.wire["temperature"], json!(0.2));
+        assert_eq!(request.wire["tools"][0]["name"], json!("write_file"));
+        assert!(request.wire["tools"][0]["input_schema"].is_object());
+    }
+    let last = seen[3].wire["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = last
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(last[0]["content"], json!(TASK));
+    assert!(
+        last[2]["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("VERIFICATION FAILED"))
+    );
+    assert_eq!(last[3]["content"][0]["type"], json!("tool_use"));
+    assert_eq!(last[3]["content"][0]["id"], json!("call_w1"));
+    assert_eq!(
+        last[3]["content"][0]["input"],
+        json!({"path": "hello.txt", "content": "hi\n"})
+    );
+    assert_eq!(last[4]["content"][0]["type"], json!("tool_result"));
+    assert_eq!(last[4]["content"][0]["tool_use_id"], json!("call_w1"));
+
+    // No key in the environment: refused when the file loads, naming the variable.
+    let dir = verified(Api::Anthropic, &server, "", "");
+    let out = harness(["run", "delegation.yaml", "--json"])
+        .current_dir(dir.path())
+        .run();
+    let report = out.json();
+    expect_error_kind(&out, &report, 2, "config");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(ANTHROPIC_KEY_VAR)),
+        "{report}"
+    );
+}
+
 // --- settings on the wire ------------------------------------------------------------------------
 
 #[test]
 fn settings_are_forwarded_in_the_request_body() {
     let server = ModelServer::start(already_done);
-    let dir = verified(&server, ", temperature: 0, max_tokens: 256", "");
+    let dir = verified(
+        Api::OpenAi,
+        &server,
+        ", temperature: 0, max_tokens: 256",
+        "",
+    );
     dir.write("hello.txt", "hi\n");
     let (out, _) = run_json(&dir);
     out.expect_code(0);
@@ -457,7 +574,7 @@ fn settings_are_forwarded_in_the_request_body() {
 
     // Unset settings are not sent at all.
     let server = ModelServer::start(already_done);
-    let dir = verified(&server, "", "");
+    let dir = verified(Api::OpenAi, &server, "", "");
     dir.write("hello.txt", "hi\n");
     run_json(&dir).0.expect_code(0);
     let body = &server.bodies()[0];
@@ -622,6 +739,7 @@ fn a_spent_token_budget_stops_the_loop_with_a_budget_finding() {
     let server = ModelServer::start(always_lies);
     // Attempt 1 costs 15 tokens, attempt 2 another 35: past 40 after the second.
     let dir = verified(
+        Api::OpenAi,
         &server,
         "",
         "max_verify_retries: 5\nlimits: {max_tokens: 40}\n",

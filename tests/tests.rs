@@ -11,7 +11,8 @@ mod run;
 mod examples;
 // Policy hooks: dispatch in runs and tool calls, `verify --hooks`, `hooks list`/`check`, the example.
 mod hooks;
-// `harness run` with the openai delegate against a fake server; the openai and command examples.
+// `harness run` with the openai and anthropic delegates against the fake server (each Ralph-loop
+// test once per protocol); the openai and command examples.
 mod ralph_openai;
 // OTLP export through a real in-process receiver (HTTP/protobuf and gRPC): spans, events, metrics.
 mod telemetry;

@@ -122,6 +122,7 @@ impl Session {
         };
         let model = match &delegation.delegate {
             DelegateConfig::OpenAi(spec) => Some(spec.model.clone()),
+            DelegateConfig::Anthropic(spec) => Some(spec.model.clone()),
             DelegateConfig::Agent(spec) => spec.model.clone(),
             _ => None,
         };
@@ -395,6 +396,10 @@ async fn build_delegate(
         DelegateConfig::OpenAi(spec) => {
             Box::new(OpenAiDelegate::new(spec.clone(), shared.http.clone()))
         }
+        DelegateConfig::Anthropic(spec) => Box::new(crate::delegate::AnthropicDelegate::new(
+            spec.clone(),
+            shared.http.clone(),
+        )),
         DelegateConfig::Command(spec) => {
             let mut spec = spec.clone();
             spec.workdir = workspace.root().to_path_buf();

@@ -12,7 +12,7 @@ use harness_builtins::Limits;
 
 use crate::assembly::Assembler;
 use crate::checks::{CheckSpec, Criterion};
-use crate::delegate::{AgentKind, AgentSpec, CommandSpec, OpenAiSpec};
+use crate::delegate::{AgentKind, AgentSpec, AnthropicSpec, CommandSpec, OpenAiSpec};
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
 use crate::scope::{OnViolation, ScopeSpec};
@@ -221,6 +221,21 @@ enum RawDelegate {
         #[serde(default)]
         timeout_s: Option<f64>,
     },
+    Anthropic {
+        model: String,
+        #[serde(default)]
+        base_url: Option<String>,
+        #[serde(default)]
+        api_key_env: Option<String>,
+        #[serde(default)]
+        temperature: Option<f64>,
+        #[serde(default)]
+        max_tokens: Option<u32>,
+        #[serde(default)]
+        timeout_s: Option<f64>,
+        #[serde(default)]
+        max_retries: Option<u32>,
+    },
     Claude(RawAgent),
     Codex(RawAgent),
     Gemini(RawAgent),
@@ -273,6 +288,8 @@ pub enum DelegateConfig {
     },
     /// An OpenAI-compatible server.
     OpenAi(OpenAiSpec),
+    /// Anthropic's Messages API.
+    Anthropic(AnthropicSpec),
     /// An agent CLI; `workdir` is filled in when the delegation runs.
     Command(CommandSpec),
     /// An agent CLI preset resumed across attempts; `workdir` is filled in when the delegation
@@ -286,6 +303,7 @@ impl DelegateConfig {
         match self {
             DelegateConfig::Scripted { .. } => "scripted",
             DelegateConfig::OpenAi(_) => "openai",
+            DelegateConfig::Anthropic(_) => "anthropic",
             DelegateConfig::Command(_) => "command",
             DelegateConfig::Agent(spec) => spec.kind.name(),
         }
@@ -803,6 +821,61 @@ fn delegate_config(
                 spec.max_retries = retries;
             }
             DelegateConfig::OpenAi(spec)
+        }
+        RawDelegate::Anthropic {
+            model,
+            base_url,
+            api_key_env,
+            temperature,
+            max_tokens,
+            timeout_s,
+            max_retries,
+        } => {
+            if model.trim().is_empty() {
+                return Err(Error::config(format!("{file}: `{key}.model` is empty")));
+            }
+            if let Some(t) = temperature {
+                if !(0.0..=1.0).contains(&t) {
+                    return Err(Error::config(format!(
+                        "{file}: `{key}.temperature` must be between 0 and 1 for the Messages API, got {t}"
+                    )));
+                }
+            }
+            let mut spec = AnthropicSpec::new(model);
+            if let Some(url) = base_url {
+                crate::delegate::check_base_url(&url)
+                    .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
+                spec.base_url = url;
+            }
+            match api_key_env.as_deref() {
+                Some("none") => spec.api_key_env = None,
+                Some(var) if var.trim().is_empty() => {
+                    return Err(Error::config(format!(
+                        "{file}: `{key}.api_key_env` is empty; name the variable holding the key, or write `none` for a gateway that takes no key"
+                    )));
+                }
+                Some(var) => spec.api_key_env = Some(var.to_owned()),
+                None => {}
+            }
+            if let Some(var) = &spec.api_key_env {
+                crate::delegate::api_key(var)
+                    .map_err(|why| Error::config(format!("{file}: `{key}.api_key_env` {why}")))?;
+            }
+            spec.temperature = temperature;
+            match max_tokens {
+                Some(0) => {
+                    return Err(Error::config(format!(
+                        "{file}: `{key}.max_tokens` must be at least 1"
+                    )));
+                }
+                Some(n) => spec.max_tokens = n,
+                None => {}
+            }
+            spec.request_timeout = seconds(file, &format!("{key}.timeout_s"), timeout_s, 120.0)?;
+            if let Some(retries) = max_retries {
+                spec.max_retries = retries;
+            }
+            DelegateConfig::Anthropic(spec)
         }
         RawDelegate::Command { command, timeout_s } => {
             if command.first().is_none_or(|p| p.trim().is_empty()) {

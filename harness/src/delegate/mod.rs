@@ -13,6 +13,7 @@ use crate::conversation::{Message, ToolSpec, Usage};
 use crate::error::Result;
 
 mod agent;
+mod anthropic;
 mod command;
 mod openai;
 mod scripted;
@@ -20,6 +21,7 @@ mod transport;
 
 pub(crate) use agent::binary_path;
 pub use agent::{AgentDelegate, AgentKind, AgentSpec};
+pub use anthropic::{AnthropicDelegate, AnthropicSpec};
 pub use command::{CommandDelegate, CommandSpec};
 pub use openai::{OpenAiDelegate, OpenAiSpec};
 pub(crate) use openai::{api_key, check_base_url};

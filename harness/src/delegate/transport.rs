@@ -21,7 +21,6 @@ const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// How much of an error body goes into a message.
 const BODY_EXCERPT_CHARS: usize = 500;
 
-
 /// How one provider's requests are sent and retried.
 pub(crate) struct Transport<'a> {
     /// The shared client (from `harness_builtins::http_client_builder`).
@@ -303,7 +302,6 @@ pub(crate) fn excerpt(text: &str) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,5 +354,4 @@ mod tests {
             assert!(wait >= full / 2 && wait <= full, "retry {retry}: {wait:?}");
         }
     }
-
 }
