@@ -720,6 +720,35 @@ fn agent_clis_get_the_trace_context_in_traceparent() {
     assert_eq!(dir.read("traceparent.txt"), Some(traceparent));
 }
 
+/// An agent CLI's session id is on every `chat` span once the CLI reported it, the same on the
+/// first run and on the resumed one; the retry's CLI run joins the delegation's trace.
+#[test]
+fn an_agent_clis_session_is_on_its_chat_spans() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = TempDir::new();
+    let fake = repo_root().join("tests/fixtures/agents/claude");
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: Create hello.txt\ndelegate: {{kind: claude, binary: {:?}}}\nverify: |\n  def run(result):\n      return fs.stat(\"hello.txt\") != None\n",
+            fake.display()
+        ),
+    );
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(0);
+    assert_eq!(report["attempts"], json!(2));
+    let (trace, _) = collect(&receiver, &report, &[]);
+    let chats = trace.named("chat");
+    assert_eq!(chats.len(), 2, "spans: {:?}", trace.names());
+    for chat in chats {
+        assert_eq!(
+            text(&chat.attributes, "gen_ai.conversation.id"),
+            "5f0c1a2e-0d5b-4b8e-9c57-1f3e0a9b7c21"
+        );
+        assert_eq!(text(&chat.attributes, "gen_ai.provider.name"), "claude");
+    }
+}
+
 /// `OTEL_TRACES_SAMPLER=always_off`: no spans leave and no trace id is printed, while metrics
 /// still do.
 #[test]
