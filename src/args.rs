@@ -48,6 +48,15 @@ pub enum Command {
     /// seconds), then cancels and records the rest. Exit code: 0 all passed or skipped, 1 some
     /// failed or errored, 2 some entries malformed or not recorded, 130 interrupted.
     Batch(BatchArgs),
+    /// Run delegations from a queue (`--queue sqlite:PATH` or `nats://HOST:PORT`) until stopped.
+    ///
+    /// Leases a job, assembles its delegation as the submitter would have (its overrides travel
+    /// with it), runs it under the id it was queued with, renews the lease while it runs, and
+    /// sends the report back to the submitter, which records it. A worker that dies loses its
+    /// lease and the job runs again elsewhere (at least once; recorded once). A job that cannot be
+    /// read is dead-lettered with the reason; one that fails on this machine is retried later.
+    /// Ctrl-C or SIGTERM stops leasing and gives running jobs back to the queue.
+    Worker(WorkerArgs),
     /// Judge a recorded delegation result with a verifier script.
     ///
     /// The script defines `def run(result):` and returns True/False, a dict
@@ -352,6 +361,30 @@ pub struct BatchArgs {
     /// Do not record the delegations in a run journal.
     #[arg(long = "no-journal")]
     pub no_journal: bool,
+    /// Queue the delegations (`sqlite:PATH` or `nats://HOST:PORT`) for `harness worker`
+    /// processes instead of running them here; follow their reports as they come back, print and
+    /// record them as a local batch would. Ctrl-C stops following; what is still out stays
+    /// queued.
+    #[arg(long, value_name = "URL")]
+    pub queue: Option<String>,
+}
+
+/// `harness worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The queue: `sqlite:PATH` (one machine) or `nats://HOST:PORT` (many).
+    #[arg(long, value_name = "URL")]
+    pub queue: String,
+    /// Delegations run at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Seconds a job stays leased to a worker that stopped renewing it (renewed every third of
+    /// that while it runs).
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lease: u64,
+    /// Deliveries after which a job is dead-lettered.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_deliver: u32,
 }
 
 /// `harness review`.

@@ -11,8 +11,10 @@ use crate::error::{Error, Result};
 use crate::project::ProjectPolicy;
 use crate::spec::Delegation;
 
-/// What the caller sets over the delegation file (the command line's flags).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the caller sets over the delegation file (the command line's flags). It travels with a
+/// queued delegation, so a worker assembles it as the submitter would have.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Overrides {
     /// Replaces the file's `workdir`.
     pub workdir: Option<PathBuf>,

@@ -24,6 +24,9 @@ pub struct BatchItem {
     pub line: usize,
     /// The delegation, or the configuration error that entry has.
     pub delegation: Result<Delegation>,
+    /// The entry as a delegation file's keys in JSON (a YAML entry merged into its template),
+    /// when the reader keeps them ([`BatchReader::keep_entries`]): what a queue carries.
+    pub entry: Option<Value>,
 }
 
 /// Reads a batch file entry by entry.
@@ -40,6 +43,7 @@ pub struct BatchReader {
     base: PathBuf,
     assembler: Arc<Assembler>,
     entries: Entries,
+    keep: bool,
 }
 
 enum Entries {
@@ -96,7 +100,25 @@ impl BatchReader {
             base,
             assembler,
             entries,
+            keep: false,
         })
+    }
+
+    /// Makes every item carry its entry as JSON ([`BatchItem::entry`]), for a queue.
+    #[must_use]
+    pub fn keep_entries(mut self) -> Self {
+        self.keep = true;
+        self
+    }
+
+    /// The batch file.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// The directory relative paths in entries are resolved against.
+    pub fn base(&self) -> &Path {
+        &self.base
     }
 }
 
@@ -105,7 +127,13 @@ impl Iterator for BatchReader {
 
     fn next(&mut self) -> Option<BatchItem> {
         match &mut self.entries {
-            Entries::Fanout(items) => items.next(),
+            Entries::Fanout(items) => {
+                let mut item = items.next()?;
+                if !self.keep {
+                    item.entry = None;
+                }
+                Some(item)
+            }
             Entries::Lines { lines, line } => loop {
                 *line += 1;
                 let label = format!("{}:{line}", self.source.display());
@@ -115,6 +143,7 @@ impl Iterator for BatchReader {
                         return Some(BatchItem {
                             line: *line,
                             delegation: Err(Error::config(format!("{label}: {e}"))),
+                            entry: None,
                         });
                     }
                 };
@@ -124,9 +153,15 @@ impl Iterator for BatchReader {
                 let delegation = self
                     .assembler
                     .json_text(&self.source, &label, &text, &self.base);
+                let entry = if self.keep && delegation.is_ok() {
+                    serde_json::from_str(&text).ok()
+                } else {
+                    None
+                };
                 return Some(BatchItem {
                     line: *line,
                     delegation,
+                    entry,
                 });
             },
         }
@@ -165,18 +200,25 @@ fn fan_out(assembler: &Assembler, path: &Path, name: &str, base: &Path) -> Resul
     let mut items = Vec::with_capacity(entries.len());
     for (index, entry) in entries.into_iter().enumerate() {
         let label = format!("{name}: args[{index}]");
-        let delegation = match entry {
+        let (delegation, entry) = match entry {
             Value::Object(entry) => {
                 let value = instantiate(&template, &entry);
-                assembler.json(path, &label, value, base)
+                (
+                    assembler.json(path, &label, value.clone(), base),
+                    Some(value),
+                )
             }
-            other => Err(Error::config(format!(
-                "{label}: expected a mapping, got {other}"
-            ))),
+            other => (
+                Err(Error::config(format!(
+                    "{label}: expected a mapping, got {other}"
+                ))),
+                None,
+            ),
         };
         items.push(BatchItem {
             line: index + 1,
             delegation,
+            entry,
         });
     }
     Ok(items)

@@ -119,7 +119,7 @@ impl ToolSpec {
 }
 
 /// Token counts of model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,

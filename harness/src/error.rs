@@ -6,7 +6,8 @@ use std::fmt;
 ///
 /// [`ErrorKind::as_str`] is the stable string that goes on spans as `error.type`, decides the
 /// CLI's exit code and is what tests assert on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// Bad input: a malformed delegation file, result file, flag or missing script.
     Config,
@@ -96,7 +97,7 @@ impl fmt::Display for ErrorKind {
 
 /// A failed delegation or verification: its kind and a message that says what happened, to what,
 /// and what to do.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("{message}")]
 pub struct Error {
     kind: ErrorKind,

@@ -56,7 +56,7 @@ pub use harness_hooks::{Changes, DelegateInfo, DelegationResult, Request, ToolCa
 pub use pipeline::Pipeline;
 pub use policy::Policy;
 pub use project::{OverridePolicy, PROJECT_POLICY, ProjectPolicy};
-pub use ralph::{Event, Observer, Runtime};
+pub use ralph::{Event, Observer, Runtime, new_id};
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};

@@ -96,7 +96,7 @@ pub struct Runtime {
 }
 
 /// Returns a fresh delegation id, `d-` and 16 hex digits.
-fn new_id() -> String {
+pub fn new_id() -> String {
     format!("d-{:016x}", fastrand::u64(..))
 }
 
@@ -139,7 +139,19 @@ impl Runtime {
         observer: &dyn Observer,
         cancel: impl Future<Output = String>,
     ) -> Report {
-        let id = new_id();
+        self.run_as(new_id(), delegation, observer, cancel).await
+    }
+
+    /// Runs one delegation as [`Runtime::run_until`] does, under the id `id` given to it when it
+    /// was queued (`d-` and 16 hex digits), so that a delegation delivered twice is recorded
+    /// once.
+    pub async fn run_as(
+        &self,
+        id: String,
+        delegation: &Delegation,
+        observer: &dyn Observer,
+        cancel: impl Future<Output = String>,
+    ) -> Report {
         let kind = delegation.delegate.kind();
         let agent = delegation.delegate.agent_name();
         // The caller's context is current while the root span is created (so the span continues

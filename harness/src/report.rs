@@ -11,7 +11,8 @@ use crate::verdict::{Decision, Finding, Verdict};
 use harness_hooks::{DelegationResult, Request};
 
 /// The outcome of one delegation (DESIGN §4.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// An attempt was verified.
     Passed,
@@ -65,7 +66,7 @@ impl Outcome {
 }
 
 /// One attempt as recorded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct AttemptRecord {
     /// The attempt index, from 0.
     pub attempt: u32,
@@ -96,8 +97,9 @@ impl AttemptRecord {
     }
 }
 
-/// Everything known about a finished delegation.
-#[derive(Debug, Clone)]
+/// Everything known about a finished delegation. It serialises whole (a worker sends it back to
+/// whoever queued the delegation, which records it).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Report {
     /// The delegation id.
     pub id: String,

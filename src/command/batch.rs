@@ -29,7 +29,7 @@ pub async fn run(args: BatchArgs) -> u8 {
     let located = (!args.no_journal)
         .then(|| harness_records::locate(args.journal.as_deref()))
         .transpose();
-    let assembler = Arc::new(Assembler::new(settings::overrides(
+    let overrides = settings::overrides(
         &args.sandbox,
         &args.hooks,
         None,
@@ -38,10 +38,18 @@ pub async fn run(args: BatchArgs) -> u8 {
             .ok()
             .and_then(Option::as_ref)
             .map(|l| l.path.as_path()),
-    )));
+    );
+    let assembler = Arc::new(Assembler::new(overrides.clone()));
     let reader = match BatchReader::open(&args.file, assembler) {
         Ok(reader) => reader,
         Err(e) => return exit::fail(&e, false),
+    };
+    let queue = match &args.queue {
+        None => None,
+        Some(url) => match harness_queue::open(url, harness_queue::QueueOptions::default()).await {
+            Ok(queue) => Some(queue),
+            Err(e) => return exit::fail(&e, false),
+        },
     };
     let runtime = match Runtime::new() {
         Ok(runtime) => runtime,
@@ -161,7 +169,42 @@ pub async fn run(args: BatchArgs) -> u8 {
             settings.grace.as_secs()
         );
     };
-    let summary = run_batch(&runtime, reader, &settings, telemetry::trace_id, stop, sink).await;
+    let summary = match queue {
+        None => run_batch(&runtime, reader, &settings, telemetry::trace_id, stop, sink).await,
+        Some(queue) => {
+            let absolute =
+                |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+            let (file, base) = (absolute(reader.source()), absolute(reader.base()));
+            let batch = harness::new_id().replacen("d-", "b-", 1);
+            eprintln!(
+                "queued on {} as batch {batch}; reports are recorded as workers send them (harness worker --queue {})",
+                queue.describe(),
+                args.queue.as_deref().unwrap_or_default()
+            );
+            let items = reader
+                .keep_entries()
+                .map(|item| (item, file.clone(), base.clone()));
+            let stop = async {
+                let why = settings::shutdown_signal().await;
+                eprintln!("\n{why}: no longer waiting; what is still out stays queued");
+            };
+            match harness_queue::follow(queue, items, &batch, &overrides, stop, sink).await {
+                Ok(followed) => {
+                    if followed.duplicates > 0 {
+                        eprintln!(
+                            "{} report(s) came back twice (a worker lost its lease and the delegation ran again); each delegation was recorded once",
+                            followed.duplicates
+                        );
+                    }
+                    if followed.pending > 0 {
+                        eprintln!("{} delegation(s) still queued", followed.pending);
+                    }
+                    followed.summary
+                }
+                Err(e) => return exit::fail(&e, false),
+            }
+        }
+    };
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

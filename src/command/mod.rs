@@ -10,6 +10,7 @@ mod runs;
 mod table;
 mod test;
 mod verify;
+mod worker;
 
 use crate::args::{Cli, Command};
 
@@ -28,5 +29,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Audit(args) => runs::audit(args).await,
         Command::Init(args) => init::run(&args),
         Command::Test(args) => test::run(args).await,
+        Command::Worker(args) => worker::run(args).await,
     }
 }

@@ -1,0 +1,58 @@
+//! `harness worker`: run delegations from a queue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::Runtime;
+use harness_queue::{QueueOptions, WorkerSettings};
+
+use crate::args::WorkerArgs;
+use crate::exit;
+use crate::settings;
+
+/// Runs the command and returns its exit code.
+pub async fn run(args: WorkerArgs) -> u8 {
+    let lease = Duration::from_secs(args.lease);
+    let options = QueueOptions {
+        lease,
+        max_deliver: args.max_deliver,
+    };
+    let queue = match harness_queue::open(&args.queue, options).await {
+        Ok(queue) => queue,
+        Err(e) => return exit::fail(&e, false),
+    };
+    let runtime = match Runtime::new() {
+        Ok(runtime) => Arc::new(runtime),
+        Err(e) => return exit::fail(&e, false),
+    };
+    let name = harness_queue::worker_name();
+    eprintln!(
+        "worker {name}: running up to {} delegation(s) at once from {} (Ctrl-C to stop)",
+        args.concurrency,
+        queue.describe()
+    );
+    let settings = WorkerSettings {
+        concurrency: usize::from(args.concurrency),
+        heartbeat: (lease / 3).max(Duration::from_millis(200)),
+        retry_delay: Duration::from_secs(1),
+        name,
+    };
+    let stop = async {
+        let why = settings::shutdown_signal().await;
+        eprintln!("\n{why}: no new jobs; giving running ones back to the queue");
+    };
+    let summary = harness_queue::work(
+        queue,
+        runtime,
+        settings,
+        Arc::new(|_: &harness::Event<'_>| {}),
+        harness_telemetry::trace_id,
+        stop,
+    )
+    .await;
+    eprintln!(
+        "worker stopped: {} completed, {} given back, {} dead-lettered",
+        summary.completed, summary.released, summary.dead
+    );
+    exit::OK
+}
