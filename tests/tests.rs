@@ -36,3 +36,5 @@ mod audit;
 mod policy_tests;
 // Agent CLI delegates (claude, codex, gemini, aider) against fake CLIs: resume, tool logs, failures.
 mod agents;
+// `harness worker` and `batch --queue` on the SQLite queue: workers killed, jobs dead-lettered.
+mod queue;

@@ -150,7 +150,7 @@ impl SqliteQueue {
                         OR (state = 'leased' AND lease_until < ?1)
                      ORDER BY enqueued_at LIMIT 1",
                     params![at],
-                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+                    |row| Ok((row.get(0)?, bytes(row, 1)?, row.get(2)?, row.get(3)?)),
                 )
                 .optional()
                 .map_err(|e| sql(path, "cannot lease", &e))?;
@@ -192,6 +192,16 @@ impl SqliteQueue {
             }));
         }
     }
+}
+
+/// A column as bytes, whether it holds a blob or text: whatever was put in the queue is read,
+/// and a message that is not a job is dead-lettered rather than stalling the queue.
+fn bytes(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Vec<u8>> {
+    Ok(row
+        .get_ref(index)?
+        .as_bytes_or_null()?
+        .unwrap_or_default()
+        .to_vec())
 }
 
 fn handle(lease: &Lease) -> (String, String) {
@@ -347,7 +357,7 @@ impl Queue for SqliteQueue {
                                     row.get::<_, Option<String>>(2)?,
                                     row.get::<_, Option<String>>(3)?,
                                     row.get::<_, u32>(4)?,
-                                    row.get::<_, Vec<u8>>(5)?,
+                                    bytes(row, 5)?,
                                 ))
                             })
                             .map_err(|e| sql(path, "cannot read results", &e))?;

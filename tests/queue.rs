@@ -1,0 +1,303 @@
+//! `harness worker` and `harness batch --queue` on the embedded SQLite queue, with real worker
+//! processes: a batch spread over two workers, a worker killed (SIGKILL) mid-delegation whose
+//! delegation runs again elsewhere and is recorded once, a malformed job dead-lettered while the
+//! worker keeps going, a job failing on every delivery dead-lettered with its reason.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{TempDir, harness, harness_bin};
+
+/// A worker process on `queue`, killed when dropped.
+struct Worker(Child);
+
+impl Worker {
+    fn start(queue: &str, extra: &[&str]) -> Worker {
+        let child = Command::new(harness_bin())
+            .args(["worker", "--queue", queue])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("a worker starts");
+        Worker(child)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits until `done` holds, polling, for at most a minute.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A batch of `n` delegations, each running `command` as its (command) delegate in its own
+/// workspace subdirectory and verified by the file it writes.
+fn batch(dir: &TempDir, n: usize, command: &str) {
+    let mut lines = String::new();
+    for i in 0..n {
+        std::fs::create_dir_all(dir.join(format!("ws{i}"))).expect("workspace");
+        let entry = json!({
+            "task": format!("job {i}"),
+            "delegate": {"kind": "command", "command": ["sh", "-c", command]},
+            "workdir": format!("ws{i}"),
+            "verify": "def run(result):\n    return fs.exists(\"done.txt\")\n",
+        });
+        lines.push_str(&entry.to_string());
+        lines.push('\n');
+    }
+    dir.write("batch.jsonl", lines);
+}
+
+fn queue_url(dir: &TempDir) -> String {
+    format!("sqlite:{}", dir.join("queue.db").display())
+}
+
+/// The journal's records, as `runs list --json` prints them.
+fn recorded(dir: &TempDir) -> Vec<Value> {
+    let out = harness(["runs", "list", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(0);
+    let listed = out.json();
+    listed
+        .as_array()
+        .cloned()
+        .or_else(|| listed["runs"].as_array().cloned())
+        .unwrap_or_else(|| panic!("{listed}"))
+}
+
+fn run_batch(dir: &TempDir) -> (crate::util::Output, Vec<Value>) {
+    let out = harness(["batch", "--json", "--queue"])
+        .args([queue_url(dir)])
+        .args([
+            "--journal".into(),
+            dir.join("runs.db").display().to_string(),
+        ])
+        .args([dir.join("batch.jsonl")])
+        .run();
+    let lines = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    (out, lines)
+}
+
+fn sqlite(dir: &TempDir) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(dir.join("queue.db")).expect("the queue database");
+    conn.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout");
+    conn
+}
+
+#[test]
+fn a_batch_spreads_over_two_workers_and_is_recorded_once_each() {
+    let dir = TempDir::new();
+    batch(&dir, 6, "echo hi > done.txt; echo done");
+    let queue = queue_url(&dir);
+    let _a = Worker::start(&queue, &["--concurrency", "2"]);
+    let _b = Worker::start(&queue, &["--concurrency", "2"]);
+    let (out, lines) = run_batch(&dir);
+    out.expect_code(0);
+    assert_eq!(lines.len(), 6, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+    let mut lines_seen: Vec<u64> = lines.iter().filter_map(|l| l["line"].as_u64()).collect();
+    lines_seen.sort_unstable();
+    assert_eq!(lines_seen, [1, 2, 3, 4, 5, 6]);
+    let records = recorded(&dir);
+    assert_eq!(records.len(), 6, "{records:?}");
+    for line in &lines {
+        assert!(
+            records.iter().any(|r| r["id"] == line["id"]),
+            "{line} not recorded"
+        );
+    }
+    assert!(out.stderr.contains("recorded 6 delegation(s)"), "{out:?}");
+}
+
+/// SIGKILL a worker while its delegation runs: the lease runs out, another worker runs the
+/// delegation again, and every delegation of the batch is recorded exactly once.
+#[test]
+fn a_killed_workers_delegation_runs_again_and_is_recorded_once() {
+    let dir = TempDir::new();
+    // Each delegation marks that it started, then takes a while.
+    batch(
+        &dir,
+        3,
+        "touch started; sleep 1; echo hi > done.txt; echo done",
+    );
+    let queue = queue_url(&dir);
+    let mut first = Worker::start(&queue, &["--concurrency", "1", "--lease", "1"]);
+    let submit = {
+        let queue = queue.clone();
+        let journal = dir.join("runs.db");
+        let file = dir.join("batch.jsonl");
+        std::thread::spawn(move || {
+            harness(["batch", "--json", "--queue", &queue, "--journal"])
+                .args([journal, file])
+                .run()
+        })
+    };
+    // The first worker is mid-delegation: kill it there.
+    wait_for("a delegation to start", || {
+        (0..3).any(|i| dir.join(format!("ws{i}/started")).exists())
+    });
+    first.kill();
+    let killed: Vec<String> = {
+        let conn = sqlite(&dir);
+        let mut statement = conn
+            .prepare("SELECT id FROM jobs WHERE state = 'leased'")
+            .expect("query");
+        statement
+            .query_map([], |row| row.get(0))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("ids")
+    };
+    assert_eq!(killed.len(), 1, "one job was leased when the worker died");
+    let _second = Worker::start(&queue, &["--concurrency", "2", "--lease", "1"]);
+    let out = submit.join().expect("the submitter");
+    out.expect_code(0);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+    let records = recorded(&dir);
+    assert_eq!(
+        records.len(),
+        3,
+        "every delegation recorded exactly once: {records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r["id"] == json!(killed[0])),
+        "{records:?}"
+    );
+    // It was delivered twice: to the worker that died, then to the one that finished it.
+    let deliveries: u32 = sqlite(&dir)
+        .query_row(
+            "SELECT deliveries FROM jobs WHERE id = ?1",
+            [&killed[0]],
+            |row| row.get(0),
+        )
+        .expect("the job");
+    assert_eq!(deliveries, 2);
+}
+
+/// A job whose message cannot be read is dead-lettered with the reason; the worker goes on with
+/// the rest.
+#[test]
+fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going() {
+    let dir = TempDir::new();
+    batch(&dir, 2, "echo hi > done.txt; echo done");
+    let queue = queue_url(&dir);
+    // The queue exists once a worker opened it.
+    let _worker = Worker::start(&queue, &[]);
+    wait_for("the queue", || dir.join("queue.db").exists());
+    let conn = sqlite(&dir);
+    wait_for("the jobs table", || {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'jobs'",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n == 1)
+    });
+    conn.execute(
+        "INSERT INTO jobs (id, batch, body, state, not_before, enqueued_at)
+         VALUES ('junk', 'b-elsewhere', 'this is not a job', 'queued', 0, 0)",
+        [],
+    )
+    .expect("a malformed job");
+    let (out, lines) = run_batch(&dir);
+    out.expect_code(0);
+    assert_eq!(lines.len(), 2, "{out:?}");
+    wait_for("the dead letter", || {
+        conn.query_row("SELECT state FROM jobs WHERE id = 'junk'", [], |row| {
+            row.get::<_, String>(0)
+        })
+        .is_ok_and(|s| s == "dead")
+    });
+    let reason: String = conn
+        .query_row("SELECT reason FROM jobs WHERE id = 'junk'", [], |row| {
+            row.get(0)
+        })
+        .expect("a reason");
+    assert!(reason.contains("not JSON"), "{reason}");
+}
+
+/// A job that fails on the worker every time (its script is gone) is given back with a delay,
+/// then dead-lettered with the reason; the submitter reports it and exits 2.
+#[test]
+fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+    dir.write(
+        "agent.star",
+        "def respond(request):\n    return {\"content\": \"done\"}\n",
+    );
+    dir.write(
+        "batch.jsonl",
+        format!(
+            "{}\n",
+            json!({"task": "t", "delegate": {"kind": "scripted", "script": "agent.star"}, "workdir": "ws"})
+        ),
+    );
+    let queue = queue_url(&dir);
+    // Queue it (the submitter validates the entry while the script is there), then take the
+    // script away before any worker runs it.
+    let submit = {
+        let queue = queue.clone();
+        let journal = dir.join("runs.db");
+        let file = dir.join("batch.jsonl");
+        std::thread::spawn(move || {
+            harness(["batch", "--json", "--queue", &queue, "--journal"])
+                .args([journal, file])
+                .run()
+        })
+    };
+    wait_for("the job to be queued", || {
+        Path::new(&dir.join("queue.db")).exists()
+            && sqlite(&dir)
+                .query_row("SELECT count(*) FROM jobs", [], |row| row.get::<_, i64>(0))
+                .is_ok_and(|n| n == 1)
+    });
+    std::fs::remove_file(dir.join("agent.star")).expect("remove the script");
+    let _worker = Worker::start(&queue, &["--max-deliver", "2"]);
+    let out = submit.join().expect("the submitter");
+    out.expect_code(2);
+    let line: Value =
+        serde_json::from_str(out.stdout.lines().next().expect("a line")).expect("JSON");
+    let message = line["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("dead-lettered after 2 deliveries"),
+        "{message}"
+    );
+    assert!(message.contains("agent.star"), "{message}");
+}
