@@ -57,6 +57,18 @@ pub enum Command {
     /// read is dead-lettered with the reason; one that fails on this machine is retried later.
     /// Ctrl-C or SIGTERM stops leasing and gives running jobs back to the queue.
     Worker(WorkerArgs),
+    /// Serve the HTTP API: submit delegations, follow their events (server-sent events), list
+    /// the runs awaiting review, override them, read the dashboard.
+    ///
+    /// Endpoints: POST /v1/delegations (a delegation file as JSON; `workdir` relative to --root
+    /// and inside it, else 400), GET /v1/delegations/{id}, GET /v1/delegations?review=pending,
+    /// GET /v1/delegations/{id}/events, POST /v1/delegations/{id}/override (409 with
+    /// override_not_allowed, reason_required or illegal_transition), GET /v1/report, GET
+    /// /healthz, GET /metrics (Prometheus). HARNESS_API_TOKEN: every request must carry
+    /// `Authorization: Bearer TOKEN`; required when --listen is not loopback. HARNESS_API_USER:
+    /// whom the token's overrides are attributed to when the body names no `user`. SIGTERM
+    /// stops accepting, cancels running delegations and records them.
+    Serve(ServeArgs),
     /// Judge a recorded delegation result with a verifier script.
     ///
     /// The script defines `def run(result):` and returns True/False, a dict
@@ -367,6 +379,21 @@ pub struct BatchArgs {
     /// queued.
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
+}
+
+/// `harness serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT")]
+    pub listen: String,
+    /// The directory every submitted delegation's workdir must lie under.
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    /// The run journal [default: $HARNESS_JOURNAL, else the nearest .harness/runs.db from the
+    /// current directory upward, else ./.harness/runs.db].
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
 }
 
 /// `harness worker`.

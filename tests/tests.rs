@@ -38,3 +38,5 @@ mod policy_tests;
 mod agents;
 // `harness worker` and `batch --queue` on the SQLite queue: workers killed, jobs dead-lettered.
 mod queue;
+// `harness serve` through real HTTP: submit, events, review, overrides (every 409), token, shutdown.
+mod serve;

@@ -112,32 +112,7 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
         user,
     };
     let located = settings::journal_to_read(args.journal.as_deref())?;
-    let path = located.path.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let mut journal = Journal::open(&path)?;
-        // The policy of the workspace the run was judged in.
-        let workdir = journal
-            .get(&request.run_id)?
-            .and_then(|record| record.workdir);
-        let (policy, policy_at) = match &workdir {
-            Some(dir) => {
-                let file = Path::new(dir).join(harness::PROJECT_POLICY);
-                let at = if file.is_file() {
-                    format!("project policy {}", file.display())
-                } else {
-                    format!("the default override_policy; set it in {}", file.display())
-                };
-                (ProjectPolicy::load(Path::new(dir))?.overrides, at)
-            }
-            None => (
-                harness::OverridePolicy::default(),
-                "the default override_policy (the run recorded no workspace)".to_owned(),
-            ),
-        };
-        journal.override_run(&request, &policy, &policy_at)
-    })
-    .await
-    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))?;
+    let done = apply_override(located.path.clone(), request).await;
     let done = match done {
         Ok(done) => {
             harness::telemetry::record_override(&done.override_type, &done.decision);
@@ -169,6 +144,43 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
         );
     }
     Ok(())
+}
+
+/// Applies `request` to the journal at `path` under the `override_policy` of the workspace the
+/// run was judged in (the CLI's `override` and the service's `POST …/override` alike).
+///
+/// # Errors
+/// `override_not_allowed`, `reason_required`, `illegal_transition` when refused (and audited);
+/// `config` when the run is unknown or the journal cannot be written.
+pub async fn apply_override(
+    path: std::path::PathBuf,
+    request: OverrideRequest,
+) -> Result<harness_records::Override, Error> {
+    tokio::task::spawn_blocking(move || {
+        let mut journal = Journal::open(&path)?;
+        // The policy of the workspace the run was judged in.
+        let workdir = journal
+            .get(&request.run_id)?
+            .and_then(|record| record.workdir);
+        let (policy, policy_at) = match &workdir {
+            Some(dir) => {
+                let file = Path::new(dir).join(harness::PROJECT_POLICY);
+                let at = if file.is_file() {
+                    format!("project policy {}", file.display())
+                } else {
+                    format!("the default override_policy; set it in {}", file.display())
+                };
+                (ProjectPolicy::load(Path::new(dir))?.overrides, at)
+            }
+            None => (
+                harness::OverridePolicy::default(),
+                "the default override_policy (the run recorded no workspace)".to_owned(),
+            ),
+        };
+        journal.override_run(&request, &policy, &policy_at)
+    })
+    .await
+    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))?
 }
 
 /// `harness audit-log ...`.

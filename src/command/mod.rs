@@ -7,6 +7,7 @@ mod init;
 mod report;
 mod run;
 mod runs;
+mod serve;
 mod table;
 mod test;
 mod verify;
@@ -30,5 +31,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Init(args) => init::run(&args),
         Command::Test(args) => test::run(args).await,
         Command::Worker(args) => worker::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
     }
 }

@@ -1,0 +1,701 @@
+//! `harness serve`: the HTTP API (DESIGN §8) — submit delegations, follow their events as they
+//! happen, list the runs awaiting review, override them under the project's policy, read the
+//! dashboard — on axum, with a bearer token, confined workdirs and capped bodies.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use harness::events::EventRecord;
+use harness::{Assembler, Error, ErrorKind, Overrides, Runtime};
+use harness_records::{Journal, JournalWriter, OverrideRequest, OverrideType, RecordMeta};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+
+use crate::args::ServeArgs;
+use crate::exit;
+use crate::settings;
+
+/// The largest request body accepted.
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Events kept per running delegation for subscribers that arrive late.
+const LIVE_BUFFER: usize = 4096;
+
+/// A delegation running in this server: its events so far and the channel of those to come.
+struct Live {
+    seen: Vec<EventRecord>,
+    sender: broadcast::Sender<EventRecord>,
+}
+
+/// Counters behind `GET /metrics`.
+#[derive(Default)]
+struct Metrics {
+    submitted: AtomicU64,
+    finished: Mutex<HashMap<String, u64>>,
+    overrides: Mutex<HashMap<String, u64>>,
+    requests: AtomicU64,
+    unauthorized: AtomicU64,
+}
+
+struct App {
+    root: PathBuf,
+    journal: PathBuf,
+    writer: JournalWriter,
+    runtime: Runtime,
+    token: Option<String>,
+    token_user: Option<String>,
+    live: Mutex<HashMap<String, Live>>,
+    shutdown: watch::Receiver<bool>,
+    tasks: Mutex<tokio::task::JoinSet<()>>,
+    metrics: Metrics,
+}
+
+type Shared = Arc<App>;
+
+/// An API error: a status and `{"error": kind, "message": …}`.
+struct ApiError(StatusCode, String, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            axum::Json(json!({"error": self.1, "message": self.2})),
+        )
+            .into_response()
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        let status = match e.kind() {
+            ErrorKind::OverrideNotAllowed
+            | ErrorKind::ReasonRequired
+            | ErrorKind::IllegalTransition => StatusCode::CONFLICT,
+            ErrorKind::Config => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(status, e.kind().as_str().to_owned(), e.message().to_owned())
+    }
+}
+
+fn bad(kind: &str, message: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, kind.to_owned(), message.into())
+}
+
+/// Runs the command and returns its exit code.
+pub async fn run(args: ServeArgs) -> u8 {
+    match serve(args).await {
+        Ok(()) => exit::OK,
+        Err(e) => exit::fail(&e, false),
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), Error> {
+    let addr: SocketAddr = tokio::net::lookup_host(&args.listen)
+        .await
+        .ok()
+        .and_then(|mut found| found.next())
+        .ok_or_else(|| {
+            Error::config(format!(
+                "--listen {:?}: not an address; write HOST:PORT, e.g. 127.0.0.1:8080",
+                args.listen
+            ))
+        })?;
+    let token = std::env::var("HARNESS_API_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    if token.is_none() && !addr.ip().is_loopback() {
+        return Err(Error::config(format!(
+            "--listen {addr} is reachable from other machines: set HARNESS_API_TOKEN (every request must then carry `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
+        )));
+    }
+    let root = args
+        .root
+        .canonicalize()
+        .map_err(|e| Error::config(format!("--root {}: {e}", args.root.display())))?;
+    let journal = harness_records::locate(args.journal.as_deref())?.path;
+    let writer = JournalWriter::start(&journal).map_err(|e| {
+        Error::config(format!(
+            "the run journal {} cannot be written: {}",
+            journal.display(),
+            e.message()
+        ))
+    })?;
+    let runtime = Runtime::new()?;
+    let (stop, shutdown) = watch::channel(false);
+    let app = Arc::new(App {
+        root,
+        journal,
+        writer,
+        runtime,
+        token,
+        token_user: std::env::var("HARNESS_API_USER")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+        live: Mutex::new(HashMap::new()),
+        shutdown,
+        tasks: Mutex::new(tokio::task::JoinSet::new()),
+        metrics: Metrics::default(),
+    });
+    let router = Router::new()
+        .route(
+            "/healthz",
+            get(|| async { axum::Json(json!({"status": "ok"})) }),
+        )
+        .route("/metrics", get(metrics))
+        .route("/v1/delegations", post(submit).get(list))
+        .route("/v1/delegations/{id}", get(show))
+        .route("/v1/delegations/{id}/events", get(events))
+        .route("/v1/delegations/{id}/override", post(override_run))
+        .route("/v1/report", get(report))
+        .layer(middleware::from_fn_with_state(Arc::clone(&app), authorize))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(Arc::clone(&app));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::config(format!("--listen {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::config(format!("--listen {addr}: {e}")))?;
+    eprintln!(
+        "harness serve: listening on http://{bound} (root {}, journal {}{})",
+        app.root.display(),
+        app.journal.display(),
+        if app.token.is_some() {
+            ", bearer token required"
+        } else {
+            ""
+        }
+    );
+    let why = Arc::new(Mutex::new(String::new()));
+    let said = Arc::clone(&why);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            let reason = settings::shutdown_signal().await;
+            *said
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+        })
+        .await
+        .map_err(|e| Error::config(format!("serving failed: {e}")))?;
+    // Every running delegation is cancelled and recorded as such before the process ends.
+    let reason = why
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    eprintln!("{reason}: cancelling running delegations and recording them");
+    let _ = stop.send(true);
+    let mut tasks = std::mem::take(
+        &mut *app
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    while tasks.join_next().await.is_some() {}
+    let Ok(app) = Arc::try_unwrap(app) else {
+        return Err(Error::config(
+            "internal error: the server's state is still shared at exit",
+        ));
+    };
+    let written = app.writer.finish();
+    eprintln!(
+        "recorded {} delegation(s) in {}",
+        written.recorded,
+        app.journal.display()
+    );
+    Ok(())
+}
+
+/// Checks the bearer token (when one is configured) in constant time; a wrong or missing one is
+/// a bare 401.
+async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> Response {
+    app.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(token) = &app.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        let same = given.len() == token.len()
+            && given
+                .bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0;
+        if !same {
+            app.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                axum::Json(json!({"error": "unauthorized"})),
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// `POST /v1/delegations`: a delegation file as JSON (`workdir` relative to `--root`, and
+/// inside it); runs it here and answers at once with its id.
+async fn submit(
+    State(app): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let value: Value = serde_json::from_slice(&body)
+        .map_err(|e| bad("config", format!("the body is not JSON: {e}")))?;
+    let Value::Object(mut entry) = value else {
+        return Err(bad(
+            "config",
+            "the body must be a delegation: a JSON object with `task` and `delegate`",
+        ));
+    };
+    let workdir = match entry.remove("workdir") {
+        None => PathBuf::from("."),
+        Some(Value::String(dir)) => PathBuf::from(dir),
+        Some(_) => return Err(bad("config", "`workdir` must be a string")),
+    };
+    let inside = confine(&app.root, &workdir)?;
+    let trace_parent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let overrides = Overrides {
+        workdir: Some(inside.clone()),
+        trace_parent,
+        journal: Some(app.journal.clone()),
+        ..Overrides::default()
+    };
+    let source = app.root.join("(submitted)");
+    let delegation = Assembler::new(overrides)
+        .json(&source, "the request body", Value::Object(entry), &app.root)
+        .map_err(ApiError::from)?;
+    let id = harness::new_id();
+    let (sender, _) = broadcast::channel(LIVE_BUFFER);
+    app.live
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(
+            id.clone(),
+            Live {
+                seen: Vec::new(),
+                sender,
+            },
+        );
+    app.metrics.submitted.fetch_add(1, Ordering::Relaxed);
+    let task_app = Arc::clone(&app);
+    let task_id = id.clone();
+    let mut shutdown = app.shutdown.clone();
+    app.tasks
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .spawn(async move {
+            let app = task_app;
+            let observer = |event: &harness::Event<'_>| {
+                if let harness::Event::Recorded(record) = event {
+                    let mut live = app
+                        .live
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if let Some(live) = live.get_mut(&record.run_id) {
+                        live.seen.push((*record).clone());
+                        let _ = live.sender.send((*record).clone());
+                    }
+                }
+            };
+            let cancel = async move {
+                let _ = shutdown.wait_for(|s| *s).await;
+                "the server is shutting down".to_owned()
+            };
+            let report = app
+                .runtime
+                .run_as(task_id.clone(), &delegation, &observer, cancel)
+                .await;
+            *app.metrics
+                .finished
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(report.outcome.as_str().to_owned())
+                .or_default() += 1;
+            app.writer.record(
+                report,
+                RecordMeta {
+                    trace_id: None,
+                    source: Some(source),
+                    workdir: Some(inside),
+                },
+            );
+            // The record is written by the writer thread: wait until it is readable, so that a
+            // client that saw the stream end finds the delegation in the journal.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while tokio::time::Instant::now() < deadline {
+                let path = app.journal.clone();
+                let id = task_id.clone();
+                let found = tokio::task::spawn_blocking(move || {
+                    Journal::open_read_only(&path)
+                        .and_then(|j| j.get(&id))
+                        .map(|r| r.is_some())
+                })
+                .await;
+                if matches!(found, Ok(Ok(true))) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            app.live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&task_id);
+        });
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({
+            "id": id,
+            "status": "running",
+            "links": {
+                "self": format!("/v1/delegations/{id}"),
+                "events": format!("/v1/delegations/{id}/events"),
+            },
+        })),
+    )
+        .into_response())
+}
+
+/// Resolves `workdir` against `root` and refuses anything that leads out of it (`..`, an
+/// absolute path elsewhere, a link).
+fn confine(root: &Path, workdir: &Path) -> Result<PathBuf, ApiError> {
+    let joined = root.join(workdir);
+    let real = joined.canonicalize().map_err(|e| {
+        bad(
+            "workdir_outside_root",
+            format!(
+                "workdir {}: {e}; it must be an existing directory under --root",
+                workdir.display()
+            ),
+        )
+    })?;
+    if !real.starts_with(root) || !real.is_dir() {
+        return Err(bad(
+            "workdir_outside_root",
+            format!(
+                "workdir {} resolves to {}, which is not a directory under --root {}",
+                workdir.display(),
+                real.display(),
+                root.display()
+            ),
+        ));
+    }
+    Ok(real)
+}
+
+async fn read<T: Send + 'static>(
+    app: &Shared,
+    work: impl FnOnce(&Journal) -> harness::Result<T> + Send + 'static,
+) -> Result<T, ApiError> {
+    let path = app.journal.clone();
+    tokio::task::spawn_blocking(move || work(&Journal::open_read_only(&path)?))
+        .await
+        .map_err(|e| {
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal".into(),
+                e.to_string(),
+            )
+        })?
+        .map_err(ApiError::from)
+}
+
+/// `GET /v1/delegations/{id}`: a running delegation's status, or its record as `harness runs
+/// show --json` prints it.
+async fn show(
+    State(app): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let running = app
+        .live
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&id)
+        .map(|live| live.seen.len());
+    let lookup = id.clone();
+    let record = read(&app, move |j| j.get(&lookup)).await?;
+    match (record, running) {
+        (Some(record), _) => Ok(axum::Json(record.to_json()).into_response()),
+        (None, Some(events)) => Ok(axum::Json(
+            json!({"id": id, "status": "running", "events": events}),
+        )
+        .into_response()),
+        (None, None) => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "not_found".into(),
+            format!("no delegation {id}"),
+        )),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ListQuery {
+    review: Option<String>,
+}
+
+/// `GET /v1/delegations?review=pending`: the runs awaiting a human, as `harness review --json`.
+async fn list(
+    State(app): State<Shared>,
+    Query(query): Query<ListQuery>,
+) -> Result<Response, ApiError> {
+    match query.review.as_deref() {
+        Some("pending") => {
+            let queue = read(&app, Journal::review_queue).await?;
+            let now = SystemTime::now();
+            let pending: Vec<Value> = queue.iter().map(|p| p.to_json(now)).collect();
+            Ok(axum::Json(json!({"pending": pending})).into_response())
+        }
+        _ => {
+            let records = read(&app, |j| j.list(&harness_records::Filter::default())).await?;
+            let runs: Vec<Value> = records.iter().take(100).map(|r| r.to_json()).collect();
+            Ok(axum::Json(json!({"runs": runs})).into_response())
+        }
+    }
+}
+
+/// `GET /v1/delegations/{id}/events`: server-sent events — what happened so far, then each event
+/// as it happens, until the delegation ends; a finished delegation's events from the journal.
+async fn events(
+    State(app): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let subscribed = {
+        let live = app
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        live.get(&id)
+            .map(|l| (l.seen.clone(), l.sender.subscribe()))
+    };
+    let (past, receiver) = match subscribed {
+        Some((past, receiver)) => (past, Some(receiver)),
+        None => {
+            let lookup = id.clone();
+            let record = read(&app, move |j| j.get(&lookup)).await?;
+            let Some(record) = record else {
+                return Err(ApiError(
+                    StatusCode::NOT_FOUND,
+                    "not_found".into(),
+                    format!("no delegation {id}"),
+                ));
+            };
+            let past: Vec<EventRecord> = record
+                .to_json()
+                .get("events")
+                .and_then(Value::as_array)
+                .map(|events| {
+                    events
+                        .iter()
+                        .filter_map(|e| serde_json::from_value(e.clone()).ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (past, None)
+        }
+    };
+    let to_sse = |record: &EventRecord| {
+        let data = serde_json::to_string(record).expect("an event always serialises");
+        Ok::<_, std::convert::Infallible>(
+            SseEvent::default()
+                .event(record.event.name())
+                .id(record.seq.to_string())
+                .data(data),
+        )
+    };
+    let last_seq = past.last().map(|r| r.seq);
+    let past: Vec<_> = past.iter().map(to_sse).collect();
+    let live =
+        futures_util::stream::unfold((receiver, last_seq), move |(receiver, last)| async move {
+            let mut receiver = receiver?;
+            loop {
+                match receiver.recv().await {
+                    Ok(record) if last.is_some_and(|l| record.seq <= l) => {}
+                    Ok(record) => {
+                        let done = matches!(
+                            record.event,
+                            harness::events::RunEvent::DelegationCompleted { .. }
+                        );
+                        let event = to_sse(&record);
+                        let next = if done { None } else { Some(receiver) };
+                        return Some((event, (next, Some(record.seq))));
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        });
+    let stream = futures_util::StreamExt::chain(futures_util::stream::iter(past), live);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverrideBody {
+    decision: String,
+    #[serde(rename = "type")]
+    override_type: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+}
+
+/// `POST /v1/delegations/{id}/override`: `{"decision": "approve"|"reject", "type":
+/// "check"|"verifier"|"direct", "reason": …, "user": …}`; refusals are 409 with their kind.
+async fn override_run(
+    State(app): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let body: OverrideBody = serde_json::from_slice(&body)
+        .map_err(|e| bad("config", format!("the body is not an override: {e}")))?;
+    let approve = match body.decision.as_str() {
+        "approve" => true,
+        "reject" => false,
+        other => {
+            return Err(bad(
+                "config",
+                format!("`decision` is {other:?}; use approve or reject"),
+            ));
+        }
+    };
+    let override_type = match body.override_type.as_str() {
+        "check" => OverrideType::Check,
+        "verifier" => OverrideType::Verifier,
+        "direct" => OverrideType::Direct,
+        other => {
+            return Err(bad(
+                "config",
+                format!("`type` is {other:?}; use check, verifier or direct"),
+            ));
+        }
+    };
+    // Attributed to the caller named in the body, else to the token's identity; never guessed.
+    let user = body
+        .user
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .or_else(|| app.token_user.clone())
+        .ok_or_else(|| {
+            bad(
+                "user_required",
+                "who decides? give `user` in the body, or start the server with HARNESS_API_USER naming the token's owner",
+            )
+        })?;
+    let lookup = id.clone();
+    if read(&app, move |j| j.get(&lookup)).await?.is_none() {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "not_found".into(),
+            format!("no delegation {id}"),
+        ));
+    }
+    let request = OverrideRequest {
+        run_id: id,
+        approve,
+        override_type,
+        reason: body.reason,
+        user,
+    };
+    let kind = body.override_type.clone();
+    match super::authority::apply_override(app.journal.clone(), request).await {
+        Ok(done) => {
+            harness::telemetry::record_override(&done.override_type, &done.decision);
+            *app.metrics
+                .overrides
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(done.decision.clone())
+                .or_default() += 1;
+            Ok(axum::Json(json!({"override": done.to_json()})).into_response())
+        }
+        Err(e) => {
+            if matches!(
+                e.kind(),
+                ErrorKind::OverrideNotAllowed
+                    | ErrorKind::ReasonRequired
+                    | ErrorKind::IllegalTransition
+            ) {
+                harness::telemetry::record_override(&kind, e.kind().as_str());
+            }
+            Err(ApiError::from(e))
+        }
+    }
+}
+
+/// `GET /v1/report`: the failure-mode dashboard, as `harness report --json`.
+async fn report(State(app): State<Shared>) -> Result<Response, ApiError> {
+    let records = read(&app, |j| j.list(&harness_records::Filter::default())).await?;
+    let dashboard = harness_records::Dashboard::build(&records);
+    Ok(axum::Json(dashboard.to_json()).into_response())
+}
+
+/// `GET /metrics`: Prometheus text exposition.
+async fn metrics(State(app): State<Shared>) -> Response {
+    let m = &app.metrics;
+    let mut text = String::new();
+    text.push_str("# HELP harness_delegations_submitted_total Delegations submitted to this server.\n# TYPE harness_delegations_submitted_total counter\n");
+    text.push_str(&format!(
+        "harness_delegations_submitted_total {}\n",
+        m.submitted.load(Ordering::Relaxed)
+    ));
+    text.push_str("# HELP harness_delegations_finished_total Delegations finished, by outcome.\n# TYPE harness_delegations_finished_total counter\n");
+    for (outcome, n) in m
+        .finished
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        text.push_str(&format!(
+            "harness_delegations_finished_total{{outcome=\"{outcome}\"}} {n}\n"
+        ));
+    }
+    text.push_str("# HELP harness_delegations_running Delegations running now.\n# TYPE harness_delegations_running gauge\n");
+    text.push_str(&format!(
+        "harness_delegations_running {}\n",
+        app.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    ));
+    text.push_str("# HELP harness_overrides_total Overrides decided through the API, by decision.\n# TYPE harness_overrides_total counter\n");
+    for (decision, n) in m
+        .overrides
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        text.push_str(&format!(
+            "harness_overrides_total{{decision=\"{decision}\"}} {n}\n"
+        ));
+    }
+    text.push_str("# HELP harness_http_requests_total Requests received.\n# TYPE harness_http_requests_total counter\n");
+    text.push_str(&format!(
+        "harness_http_requests_total {}\n",
+        m.requests.load(Ordering::Relaxed)
+    ));
+    text.push_str("# HELP harness_http_unauthorized_total Requests refused for a missing or wrong token.\n# TYPE harness_http_unauthorized_total counter\n");
+    text.push_str(&format!(
+        "harness_http_unauthorized_total {}\n",
+        m.unauthorized.load(Ordering::Relaxed)
+    ));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}

@@ -1,0 +1,442 @@
+//! `harness serve` through real HTTP: submit a delegation and follow its server-sent events to
+//! the end, list the runs awaiting review, override with every 409 case, the bearer token, a
+//! workdir outside the root, an oversized body, and a graceful shutdown that records what ran.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{TempDir, harness_bin};
+
+/// A running server, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(root: &TempDir, env: &[(&str, &str)], listen: &str) -> Server {
+        let mut command = Command::new(harness_bin());
+        command
+            .args(["serve", "--listen", listen, "--root"])
+            .arg(root.join("root"))
+            .arg("--journal")
+            .arg(root.join("runs.db"))
+            .env_remove("HARNESS_API_TOKEN")
+            .env_remove("HARNESS_API_USER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("the server starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let first = lines
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or_else(|| panic!("the server said nothing: {:?}", child.wait()));
+        let addr = first
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {first:?}"))
+            .to_owned();
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, addr }
+    }
+
+    /// Sends one request; returns the status and body (the whole stream, for server-sent
+    /// events).
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let body = body.unwrap_or("");
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).expect("write");
+        stream.write_all(body.as_bytes()).expect("write");
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let (head, rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(rest)
+        } else {
+            rest.to_owned()
+        };
+        (status, body)
+    }
+
+    fn json(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let text = body.map(Value::to_string);
+        let (status, body) = self.request(method, path, &[], text.as_deref());
+        let value = serde_json::from_str(&body).unwrap_or_else(|_| json!({"raw": body}));
+        (status, value)
+    }
+
+    /// Submits `delegation` and waits until it is recorded; returns its id.
+    fn run(&self, delegation: &Value) -> String {
+        let (status, answer) = self.json("POST", "/v1/delegations", Some(delegation));
+        assert_eq!(status, 202, "{answer}");
+        let id = answer["id"].as_str().expect("an id").to_owned();
+        self.wait(&id);
+        id
+    }
+
+    /// Waits until delegation `id` is recorded; returns its record.
+    fn wait(&self, id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, record) = self.json("GET", &format!("/v1/delegations/{id}"), None);
+            if record.get("outcome").is_some() {
+                return record;
+            }
+            assert!(Instant::now() < deadline, "{id} never finished: {record}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dechunk(mut text: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = text.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        text = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A root with a workspace `ws` and a scripted delegate that lies once, then writes hello.txt.
+fn root() -> TempDir {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("root/ws")).expect("workspace");
+    dir.write(
+        "root/agent.star",
+        r#"def respond(request):
+    if request["attempt"] == 0:
+        return {"content": "Done, I created hello.txt"}
+    if request["turn"] == 0:
+        return {"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]}
+    return {"content": "Wrote hello.txt"}
+"#,
+    );
+    dir.write(
+        "root/liar.star",
+        "def respond(request):\n    return {\"content\": \"Done, I created hello.txt\"}\n",
+    );
+    dir
+}
+
+fn delegation(script: &str) -> Value {
+    json!({
+        "task": "Create hello.txt",
+        "delegate": {"kind": "scripted", "script": script},
+        "tools": ["write_file"],
+        "verify": "def run(result):\n    return fs.exists(\"hello.txt\")\n",
+        "max_verify_retries": 1,
+        "workdir": "ws",
+    })
+}
+
+#[test]
+fn submit_and_follow_the_events_to_the_end() {
+    let dir = root();
+    let server = Server::start(&dir, &[], "127.0.0.1:0");
+    assert_eq!(
+        server.json("GET", "/healthz", None),
+        (200, json!({"status": "ok"}))
+    );
+    let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("agent.star")));
+    assert_eq!(status, 202, "{answer}");
+    let id = answer["id"].as_str().expect("an id").to_owned();
+    assert_eq!(
+        answer["links"]["events"],
+        json!(format!("/v1/delegations/{id}/events"))
+    );
+    // The stream: every event in order, ending with DelegationCompleted, then closed.
+    let (status, stream) =
+        server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None);
+    assert_eq!(status, 200);
+    let events: Vec<Value> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("an event"))
+        .collect();
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(types.first(), Some(&"DelegationStarted"), "{types:?}");
+    assert_eq!(types.last(), Some(&"DelegationCompleted"), "{types:?}");
+    assert!(types.contains(&"ToolCalled"), "{types:?}");
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "no gaps, no repeats"
+    );
+    assert!(events.iter().all(|e| e["run_id"] == json!(id)));
+    assert!(stream.contains("event: DelegationCompleted"), "{stream}");
+    // The record, as `runs show --json` prints it; and the stream again, from the journal.
+    let record = server.wait(&id);
+    assert_eq!(record["outcome"], json!("passed"), "{record}");
+    let (_, replay) = server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None);
+    assert_eq!(replay.matches("data: ").count(), events.len());
+    let (status, report) = server.json("GET", "/v1/report", None);
+    assert_eq!(status, 200, "{report}");
+    let (status, metrics) = server.request("GET", "/metrics", &[], None);
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("harness_delegations_finished_total{outcome=\"passed\"} 1"),
+        "{metrics}"
+    );
+    assert_eq!(
+        server
+            .json("GET", "/v1/delegations/d-0000000000000000", None)
+            .0,
+        404
+    );
+}
+
+#[test]
+fn review_and_override_with_every_refusal() {
+    let dir = root();
+    let server = Server::start(&dir, &[("HARNESS_API_USER", "ops-bot")], "127.0.0.1:0");
+    let failed = server.run(&delegation("liar.star"));
+    let (status, pending) = server.json("GET", "/v1/delegations?review=pending", None);
+    assert_eq!(status, 200);
+    let ids: Vec<&Value> = pending["pending"]
+        .as_array()
+        .expect("pending")
+        .iter()
+        .map(|p| &p["id"])
+        .collect();
+    assert_eq!(ids, [&json!(failed)], "{pending}");
+    let path = format!("/v1/delegations/{failed}/override");
+    // `direct` is not allowed by the default policy.
+    let (status, refused) = server.json(
+        "POST",
+        &path,
+        Some(&json!({"decision": "approve", "type": "direct", "reason": "looks fine"})),
+    );
+    assert_eq!(
+        (status, &refused["error"]),
+        (409, &json!("override_not_allowed")),
+        "{refused}"
+    );
+    // A check override needs a reason.
+    let (status, refused) = server.json(
+        "POST",
+        &path,
+        Some(&json!({"decision": "approve", "type": "check"})),
+    );
+    assert_eq!(
+        (status, &refused["error"]),
+        (409, &json!("reason_required")),
+        "{refused}"
+    );
+    // Accepted, attributed to the token's owner.
+    let (status, done) = server.json(
+        "POST",
+        &path,
+        Some(&json!({"decision": "approve", "type": "check", "reason": "the file is there now"})),
+    );
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["override"]["user"], json!("ops-bot"));
+    assert_eq!(done["override"]["decision"], json!("approved"));
+    // Decided once: a second decision is an illegal transition.
+    let (status, refused) = server.json(
+        "POST",
+        &path,
+        Some(&json!({"decision": "reject", "type": "check", "reason": "changed my mind", "user": "alice"})),
+    );
+    assert_eq!(
+        (status, &refused["error"]),
+        (409, &json!("illegal_transition")),
+        "{refused}"
+    );
+    let (_, pending) = server.json("GET", "/v1/delegations?review=pending", None);
+    assert_eq!(pending["pending"], json!([]));
+    // Unknown runs and malformed decisions.
+    assert_eq!(
+        server
+            .json(
+                "POST",
+                "/v1/delegations/d-0000000000000000/override",
+                Some(&json!({"decision": "approve", "type": "check", "reason": "x"}))
+            )
+            .0,
+        404
+    );
+    assert_eq!(
+        server
+            .json(
+                "POST",
+                &path,
+                Some(&json!({"decision": "maybe", "type": "check"}))
+            )
+            .0,
+        400
+    );
+}
+
+#[test]
+fn an_override_without_a_user_is_refused() {
+    let dir = root();
+    let server = Server::start(&dir, &[], "127.0.0.1:0");
+    let failed = server.run(&delegation("liar.star"));
+    let (status, refused) = server.json(
+        "POST",
+        &format!("/v1/delegations/{failed}/override"),
+        Some(&json!({"decision": "approve", "type": "check", "reason": "ok"})),
+    );
+    assert_eq!(
+        (status, &refused["error"]),
+        (400, &json!("user_required")),
+        "{refused}"
+    );
+}
+
+#[test]
+fn bad_requests_are_refused_with_a_reason() {
+    let dir = root();
+    let server = Server::start(&dir, &[], "127.0.0.1:0");
+    for workdir in ["../..", "/etc", "no-such-dir"] {
+        let mut request = delegation("agent.star");
+        request["workdir"] = json!(workdir);
+        let (status, refused) = server.json("POST", "/v1/delegations", Some(&request));
+        assert_eq!(
+            (status, &refused["error"]),
+            (400, &json!("workdir_outside_root")),
+            "{workdir}: {refused}"
+        );
+    }
+    let (status, refused) = server.json("POST", "/v1/delegations", Some(&json!({"task": "t"})));
+    assert_eq!(
+        (status, &refused["error"]),
+        (400, &json!("config")),
+        "{refused}"
+    );
+    let (status, _) = server.request("POST", "/v1/delegations", &[], Some("{not json"));
+    assert_eq!(status, 400);
+    let huge = format!("{{\"task\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    let (status, _) = server.request("POST", "/v1/delegations", &[], Some(&huge));
+    assert_eq!(status, 413);
+}
+
+#[test]
+fn a_token_guards_every_request() {
+    let dir = root();
+    let server = Server::start(
+        &dir,
+        &[("HARNESS_API_TOKEN", "s3cret-token")],
+        "127.0.0.1:0",
+    );
+    for headers in [
+        vec![],
+        vec![("Authorization", "Bearer wrong-token!")],
+        vec![("Authorization", "s3cret-token")],
+    ] {
+        let (status, body) =
+            server.request("GET", "/v1/delegations?review=pending", &headers, None);
+        assert_eq!(status, 401, "{headers:?}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).ok(),
+            Some(json!({"error": "unauthorized"}))
+        );
+    }
+    let (status, _) = server.request("GET", "/healthz", &[], None);
+    assert_eq!(status, 401);
+    let (status, body) = server.request(
+        "GET",
+        "/v1/delegations?review=pending",
+        &[("Authorization", "Bearer s3cret-token")],
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    // Reachable from other machines without a token: refuses to start.
+    let refused = Command::new(harness_bin())
+        .args(["serve", "--listen", "0.0.0.0:0", "--root"])
+        .arg(dir.join("root"))
+        .env_remove("HARNESS_API_TOKEN")
+        .output()
+        .expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("HARNESS_API_TOKEN"));
+}
+
+/// SIGTERM: the server stops accepting, cancels the running delegation and records it.
+#[test]
+fn shutdown_records_running_delegations() {
+    let dir = root();
+    let mut server = Server::start(&dir, &[], "127.0.0.1:0");
+    let slow = json!({
+        "task": "take your time",
+        "delegate": {"kind": "command", "command": ["sh", "-c", "touch started; sleep 30; echo done"]},
+        "workdir": "ws",
+    });
+    let (status, answer) = server.json("POST", "/v1/delegations", Some(&slow));
+    assert_eq!(status, 202, "{answer}");
+    let id = answer["id"].as_str().expect("an id").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.join("root/ws/started").exists() {
+        assert!(Instant::now() < deadline, "the delegation never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = server.child.wait().expect("the server exits");
+    assert_eq!(status.code(), Some(0));
+    let out = crate::util::harness(["runs", "show", &id, "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(0);
+    let record = out.json();
+    assert_eq!(record["outcome"], json!("error"), "{record}");
+    assert_eq!(record["error"]["kind"], json!("cancelled"), "{record}");
+}
