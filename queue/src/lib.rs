@@ -25,10 +25,12 @@ use harness::{Error, Overrides, Report, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod nats;
 mod sqlite;
 mod submit;
 mod worker;
 
+pub use nats::NatsQueue;
 pub use sqlite::SqliteQueue;
 pub use submit::{Followed, follow};
 pub use worker::{WorkerSettings, WorkerSummary, work};
@@ -120,6 +122,8 @@ pub struct Lease {
 pub(crate) enum Handle {
     /// A row of the SQLite queue, leased under a token.
     Sqlite { id: String, token: String },
+    /// A JetStream message.
+    Nats(Box<async_nats::jetstream::Message>),
 }
 
 /// A result (or dead letter) delivered to its submitter, to acknowledge once recorded.
@@ -191,7 +195,8 @@ impl Default for QueueOptions {
     }
 }
 
-/// Opens the queue at `url`: `sqlite:PATH` (created when missing).
+/// Opens the queue at `url`: `sqlite:PATH` (created when missing) or `nats://HOST:PORT` (a
+/// NATS server with JetStream; the streams are created when missing).
 ///
 /// # Errors
 /// [`harness::ErrorKind::Config`] for an unknown scheme or a queue that cannot be opened.
@@ -208,6 +213,9 @@ pub async fn open(url: &str, options: QueueOptions) -> Result<Arc<dyn Queue>> {
             .with_lease(options.lease)
             .with_max_deliver(options.max_deliver);
         return Ok(Arc::new(queue));
+    }
+    if url.starts_with("nats://") || url.starts_with("tls://") {
+        return Ok(Arc::new(NatsQueue::open(url, options).await?));
     }
     Err(Error::config(format!(
         "--queue {url}: unknown queue; use sqlite:PATH (one machine) or nats://HOST:PORT (many)"

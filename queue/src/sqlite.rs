@@ -205,8 +205,10 @@ fn bytes(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Vec<u8>> {
 }
 
 fn handle(lease: &Lease) -> (String, String) {
-    let Handle::Sqlite { id, token } = &lease.handle;
-    (id.clone(), token.clone())
+    match &lease.handle {
+        Handle::Sqlite { id, token } => (id.clone(), token.clone()),
+        Handle::Nats(_) => unreachable!("a SQLite queue only hands out SQLite leases"),
+    }
 }
 
 impl Queue for SqliteQueue {
@@ -407,7 +409,9 @@ impl Queue for SqliteQueue {
 
     fn acknowledge<'a>(&'a self, delivery: &'a Delivery) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let Handle::Sqlite { id, .. } = &delivery.handle;
+            let Handle::Sqlite { id, .. } = &delivery.handle else {
+                unreachable!("a SQLite queue only delivers SQLite results")
+            };
             let id = id.clone();
             self.with(move |conn, path| {
                 conn.execute("UPDATE jobs SET collected = 1 WHERE id = ?1", params![id])
