@@ -726,6 +726,57 @@ impl Delegation {
 /// Reads a script named by a key, relative to the delegation file: its full path and text.
 pub(crate) type ReadScript<'a> = dyn Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a;
 
+/// Checks a model delegate's `model` (not empty) and `temperature` (0 to `max`).
+fn http_model(
+    file: &str,
+    key: &str,
+    model: String,
+    temperature: Option<f64>,
+    max: f64,
+) -> Result<String> {
+    if model.trim().is_empty() {
+        return Err(Error::config(format!("{file}: `{key}.model` is empty")));
+    }
+    if let Some(t) = temperature.filter(|t| !(0.0..=max).contains(t)) {
+        return Err(Error::config(format!(
+            "{file}: `{key}.temperature` must be between 0 and {max}, got {t}"
+        )));
+    }
+    Ok(model)
+}
+
+/// Checks a model delegate's `base_url`.
+fn checked_base_url(file: &str, key: &str, url: String) -> Result<String> {
+    crate::delegate::check_base_url(&url)
+        .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
+    Ok(url)
+}
+
+/// Resolves a model delegate's `api_key_env` (`none` for a server that takes no key, else the
+/// variable, `default` when not given) and checks that the variable holds a key now.
+fn key_variable(
+    file: &str,
+    key: &str,
+    given: Option<String>,
+    default: Option<String>,
+) -> Result<Option<String>> {
+    let variable = match given.as_deref() {
+        Some("none") => None,
+        Some(var) if var.trim().is_empty() => {
+            return Err(Error::config(format!(
+                "{file}: `{key}.api_key_env` is empty; name the variable holding the key, or write `none` for a server that takes no key"
+            )));
+        }
+        Some(var) => Some(var.to_owned()),
+        None => default,
+    };
+    if let Some(var) = &variable {
+        crate::delegate::api_key(var)
+            .map_err(|why| Error::config(format!("{file}: `{key}.api_key_env` {why}")))?;
+    }
+    Ok(variable)
+}
+
 /// Validates a `delegate:` mapping (or `critic.delegate:`, named `key` in messages); paths in it
 /// are relative to `base`.
 fn delegate_config(
@@ -784,36 +835,12 @@ fn delegate_config(
             timeout_s,
             max_retries,
         } => {
-            if model.trim().is_empty() {
-                return Err(Error::config(format!("{file}: `{key}.model` is empty")));
-            }
-            if let Some(t) = temperature {
-                if !(0.0..=2.0).contains(&t) {
-                    return Err(Error::config(format!(
-                        "{file}: `{key}.temperature` must be between 0 and 2, got {t}"
-                    )));
-                }
-            }
+            let model = http_model(file, key, model, temperature, 2.0)?;
             let mut spec = OpenAiSpec::new(model);
             if let Some(url) = base_url {
-                crate::delegate::check_base_url(&url)
-                    .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
-                spec.base_url = url;
+                spec.base_url = checked_base_url(file, key, url)?;
             }
-            match api_key_env.as_deref() {
-                Some("none") => spec.api_key_env = None,
-                Some(var) if var.trim().is_empty() => {
-                    return Err(Error::config(format!(
-                        "{file}: `{key}.api_key_env` is empty; name the variable holding the key, or write `none` for a server that takes no key"
-                    )));
-                }
-                Some(var) => spec.api_key_env = Some(var.to_owned()),
-                None => {}
-            }
-            if let Some(var) = &spec.api_key_env {
-                crate::delegate::api_key(var)
-                    .map_err(|why| Error::config(format!("{file}: `{key}.api_key_env` {why}")))?;
-            }
+            spec.api_key_env = key_variable(file, key, api_key_env, spec.api_key_env)?;
             spec.temperature = temperature;
             spec.max_tokens = max_tokens;
             spec.request_timeout = seconds(file, &format!("{key}.timeout_s"), timeout_s, 120.0)?;
@@ -831,36 +858,12 @@ fn delegate_config(
             timeout_s,
             max_retries,
         } => {
-            if model.trim().is_empty() {
-                return Err(Error::config(format!("{file}: `{key}.model` is empty")));
-            }
-            if let Some(t) = temperature {
-                if !(0.0..=1.0).contains(&t) {
-                    return Err(Error::config(format!(
-                        "{file}: `{key}.temperature` must be between 0 and 1 for the Messages API, got {t}"
-                    )));
-                }
-            }
+            let model = http_model(file, key, model, temperature, 1.0)?;
             let mut spec = AnthropicSpec::new(model);
             if let Some(url) = base_url {
-                crate::delegate::check_base_url(&url)
-                    .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
-                spec.base_url = url;
+                spec.base_url = checked_base_url(file, key, url)?;
             }
-            match api_key_env.as_deref() {
-                Some("none") => spec.api_key_env = None,
-                Some(var) if var.trim().is_empty() => {
-                    return Err(Error::config(format!(
-                        "{file}: `{key}.api_key_env` is empty; name the variable holding the key, or write `none` for a gateway that takes no key"
-                    )));
-                }
-                Some(var) => spec.api_key_env = Some(var.to_owned()),
-                None => {}
-            }
-            if let Some(var) = &spec.api_key_env {
-                crate::delegate::api_key(var)
-                    .map_err(|why| Error::config(format!("{file}: `{key}.api_key_env` {why}")))?;
-            }
+            spec.api_key_env = key_variable(file, key, api_key_env, spec.api_key_env)?;
             spec.temperature = temperature;
             match max_tokens {
                 Some(0) => {

@@ -112,28 +112,8 @@ pub(crate) async fn attempt(
             });
             let (call, output) = Box::pin(call_tool(session, call)).await?;
             let output = verify_tool(session, &call, output, events).await?;
-            events.emit(crate::events::RunEvent::ToolReturned {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                is_error: output.is_error,
-            });
-            observer.on_event(&Event::ToolCalled {
-                attempt,
-                call: &call,
-                is_error: output.is_error,
-            });
-            session.messages.push(Message::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: output.content.clone(),
-            });
-            tool_results.push(ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: output.content,
-                is_error: output.is_error,
-            });
-            tool_calls.push(call);
+            let log = (&mut tool_calls, &mut tool_results);
+            returned(session, attempt, call, output, observer, events, log);
         }
     }
     Err(Error::new(
@@ -184,30 +164,45 @@ async fn record_observed(
             is_error: seen.is_error,
         };
         let output = verify_tool(session, &call, output, events).await?;
-        events.emit(crate::events::RunEvent::ToolReturned {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            is_error: output.is_error,
-        });
-        observer.on_event(&Event::ToolCalled {
-            attempt,
-            call: &call,
-            is_error: output.is_error,
-        });
-        session.messages.push(Message::Tool {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: output.content.clone(),
-        });
-        tool_results.push(ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: output.content,
-            is_error: output.is_error,
-        });
-        tool_calls.push(call);
+        let log = (&mut *tool_calls, &mut *tool_results);
+        returned(session, attempt, call, output, observer, events, log);
     }
     Ok(())
+}
+
+/// Records a call as it returned: the event, the progress, the conversation, the attempt's
+/// `tool_calls` and `tool_results`.
+fn returned(
+    session: &mut Session,
+    attempt: u32,
+    call: ToolCall,
+    output: ToolOutput,
+    observer: &dyn Observer,
+    events: &crate::events::Emitter<'_>,
+    (tool_calls, tool_results): (&mut Vec<ToolCall>, &mut Vec<ToolResult>),
+) {
+    events.emit(crate::events::RunEvent::ToolReturned {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        is_error: output.is_error,
+    });
+    observer.on_event(&Event::ToolCalled {
+        attempt,
+        call: &call,
+        is_error: output.is_error,
+    });
+    session.messages.push(Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: output.content.clone(),
+    });
+    tool_results.push(ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: output.content,
+        is_error: output.is_error,
+    });
+    tool_calls.push(call);
 }
 
 /// Asks the delegate for its next message, as one `chat` span whatever the delegate's kind.
