@@ -407,6 +407,58 @@ fn a_token_guards_every_request() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("HARNESS_API_TOKEN"));
 }
 
+/// With a token, the review page sends a browser to `/login`, which trades the token for a
+/// same-site, HttpOnly cookie the page then accepts.
+#[test]
+fn the_review_page_signs_in_with_the_token() {
+    let dir = root();
+    let server = Server::start(
+        &dir,
+        &[("HARNESS_API_TOKEN", "s3cret-token")],
+        "127.0.0.1:0",
+    );
+    let (status, _) = server.request("GET", "/", &[], None);
+    assert_eq!(status, 303);
+    let form = |token: &str| format!("token={token}");
+    let wrong = form("nope");
+    let headers = [("Content-Type", "application/x-www-form-urlencoded")];
+    let mut stream = std::net::TcpStream::connect(&server.addr).expect("connect");
+    let body = wrong.as_str();
+    write!(
+        stream,
+        "POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n{body}",
+        headers[0].1,
+        body.len()
+    )
+    .expect("write");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let right = form("s3cret-token");
+    let mut stream = std::net::TcpStream::connect(&server.addr).expect("connect");
+    write!(
+        stream,
+        "POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{right}",
+        right.len()
+    )
+    .expect("write");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    let cookie = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .expect("a cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().expect("name=value");
+    let (status, page) = server.request("GET", "/", &[("Cookie", pair)], None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("No runs await review"), "{page}");
+}
+
 /// SIGTERM: the server stops accepting, cancels the running delegation and records it.
 #[test]
 fn shutdown_records_running_delegations() {

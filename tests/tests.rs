@@ -40,3 +40,5 @@ mod agents;
 mod queue;
 // `harness serve` through real HTTP: submit, events, review, overrides (every 409), token, shutdown.
 mod serve;
+// The review page in a real headless chromium, driven over the DevTools protocol.
+mod browser;

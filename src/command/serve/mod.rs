@@ -22,6 +22,8 @@ use harness_records::{Journal, JournalWriter, OverrideRequest, OverrideType, Rec
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
+mod page;
+
 use crate::args::ServeArgs;
 use crate::exit;
 use crate::settings;
@@ -158,6 +160,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .route("/v1/delegations/{id}/events", get(events))
         .route("/v1/delegations/{id}/override", post(override_run))
         .route("/v1/report", get(report))
+        .route("/", get(page::index))
+        .route("/runs/{id}", get(page::run_page))
+        .route("/runs/{id}/override", post(page::decide))
+        .route("/login", get(page::login_form).post(page::login))
         .layer(middleware::from_fn_with_state(Arc::clone(&app), authorize))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(Arc::clone(&app));
@@ -216,34 +222,58 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Checks the bearer token (when one is configured) in constant time; a wrong or missing one is
-/// a bare 401.
-async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> Response {
-    app.metrics.requests.fetch_add(1, Ordering::Relaxed);
-    if let Some(token) = &app.token {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or_default();
-        let same = given.len() == token.len()
+impl App {
+    /// True when `given` is the configured token (compared in constant time), or when none is
+    /// configured.
+    fn token_matches(&self, given: &str) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        given.len() == token.len()
             && given
                 .bytes()
                 .zip(token.bytes())
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0;
-        if !same {
-            app.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                axum::Json(json!({"error": "unauthorized"})),
-            )
-                .into_response();
-        }
+                == 0
     }
-    next.run(request).await
+}
+
+/// Checks the bearer token (or, for the review page, the `harness_token` cookie `/login` sets)
+/// when one is configured; a wrong or missing one is a bare 401 for the API and a redirect to
+/// `/login` for a page.
+async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> Response {
+    app.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    if app.token.is_none() || request.uri().path() == "/login" {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix("harness_token="));
+    if bearer
+        .or(cookie)
+        .is_some_and(|given| app.token_matches(given))
+    {
+        return next.run(request).await;
+    }
+    app.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
+    let path = request.uri().path();
+    if path == "/" || path.starts_with("/runs/") {
+        return axum::response::Redirect::to("/login").into_response();
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        axum::Json(json!({"error": "unauthorized"})),
+    )
+        .into_response()
 }
 
 /// `POST /v1/delegations`: a delegation file as JSON (`workdir` relative to `--root`, and

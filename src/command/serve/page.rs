@@ -1,0 +1,369 @@
+//! The review page: server-rendered HTML, no build step. `/` lists the runs awaiting a human;
+//! `/runs/{id}` shows one — its findings, evidence table, changes and retry prompts (the diffs
+//! the delegate was shown), approve/reject forms that go through the same override path and
+//! policy as the API, and, while it runs, its live event stream. `/login` trades the API token
+//! for a cookie, so a browser can use a server that requires one.
+
+use std::time::SystemTime;
+
+use axum::Form;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use harness_records::{Journal, OverrideRequest, OverrideType};
+use serde_json::Value;
+
+use super::{ApiError, Shared, read};
+
+/// Escapes text for HTML.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn page(title: &str, body: &str) -> Html<String> {
+    Html(format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title} — harness</title>
+<style>
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }}
+table {{ border-collapse: collapse; width: 100%; margin: .5em 0 1.5em; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: .3em .5em; text-align: left; vertical-align: top; }}
+pre {{ background: #f6f6f6; padding: .6em; overflow-x: auto; white-space: pre-wrap; }}
+.blocking {{ color: #a00; }} .advisory {{ color: #666; }} .ok {{ color: #070; }}
+form {{ display: inline-block; margin-right: 2em; padding: .6em; border: 1px solid #ddd; }}
+.notice {{ padding: .6em; background: #eef6ee; }} .refused {{ padding: .6em; background: #fbeaea; }}
+</style></head><body>
+<p><a href="/">Awaiting review</a></p>
+<h1>{title}</h1>
+{body}
+</body></html>"#,
+        title = esc(title)
+    ))
+}
+
+/// `GET /`: the runs awaiting a human.
+pub(super) async fn index(State(app): State<Shared>) -> Result<Html<String>, ApiError> {
+    let pending = read(&app, Journal::review_queue).await?;
+    let now = SystemTime::now();
+    let mut body = String::new();
+    if pending.is_empty() {
+        body.push_str("<p id=\"empty\">No runs await review.</p>");
+    } else {
+        body.push_str("<table id=\"pending\"><tr><th>Run</th><th>Outcome</th><th>Delegate</th><th>Primary finding</th><th>Age</th></tr>");
+        for p in &pending {
+            let json = p.to_json(now);
+            body.push_str(&format!(
+                "<tr class=\"pending\" data-id=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{outcome}{kind}</td><td>{delegate}</td><td>{primary}</td><td>{age}s</td></tr>",
+                id = esc(&p.id),
+                outcome = esc(&p.outcome),
+                kind = p.kind.as_deref().map(|k| format!(" ({})", esc(k))).unwrap_or_default(),
+                delegate = esc(&p.delegate_kind),
+                primary = esc(p.primary.as_deref().and_then(|r| r.lines().next()).unwrap_or("-")),
+                age = json["age_s"].as_u64().unwrap_or(0),
+            ));
+        }
+        body.push_str("</table>");
+    }
+    Ok(page("Awaiting review", &body))
+}
+
+#[derive(serde::Deserialize, Default)]
+pub(super) struct Notice {
+    done: Option<String>,
+}
+
+/// `GET /runs/{id}`: one run, with the override forms while it awaits review, or its live events
+/// while it runs.
+pub(super) async fn run_page(
+    State(app): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(notice): Query<Notice>,
+) -> Result<Response, ApiError> {
+    let running = app
+        .live
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .contains_key(&id);
+    let lookup = id.clone();
+    let record = read(&app, move |j| j.get(&lookup)).await?;
+    let mut body = String::new();
+    if let Some(done) = &notice.done {
+        body.push_str(&format!(
+            "<p class=\"notice\" id=\"notice\">Recorded: {}.</p>",
+            esc(done)
+        ));
+    }
+    let Some(record) = record else {
+        if !running {
+            return Ok((
+                StatusCode::NOT_FOUND,
+                page("Not found", &format!("<p>No run {}.</p>", esc(&id))),
+            )
+                .into_response());
+        }
+        body.push_str(&format!(
+            r#"<p id="status">Running.</p><h2>Events</h2><ol id="events"></ol>
+<script>
+const list = document.getElementById("events");
+const source = new EventSource("/v1/delegations/{id}/events");
+source.onmessage = null;
+const show = (e) => {{
+  const item = document.createElement("li");
+  item.textContent = e.type;
+  list.appendChild(item);
+  if (e.type === "DelegationCompleted") {{ source.close(); document.getElementById("status").textContent = "Finished."; }}
+}};
+["DelegationStarted","AttemptStarted","DelegateSession","ToolCalled","ToolReturned","ToolVerificationFailed","ScopeValidated","ScopeViolationDetected","CheckStarted","CheckCompleted","VerificationStarted","VerificationCompleted","RetryContextAssembled","CriticCompleted","DelegationCompleted"].forEach((name) => source.addEventListener(name, show));
+</script>"#,
+            id = esc(&id)
+        ));
+        return Ok(page(&format!("Run {id}"), &body).into_response());
+    };
+    let json = record.to_json();
+    body.push_str(&format!(
+        "<p id=\"outcome\">Outcome <b>{}</b>{} after {} attempt(s); delegate {}; task: {}</p>",
+        esc(&record.outcome),
+        record
+            .error_kind
+            .as_deref()
+            .map(|k| format!(" ({})", esc(k)))
+            .unwrap_or_default(),
+        record.attempts.len(),
+        esc(&record.delegate_kind),
+        esc(json["request"]["task"].as_str().unwrap_or("-")),
+    ));
+    if let Some(decision) = &record.decision {
+        body.push_str(&format!(
+            "<p id=\"decision\">Review: <b>{}</b></p>",
+            esc(decision)
+        ));
+    }
+    if let Some(message) = &record.error_message {
+        body.push_str(&format!("<pre id=\"error\">{}</pre>", esc(message)));
+    }
+    // Findings of the last attempt.
+    let last = record.attempts.last();
+    let findings: Vec<&Value> = last
+        .and_then(|a| a.verdict.as_ref())
+        .and_then(|v| v["findings"].as_array())
+        .map(|f| f.iter().collect())
+        .unwrap_or_default();
+    body.push_str("<h2>Findings</h2>");
+    if findings.is_empty() {
+        body.push_str("<p>None.</p>");
+    } else {
+        body.push_str(
+            "<table id=\"findings\"><tr><th>Severity</th><th>Source</th><th>Message</th></tr>",
+        );
+        for f in findings {
+            let blocking = f["blocking"].as_bool().unwrap_or(false);
+            body.push_str(&format!(
+                "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if blocking { "blocking" } else { "advisory" },
+                esc(f["severity"].as_str().unwrap_or("-")),
+                esc(f["source"].as_str().unwrap_or("-")),
+                esc(f["message"].as_str().unwrap_or("-")),
+            ));
+        }
+        body.push_str("</table>");
+    }
+    body.push_str("<h2>Evidence</h2>");
+    let evidence = last
+        .map(harness_records::RecordedAttempt::evidence)
+        .unwrap_or_default();
+    if evidence.is_empty() {
+        body.push_str("<p>No evidence records: nothing but a verifier judged this run.</p>");
+    } else {
+        body.push_str("<table id=\"evidence\"><tr><th>Criterion</th><th>Source</th><th>Result</th><th>Proof</th></tr>");
+        for e in evidence {
+            body.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(e["criterion"].as_str().unwrap_or("-")),
+                esc(e["source"].as_str().unwrap_or("-")),
+                esc(e["result"].as_str().unwrap_or("-")),
+                esc(e["proof"].as_str().unwrap_or("")),
+            ));
+        }
+        body.push_str("</table>");
+    }
+    if let Some(changes) = last
+        .and_then(|a| a.result.as_ref())
+        .map(|r| &r["changes"])
+        .filter(|c| c.is_object())
+    {
+        body.push_str(&format!(
+            "<h2>Changes</h2><pre id=\"changes\">{}</pre>",
+            esc(&serde_json::to_string_pretty(changes).unwrap_or_default())
+        ));
+    }
+    for attempt in &record.attempts {
+        if let Some(prompt) = &attempt.retry_prompt {
+            body.push_str(&format!(
+                "<details><summary>Retry prompt after attempt {} (reasons and diffs the delegate was shown)</summary><pre>{}</pre></details>",
+                attempt.attempt + 1,
+                esc(prompt)
+            ));
+        }
+    }
+    let awaiting = matches!(record.outcome.as_str(), "failed" | "passed_with_debt")
+        && record.decision.is_none();
+    if awaiting {
+        body.push_str("<h2>Decide</h2>");
+        for (decision, label) in [("approve", "Approve"), ("reject", "Reject")] {
+            body.push_str(&format!(
+                r#"<form method="post" action="/runs/{id}/override" id="{decision}">
+<input type="hidden" name="decision" value="{decision}">
+<label>Type <select name="type"><option value="check">check</option><option value="verifier">verifier</option><option value="direct">direct</option></select></label><br>
+<label>Reason <input name="reason" size="40"></label><br>
+<label>User <input name="user" size="20"></label><br>
+<button type="submit">{label}</button>
+</form>"#,
+                id = esc(&id)
+            ));
+        }
+    }
+    Ok(page(&format!("Run {id}"), &body).into_response())
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct OverrideForm {
+    decision: String,
+    #[serde(rename = "type")]
+    override_type: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    user: String,
+}
+
+/// `POST /runs/{id}/override`: the forms, through the same override path and policy as the API;
+/// a refusal is a 409 page naming why.
+pub(super) async fn decide(
+    State(app): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Form(form): Form<OverrideForm>,
+) -> Response {
+    let refused = |status: StatusCode, kind: &str, message: &str| {
+        (
+            status,
+            page(
+                "Not recorded",
+                &format!(
+                    "<p class=\"refused\" id=\"refused\"><b>{}</b>: {}</p><p><a href=\"/runs/{}\">Back to the run</a></p>",
+                    esc(kind),
+                    esc(message),
+                    esc(&id)
+                ),
+            ),
+        )
+            .into_response()
+    };
+    let override_type = match form.override_type.as_str() {
+        "check" => OverrideType::Check,
+        "verifier" => OverrideType::Verifier,
+        "direct" => OverrideType::Direct,
+        _ => {
+            return refused(
+                StatusCode::BAD_REQUEST,
+                "config",
+                "type must be check, verifier or direct",
+            );
+        }
+    };
+    let approve = match form.decision.as_str() {
+        "approve" => true,
+        "reject" => false,
+        _ => {
+            return refused(
+                StatusCode::BAD_REQUEST,
+                "config",
+                "decision must be approve or reject",
+            );
+        }
+    };
+    let Some(user) = Some(form.user.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .or_else(|| app.token_user.clone())
+    else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "user_required",
+            "who decides? fill in User",
+        );
+    };
+    let reason = Some(form.reason.trim().to_owned()).filter(|r| !r.is_empty());
+    let request = OverrideRequest {
+        run_id: id.clone(),
+        approve,
+        override_type,
+        reason,
+        user,
+    };
+    match super::super::authority::apply_override(app.journal.clone(), request).await {
+        Ok(done) => {
+            harness::telemetry::record_override(&done.override_type, &done.decision);
+            Redirect::to(&format!("/runs/{id}?done={}", done.decision)).into_response()
+        }
+        Err(e) => {
+            if matches!(
+                e.kind(),
+                harness::ErrorKind::OverrideNotAllowed
+                    | harness::ErrorKind::ReasonRequired
+                    | harness::ErrorKind::IllegalTransition
+            ) {
+                harness::telemetry::record_override(&form.override_type, e.kind().as_str());
+            }
+            let status = ApiError::from(e.clone()).0;
+            refused(status, e.kind().as_str(), e.message())
+        }
+    }
+}
+
+/// `GET /login`: a form for the API token (servers that require one).
+pub(super) async fn login_form() -> Html<String> {
+    page(
+        "Sign in",
+        r#"<form method="post" action="/login"><label>API token <input name="token" type="password" size="40"></label> <button type="submit">Sign in</button></form>"#,
+    )
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct LoginForm {
+    token: String,
+}
+
+/// `POST /login`: the token as an HttpOnly, same-site cookie, then the review list.
+pub(super) async fn login(State(app): State<Shared>, Form(form): Form<LoginForm>) -> Response {
+    if !app.token_matches(&form.token) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            page("Sign in", "<p class=\"refused\">Wrong token.</p>"),
+        )
+            .into_response();
+    }
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (
+                header::SET_COOKIE,
+                format!(
+                    "harness_token={}; HttpOnly; SameSite=Strict; Path=/",
+                    form.token
+                ),
+            ),
+            (header::LOCATION, "/".to_owned()),
+        ],
+    )
+        .into_response()
+}

@@ -1,0 +1,326 @@
+//! The review page in a real headless browser (Debian's `chromium`), driven over the Chrome
+//! DevTools Protocol on `--remote-debugging-pipe`: the pending list, a run's findings and
+//! evidence, the approve form refused by the policy (409 page) and then accepted, and the live
+//! event stream of a running delegation appearing in the page as it happens.
+//!
+//! Without chromium (on PATH, or named by `CHROMIUM`) the test says so and skips, unless
+//! `HARNESS_REQUIRE_CHROMIUM` is set.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{TempDir, harness_bin};
+
+/// A headless chromium and one page of it.
+struct Browser {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    id: u64,
+    session: Option<String>,
+    _profile: TempDir,
+}
+
+impl Browser {
+    fn start() -> Option<Browser> {
+        let binary = std::env::var_os("CHROMIUM")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                let path = std::env::var_os("PATH")?;
+                ["chromium", "chromium-browser", "google-chrome"]
+                    .iter()
+                    .flat_map(|name| std::env::split_paths(&path).map(move |d| d.join(name)))
+                    .find(|p| p.is_file())
+            });
+        let Some(binary) = binary else {
+            assert!(
+                std::env::var_os("HARNESS_REQUIRE_CHROMIUM").is_none(),
+                "HARNESS_REQUIRE_CHROMIUM is set but chromium is not installed"
+            );
+            eprintln!("skipped: no chromium on PATH (apt install chromium, or set CHROMIUM)");
+            return None;
+        };
+        let profile = TempDir::new();
+        // The DevTools pipe is fds 3 (commands in) and 4 (answers out): the shell puts this
+        // process's pipes there.
+        let script = format!(
+            "exec \"$0\" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --no-default-browser-check --user-data-dir={} --remote-debugging-pipe about:blank 3<&0 4>&1 0</dev/null 1>/dev/null 2>/dev/null",
+            profile.path().display()
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .arg(&binary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromium starts");
+        let input = child.stdin.take().expect("stdin");
+        let output = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut browser = Browser {
+            child,
+            input,
+            output,
+            id: 0,
+            session: None,
+            _profile: profile,
+        };
+        let target = browser.call("Target.createTarget", json!({"url": "about:blank"}));
+        let target = target["targetId"].as_str().expect("a target").to_owned();
+        let attached = browser.call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        );
+        browser.session = Some(
+            attached["sessionId"]
+                .as_str()
+                .expect("a session")
+                .to_owned(),
+        );
+        browser.call("Page.enable", json!({}));
+        Some(browser)
+    }
+
+    /// Sends one command and returns its result (events in between are skipped).
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        self.id += 1;
+        let mut message = json!({"id": self.id, "method": method, "params": params});
+        if let Some(session) = &self.session {
+            message["sessionId"] = json!(session);
+        }
+        self.input
+            .write_all(format!("{message}\0").as_bytes())
+            .expect("write to chromium");
+        loop {
+            let mut raw = Vec::new();
+            self.output
+                .read_until(0, &mut raw)
+                .expect("read from chromium");
+            assert!(!raw.is_empty(), "chromium closed the pipe");
+            raw.pop();
+            let answer: Value = serde_json::from_slice(&raw).expect("a DevTools message");
+            if answer["id"] == json!(self.id) {
+                return match answer.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(answer["result"].clone()),
+                };
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+    }
+
+    /// Evaluates `expression` in the page; `None` while it cannot be (a navigation under way).
+    fn eval(&mut self, expression: &str) -> Option<Value> {
+        let result = self
+            .try_call(
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            )
+            .ok()?;
+        if result.get("exceptionDetails").is_some() {
+            return None;
+        }
+        Some(result["result"]["value"].clone())
+    }
+
+    /// Waits until `expression` is true in the page.
+    fn wait(&mut self, what: &str, expression: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.eval(expression) != Some(json!(true)) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; the page: {:?}",
+                self.eval("document.body && document.body.innerText")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn goto(&mut self, url: &str) {
+        self.call("Page.navigate", json!({"url": url}));
+        self.wait(
+            url,
+            &format!(
+                "document.readyState === 'complete' && location.href === {}",
+                json!(url)
+            ),
+        );
+    }
+
+    fn text(&mut self, selector: &str) -> String {
+        self.eval(&format!(
+            "(document.querySelector({}) || {{innerText: ''}}).innerText",
+            json!(selector)
+        ))
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A server with a failing run to review.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &TempDir) -> Served {
+    let mut child = Command::new(harness_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(dir.join("root"))
+        .arg("--journal")
+        .arg(dir.join("runs.db"))
+        .env_remove("HARNESS_API_TOKEN")
+        .env_remove("HARNESS_API_USER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let first = lines
+        .next()
+        .and_then(Result::ok)
+        .expect("the server's first line");
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("an address")
+        .to_owned();
+    std::thread::spawn(move || for _ in lines {});
+    Served {
+        child,
+        base: format!("http://{addr}"),
+    }
+}
+
+/// POSTs a delegation over plain HTTP; returns its id.
+fn submit(base: &str, delegation: &Value) -> String {
+    let addr = base.trim_start_matches("http://");
+    let body = delegation.to_string();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "POST /v1/delegations HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).expect("read");
+    let json = response.split("\r\n\r\n").nth(1).expect("a body");
+    let value: Value = serde_json::from_str(json).expect("JSON");
+    value["id"].as_str().expect("an id").to_owned()
+}
+
+#[test]
+fn the_review_page_in_a_real_browser() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("root/ws")).expect("workspace");
+    dir.write(
+        "root/liar.star",
+        "def respond(request):\n    return {\"content\": \"Done, I created hello.txt\"}\n",
+    );
+    let Some(mut browser) = Browser::start() else {
+        return;
+    };
+    let server = serve(&dir);
+    let failed = submit(
+        &server.base,
+        &json!({
+            "task": "Create hello.txt",
+            "delegate": {"kind": "scripted", "script": "liar.star"},
+            "verify": "def run(result):\n    return {\"verified\": fs.exists(\"hello.txt\"), \"reason\": \"hello.txt does not exist\"}\n",
+            "criteria": ["file_exists:hello.txt"],
+            "max_verify_retries": 0,
+            "workdir": "ws",
+        }),
+    );
+    // The pending list (the run is in it once it has finished and been recorded).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        browser.goto(&format!("{}/", server.base));
+        let listed = format!("!!document.querySelector('tr.pending[data-id=\"{failed}\"]')");
+        if browser.eval(&listed) == Some(json!(true)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{failed} never listed: {}",
+            browser.text("body")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The run: findings and evidence.
+    browser.goto(&format!("{}/runs/{failed}", server.base));
+    assert!(
+        browser.text("#outcome").contains("failed"),
+        "{}",
+        browser.text("body")
+    );
+    assert!(
+        browser
+            .text("#findings")
+            .contains("hello.txt does not exist")
+    );
+    assert!(browser.text("#evidence").contains("file_exists:hello.txt"));
+    // Approve it directly: the default policy refuses `direct` — a 409 page naming why.
+    browser.eval(
+        "const f = document.getElementById('approve'); f.elements['type'].value = 'direct'; f.elements['reason'].value = 'looks fine'; f.elements['user'].value = 'alice'; f.submit(); true",
+    );
+    browser.wait("the refusal", "!!document.getElementById('refused')");
+    assert!(browser.text("#refused").contains("override_not_allowed"));
+    // Back, and approve as a check override with a reason: recorded, the run leaves the list.
+    browser.goto(&format!("{}/runs/{failed}", server.base));
+    browser.eval(
+        "const g = document.getElementById('approve'); g.elements['type'].value = 'check'; g.elements['reason'].value = 'the file is there now'; g.elements['user'].value = 'alice'; g.submit(); true",
+    );
+    browser.wait("the notice", "!!document.getElementById('notice')");
+    assert!(
+        browser.text("#decision").contains("approved"),
+        "{}",
+        browser.text("body")
+    );
+    browser.goto(&format!("{}/", server.base));
+    assert!(browser.text("#empty").contains("No runs await review"));
+
+    // A running delegation's events appear in its page as they happen.
+    let slow = submit(
+        &server.base,
+        &json!({
+            "task": "take a moment",
+            "delegate": {"kind": "command", "command": ["sh", "-c", "sleep 1.5; echo done"]},
+            "workdir": "ws",
+        }),
+    );
+    browser.goto(&format!("{}/runs/{slow}", server.base));
+    browser.wait(
+        "the first events",
+        "document.querySelectorAll('#events li').length > 0",
+    );
+    browser.wait(
+        "the end of the run",
+        "[...document.querySelectorAll('#events li')].some((li) => li.textContent === 'DelegationCompleted')",
+    );
+    assert_eq!(browser.text("#status"), "Finished.");
+}
