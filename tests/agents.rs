@@ -248,13 +248,14 @@ fn a_hanging_cli_is_killed_at_its_timeout() {
         "delegation.yaml",
         file.replace("binary:", "timeout_s: 1, binary:"),
     );
-    let started = std::time::Instant::now();
     let (out, report) = run(&dir, Some("hang"));
     expect_error_kind(&out, &report, 4, "delegate");
     let message = report["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("timed out after 1s"), "{message}");
-    // Killed, not waited for: the fake sleeps for a minute.
-    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(
+        message.contains("killed with its process group"),
+        "{message}"
+    );
 }
 
 /// A CLI that is not installed is a configuration error naming how to install it; unknown keys

@@ -229,6 +229,22 @@ fn run_batch(dir: &TempDir, queue: &str) -> (crate::util::Output, Vec<Value>) {
     (out, lines)
 }
 
+/// Runs `harness batch --json --queue QUEUE` on the batch of `dir` on a thread of its own, so
+/// the test can act on the workers and the server while it waits.
+fn submit_in_background(
+    dir: &TempDir,
+    queue: &str,
+) -> std::thread::JoinHandle<crate::util::Output> {
+    let queue = queue.to_owned();
+    let journal = dir.join("runs.db");
+    let file = dir.join("batch.jsonl");
+    std::thread::spawn(move || {
+        harness(["batch", "--json", "--queue", &queue, "--journal"])
+            .args([journal, file])
+            .run()
+    })
+}
+
 fn sqlite(dir: &TempDir) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(dir.join("queue.db")).expect("the queue database");
     conn.busy_timeout(Duration::from_secs(10))
@@ -279,16 +295,7 @@ fn a_killed_workers_delegation_runs_again_and_is_recorded_once(backend: Backend)
         return;
     };
     let mut first = Worker::start(&queue, &["--concurrency", "1", "--lease", "1"]);
-    let submit = {
-        let queue = queue.clone();
-        let journal = dir.join("runs.db");
-        let file = dir.join("batch.jsonl");
-        std::thread::spawn(move || {
-            harness(["batch", "--json", "--queue", &queue, "--journal"])
-                .args([journal, file])
-                .run()
-        })
-    };
+    let submit = submit_in_background(&dir, &queue);
     // The first worker is mid-delegation: kill it there.
     wait_for("a delegation to start", || {
         (0..3).any(|i| dir.join(format!("ws{i}/started")).exists())
@@ -413,16 +420,7 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Bac
     };
     // Queue it (the submitter validates the entry while the script is there), then take the
     // script away before any worker runs it.
-    let submit = {
-        let queue = queue.clone();
-        let journal = dir.join("runs.db");
-        let file = dir.join("batch.jsonl");
-        std::thread::spawn(move || {
-            harness(["batch", "--json", "--queue", &queue, "--journal"])
-                .args([journal, file])
-                .run()
-        })
-    };
+    let submit = submit_in_background(&dir, &queue);
     if backend == Backend::Sqlite {
         wait_for("the job to be queued", || {
             Path::new(&dir.join("queue.db")).exists()
@@ -487,16 +485,7 @@ fn nats_restarting_mid_batch_loses_nothing() {
     let queue = nats.url();
     let _a = Worker::start(&queue, &["--concurrency", "1", "--lease", "5"]);
     let _b = Worker::start(&queue, &["--concurrency", "1", "--lease", "5"]);
-    let submit = {
-        let queue = queue.clone();
-        let journal = dir.join("runs.db");
-        let file = dir.join("batch.jsonl");
-        std::thread::spawn(move || {
-            harness(["batch", "--json", "--queue", &queue, "--journal"])
-                .args([journal, file])
-                .run()
-        })
-    };
+    let submit = submit_in_background(&dir, &queue);
     wait_for("the first delegations to start", || {
         (0..6)
             .filter(|i| dir.join(format!("ws{i}/started")).exists())

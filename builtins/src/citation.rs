@@ -248,20 +248,12 @@ pub fn check_response(response: &str, workspace: &Workspace) -> CitationReport {
                 line: i + 1,
                 message: format!(
                     "this line makes a claim without a citation (or {INSUFFICIENT}): {}",
-                    short(text)
+                    crate::shorten(text, 80)
                 ),
             });
         }
     }
     report
-}
-
-fn short(text: &str) -> String {
-    let mut out: String = text.chars().take(80).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]

@@ -43,7 +43,16 @@ pub use modules::{
     Isolation, Launch, ProgramRun, bubblewrap, find_program, hex, http_client_builder, read_capped,
     run_program, sha256_hex,
 };
-pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular};
+pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
+
+/// At most `max` characters of `text`, with `…` when any were dropped (for messages).
+pub fn shorten(text: &str, max: usize) -> String {
+    let mut out: String = text.chars().take(max).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
 
 /// Re-exported so hosts extending the globals (`Engine::with_extension`) use the same starlark.
 pub use starlark;

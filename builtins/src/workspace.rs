@@ -182,6 +182,18 @@ pub fn open_regular(full: &Path) -> io::Result<std::fs::File> {
     regular(file)
 }
 
+/// Reads the text of the regular file at `path`, as [`open_regular`] opens it (never waiting on a
+/// FIFO or device).
+///
+/// # Errors
+/// As [`open_regular`], or the file is not UTF-8.
+pub fn read_regular(path: &Path) -> io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// Creates or truncates the regular file at `full` (a path [`Workspace::resolve_for_write`]
 /// returned) for writing. Never follows a symbolic link in the last component (one made since
 /// the path was resolved is refused), never waits on or writes into a FIFO, socket or device,

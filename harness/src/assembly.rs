@@ -61,7 +61,7 @@ impl Assembler {
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the file (the delegation file or
     /// the project policy), the key and the fix.
     pub fn file(&self, path: &Path) -> Result<Delegation> {
-        let text = read_text(path)
+        let text = harness_builtins::read_regular(path)
             .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
         Delegation::from_yaml(self, path, &text, base_of(path))
     }
@@ -113,7 +113,7 @@ impl Assembler {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         scripts
             .entry(path.to_path_buf())
-            .or_insert_with(|| read_text(path).map_err(|e| e.to_string()))
+            .or_insert_with(|| harness_builtins::read_regular(path).map_err(|e| e.to_string()))
             .clone()
     }
 
@@ -134,14 +134,6 @@ impl Assembler {
         policies.insert(workdir.to_path_buf(), Arc::clone(&policy));
         Ok(policy)
     }
-}
-
-/// Reads a text file, refusing a FIFO or device (which could block forever) before reading.
-fn read_text(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    harness_builtins::open_regular(path)?.read_to_string(&mut text)?;
-    Ok(text)
 }
 
 /// Returns the directory relative paths in the file at `path` are resolved against.

@@ -409,7 +409,7 @@ fn parse(text: &str) -> Result<Parsed, String> {
         Some(Err(e)) => {
             return Err(format!(
                 "the reviewer's answer is not one JSON object ({e}): {}",
-                short(body)
+                harness_builtins::shorten(body, 200)
             ));
         }
         None => return Err("the reviewer answered nothing".to_owned()),
@@ -417,13 +417,13 @@ fn parse(text: &str) -> Result<Parsed, String> {
     if values.next().is_some() {
         return Err(format!(
             "the reviewer answered more than one JSON value; it must answer exactly one object: {}",
-            short(body)
+            harness_builtins::shorten(body, 200)
         ));
     }
     let Value::Object(map) = value else {
         return Err(format!(
             "the reviewer's answer is not a JSON object: {}",
-            short(body)
+            harness_builtins::shorten(body, 200)
         ));
     };
     let outcome = match map.get("outcome").and_then(Value::as_str) {
@@ -443,7 +443,7 @@ fn parse(text: &str) -> Result<Parsed, String> {
             Some(Value::String(s)) => Ok(s.clone()),
             Some(other) => Err(format!(
                 "the reviewer's `{key}` must be a string, got {}",
-                short(&other.to_string())
+                harness_builtins::shorten(&other.to_string(), 200)
             )),
         }
     };
@@ -455,7 +455,7 @@ fn parse(text: &str) -> Result<Parsed, String> {
         Some(other) => {
             return Err(format!(
                 "the reviewer's `confidence` must be a number, got {}",
-                short(&other.to_string())
+                harness_builtins::shorten(&other.to_string(), 200)
             ));
         }
     };
@@ -525,15 +525,6 @@ fn parse(text: &str) -> Result<Parsed, String> {
         confidence,
         findings,
     })
-}
-
-/// At most 200 characters of `text`, for messages.
-fn short(text: &str) -> String {
-    let mut out: String = text.chars().take(200).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]

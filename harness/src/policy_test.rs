@@ -266,7 +266,7 @@ fn run_file(shared: &Arc<Shared>, engine: &Engine, file: &Path) -> Vec<TestCase>
         duration_ms: millis(started.elapsed()),
         logs: Vec::new(),
     };
-    let source = match read_text(file) {
+    let source = match harness_builtins::read_regular(file) {
         Ok(source) => source,
         Err(e) => return vec![broken(format!("cannot read: {e}"), None)],
     };
@@ -359,14 +359,6 @@ fn described(e: &harness_builtins::Error) -> String {
     }
 }
 
-/// Reads a text file without ever waiting on a FIFO or device.
-fn read_text(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    harness_builtins::open_regular(path)?.read_to_string(&mut text)?;
-    Ok(text)
-}
-
 /// Serves `verifier(path)` and `hook(path)` for one test file: paths are relative to its
 /// directory.
 #[derive(Debug)]
@@ -412,7 +404,8 @@ impl FileRunner {
             Some("yaml" | "yml")
         );
         if !yaml {
-            let source = read_text(&full).map_err(|e| format!("cannot read {name}: {e}"))?;
+            let source = harness_builtins::read_regular(&full)
+                .map_err(|e| format!("cannot read {name}: {e}"))?;
             return Ok(LoadedVerifier {
                 origin: Origin {
                     file: name.clone(),
@@ -438,7 +431,7 @@ impl FileRunner {
             },
             None => Origin {
                 file: name.clone(),
-                offset: inline_offset(&read_text(&full).unwrap_or_default()),
+                offset: inline_offset(&harness_builtins::read_regular(&full).unwrap_or_default()),
             },
         };
         Ok(LoadedVerifier {

@@ -201,45 +201,36 @@ enum RawDelegate {
     Scripted {
         script: PathBuf,
     },
-    Openai {
-        model: String,
-        #[serde(default)]
-        base_url: Option<String>,
-        #[serde(default)]
-        api_key_env: Option<String>,
-        #[serde(default)]
-        temperature: Option<f64>,
-        #[serde(default)]
-        max_tokens: Option<u32>,
-        #[serde(default)]
-        timeout_s: Option<f64>,
-        #[serde(default)]
-        max_retries: Option<u32>,
-    },
+    Openai(RawModel),
     Command {
         command: Vec<String>,
         #[serde(default)]
         timeout_s: Option<f64>,
     },
-    Anthropic {
-        model: String,
-        #[serde(default)]
-        base_url: Option<String>,
-        #[serde(default)]
-        api_key_env: Option<String>,
-        #[serde(default)]
-        temperature: Option<f64>,
-        #[serde(default)]
-        max_tokens: Option<u32>,
-        #[serde(default)]
-        timeout_s: Option<f64>,
-        #[serde(default)]
-        max_retries: Option<u32>,
-    },
+    Anthropic(RawModel),
     Claude(RawAgent),
     Codex(RawAgent),
     Gemini(RawAgent),
     Aider(RawAgent),
+}
+
+/// A model delegate's settings (`kind: openai | anthropic`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    model: String,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    max_retries: Option<u32>,
 }
 
 /// An agent CLI preset's settings (`kind: claude | codex | gemini | aider`).
@@ -726,41 +717,43 @@ impl Delegation {
 /// Reads a script named by a key, relative to the delegation file: its full path and text.
 pub(crate) type ReadScript<'a> = dyn Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a;
 
-/// Checks a model delegate's `model` (not empty) and `temperature` (0 to `max`).
-fn http_model(
+/// A model delegate's settings, checked.
+struct ModelSettings {
+    model: String,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    timeout: Duration,
+    max_retries: Option<u32>,
+}
+
+/// Checks a model delegate's settings: `model` not empty, `temperature` from 0 to `max_temperature`,
+/// `base_url` an http(s) URL without credentials, and `api_key_env` (`none` for a server that
+/// takes no key, else the variable, `default_key` when not given) holding a key now.
+fn model_settings(
     file: &str,
     key: &str,
-    model: String,
-    temperature: Option<f64>,
-    max: f64,
-) -> Result<String> {
-    if model.trim().is_empty() {
+    raw: RawModel,
+    max_temperature: f64,
+    default_key: Option<String>,
+) -> Result<ModelSettings> {
+    if raw.model.trim().is_empty() {
         return Err(Error::config(format!("{file}: `{key}.model` is empty")));
     }
-    if let Some(t) = temperature.filter(|t| !(0.0..=max).contains(t)) {
+    if let Some(t) = raw
+        .temperature
+        .filter(|t| !(0.0..=max_temperature).contains(t))
+    {
         return Err(Error::config(format!(
-            "{file}: `{key}.temperature` must be between 0 and {max}, got {t}"
+            "{file}: `{key}.temperature` must be between 0 and {max_temperature}, got {t}"
         )));
     }
-    Ok(model)
-}
-
-/// Checks a model delegate's `base_url`.
-fn checked_base_url(file: &str, key: &str, url: String) -> Result<String> {
-    crate::delegate::check_base_url(&url)
-        .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
-    Ok(url)
-}
-
-/// Resolves a model delegate's `api_key_env` (`none` for a server that takes no key, else the
-/// variable, `default` when not given) and checks that the variable holds a key now.
-fn key_variable(
-    file: &str,
-    key: &str,
-    given: Option<String>,
-    default: Option<String>,
-) -> Result<Option<String>> {
-    let variable = match given.as_deref() {
+    if let Some(url) = &raw.base_url {
+        crate::delegate::check_base_url(url)
+            .map_err(|why| Error::config(format!("{file}: `{key}.base_url` {why}")))?;
+    }
+    let api_key_env = match raw.api_key_env.as_deref() {
         Some("none") => None,
         Some(var) if var.trim().is_empty() => {
             return Err(Error::config(format!(
@@ -768,13 +761,21 @@ fn key_variable(
             )));
         }
         Some(var) => Some(var.to_owned()),
-        None => default,
+        None => default_key,
     };
-    if let Some(var) = &variable {
+    if let Some(var) = &api_key_env {
         crate::delegate::api_key(var)
             .map_err(|why| Error::config(format!("{file}: `{key}.api_key_env` {why}")))?;
     }
-    Ok(variable)
+    Ok(ModelSettings {
+        model: raw.model,
+        base_url: raw.base_url,
+        api_key_env,
+        temperature: raw.temperature,
+        max_tokens: raw.max_tokens,
+        timeout: seconds(file, &format!("{key}.timeout_s"), raw.timeout_s, 120.0)?,
+        max_retries: raw.max_retries,
+    })
 }
 
 /// Validates a `delegate:` mapping (or `critic.delegate:`, named `key` in messages); paths in it
@@ -826,58 +827,33 @@ fn delegate_config(
             let (path, source) = read(&format!("{key}.script"), &script)?;
             DelegateConfig::Scripted { path, source }
         }
-        RawDelegate::Openai {
-            model,
-            base_url,
-            api_key_env,
-            temperature,
-            max_tokens,
-            timeout_s,
-            max_retries,
-        } => {
-            let model = http_model(file, key, model, temperature, 2.0)?;
-            let mut spec = OpenAiSpec::new(model);
-            if let Some(url) = base_url {
-                spec.base_url = checked_base_url(file, key, url)?;
-            }
-            spec.api_key_env = key_variable(file, key, api_key_env, spec.api_key_env)?;
-            spec.temperature = temperature;
-            spec.max_tokens = max_tokens;
-            spec.request_timeout = seconds(file, &format!("{key}.timeout_s"), timeout_s, 120.0)?;
-            if let Some(retries) = max_retries {
-                spec.max_retries = retries;
-            }
+        RawDelegate::Openai(raw) => {
+            let mut spec = OpenAiSpec::new(String::new());
+            let given = model_settings(file, key, raw, 2.0, spec.api_key_env.take())?;
+            spec.model = given.model;
+            spec.base_url = given.base_url.unwrap_or(spec.base_url);
+            spec.api_key_env = given.api_key_env;
+            spec.temperature = given.temperature;
+            spec.max_tokens = given.max_tokens;
+            spec.request_timeout = given.timeout;
+            spec.max_retries = given.max_retries.unwrap_or(spec.max_retries);
             DelegateConfig::OpenAi(spec)
         }
-        RawDelegate::Anthropic {
-            model,
-            base_url,
-            api_key_env,
-            temperature,
-            max_tokens,
-            timeout_s,
-            max_retries,
-        } => {
-            let model = http_model(file, key, model, temperature, 1.0)?;
-            let mut spec = AnthropicSpec::new(model);
-            if let Some(url) = base_url {
-                spec.base_url = checked_base_url(file, key, url)?;
+        RawDelegate::Anthropic(raw) => {
+            let mut spec = AnthropicSpec::new(String::new());
+            let given = model_settings(file, key, raw, 1.0, spec.api_key_env.take())?;
+            if given.max_tokens == Some(0) {
+                return Err(Error::config(format!(
+                    "{file}: `{key}.max_tokens` must be at least 1"
+                )));
             }
-            spec.api_key_env = key_variable(file, key, api_key_env, spec.api_key_env)?;
-            spec.temperature = temperature;
-            match max_tokens {
-                Some(0) => {
-                    return Err(Error::config(format!(
-                        "{file}: `{key}.max_tokens` must be at least 1"
-                    )));
-                }
-                Some(n) => spec.max_tokens = n,
-                None => {}
-            }
-            spec.request_timeout = seconds(file, &format!("{key}.timeout_s"), timeout_s, 120.0)?;
-            if let Some(retries) = max_retries {
-                spec.max_retries = retries;
-            }
+            spec.model = given.model;
+            spec.base_url = given.base_url.unwrap_or(spec.base_url);
+            spec.api_key_env = given.api_key_env;
+            spec.temperature = given.temperature;
+            spec.max_tokens = given.max_tokens.unwrap_or(spec.max_tokens);
+            spec.request_timeout = given.timeout;
+            spec.max_retries = given.max_retries.unwrap_or(spec.max_retries);
             DelegateConfig::Anthropic(spec)
         }
         RawDelegate::Command { command, timeout_s } => {

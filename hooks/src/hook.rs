@@ -228,14 +228,6 @@ fn strip_location(message: &str) -> &str {
     }
 }
 
-/// Reads a text file without ever waiting on a FIFO or device.
-fn read_text(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    harness_builtins::open_regular(path)?.read_to_string(&mut text)?;
-    Ok(text)
-}
-
 /// Loads and compiles one hook file, returning every problem found in it.
 pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Hook, Vec<Problem>> {
     let problem = |line: Option<usize>, message: String| Problem {
@@ -243,7 +235,8 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         line,
         message,
     };
-    let text = read_text(path).map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
+    let text = harness_builtins::read_regular(path)
+        .map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
     let Some((yaml, yaml_line)) = front_matter(&text) else {
         return Err(vec![problem(
             Some(1),
@@ -344,7 +337,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         ),
         (None, Some(file)) => {
             let full = base.join(&file);
-            match read_text(&full) {
+            match harness_builtins::read_regular(&full) {
                 Ok(source) => (full, Some(source), Some(1)),
                 Err(e) => {
                     problems.push(problem(

@@ -34,6 +34,16 @@ pub enum OverrideType {
 }
 
 impl OverrideType {
+    /// The type named `name` (`check`, `verifier` or `direct`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "check" => Some(OverrideType::Check),
+            "verifier" => Some(OverrideType::Verifier),
+            "direct" => Some(OverrideType::Direct),
+            _ => None,
+        }
+    }
+
     /// `check`, `verifier` or `direct`.
     pub fn as_str(self) -> &'static str {
         match self {

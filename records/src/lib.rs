@@ -26,7 +26,8 @@ pub use authority::{
     AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, canonical,
 };
 pub use dashboard::{
-    CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, normalise,
+    CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, escape_html,
+    normalise,
 };
 pub use export::{AuditFailure, RUN_SCHEMA, VerificationReport, audit, export};
 pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};

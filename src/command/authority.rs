@@ -99,11 +99,9 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
                 "who decides? pass --user NAME or set HARNESS_USER: an override is attributed, never guessed",
             )
         })?;
-    let override_type = match args.override_type.as_str() {
-        "check" => OverrideType::Check,
-        "verifier" => OverrideType::Verifier,
-        _ => OverrideType::Direct,
-    };
+    // Clap allows only the three names.
+    let override_type =
+        OverrideType::from_name(&args.override_type).unwrap_or(OverrideType::Direct);
     let request = OverrideRequest {
         run_id: args.id.clone(),
         approve: args.approve,
@@ -112,24 +110,7 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
         user,
     };
     let located = settings::journal_to_read(args.journal.as_deref())?;
-    let done = apply_override(located.path.clone(), request).await;
-    let done = match done {
-        Ok(done) => {
-            harness::telemetry::record_override(&done.override_type, &done.decision);
-            done
-        }
-        Err(e) => {
-            if matches!(
-                e.kind(),
-                harness::ErrorKind::OverrideNotAllowed
-                    | harness::ErrorKind::ReasonRequired
-                    | harness::ErrorKind::IllegalTransition
-            ) {
-                harness::telemetry::record_override(&args.override_type, e.kind().as_str());
-            }
-            return Err(e);
-        }
-    };
+    let done = apply_override(located.path.clone(), request).await?;
     if args.json {
         println!("{}", json!({"override": done.to_json()}));
     } else {
@@ -147,7 +128,9 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
 }
 
 /// Applies `request` to the journal at `path` under the `override_policy` of the workspace the
-/// run was judged in (the CLI's `override` and the service's `POST …/override` alike).
+/// run was judged in (the CLI's `override`, the service's `POST …/override` and the review
+/// page's forms alike), and counts the decision or the refusal in the `harness.overrides`
+/// metric.
 ///
 /// # Errors
 /// `override_not_allowed`, `reason_required`, `illegal_transition` when refused (and audited);
@@ -156,7 +139,8 @@ pub async fn apply_override(
     path: std::path::PathBuf,
     request: OverrideRequest,
 ) -> Result<harness_records::Override, Error> {
-    tokio::task::spawn_blocking(move || {
+    let override_type = request.override_type.as_str();
+    let done = tokio::task::spawn_blocking(move || {
         let mut journal = Journal::open(&path)?;
         // The policy of the workspace the run was judged in.
         let workdir = journal
@@ -180,7 +164,22 @@ pub async fn apply_override(
         journal.override_run(&request, &policy, &policy_at)
     })
     .await
-    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))?
+    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))?;
+    match &done {
+        Ok(done) => harness::telemetry::record_override(&done.override_type, &done.decision),
+        Err(e)
+            if matches!(
+                e.kind(),
+                harness::ErrorKind::OverrideNotAllowed
+                    | harness::ErrorKind::ReasonRequired
+                    | harness::ErrorKind::IllegalTransition
+            ) =>
+        {
+            harness::telemetry::record_override(override_type, e.kind().as_str());
+        }
+        Err(_) => {}
+    }
+    done
 }
 
 /// `harness audit-log ...`.

@@ -295,7 +295,7 @@ fn labelled_bars(bars: &[(String, usize)], colour: &str) -> String {
 }
 
 /// Escapes text for HTML element content and attribute values.
-fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -17,6 +17,7 @@ use harness::Usage;
 use crate::journal::Record;
 
 mod html;
+pub use html::escape as escape_html;
 mod text;
 
 /// How many reasons, hooks and errors each kind lists.

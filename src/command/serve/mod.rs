@@ -223,6 +223,19 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
 }
 
 impl App {
+    /// Applies an override (the API's and the review page's alike) and counts it for `/metrics`.
+    async fn decide(&self, request: OverrideRequest) -> Result<harness_records::Override, Error> {
+        let done = super::authority::apply_override(self.journal.clone(), request).await?;
+        *self
+            .metrics
+            .overrides
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(done.decision.clone())
+            .or_default() += 1;
+        Ok(done)
+    }
+
     /// True when `given` is the configured token (compared in constant time), or when none is
     /// configured.
     fn token_matches(&self, given: &str) -> bool {
@@ -607,17 +620,15 @@ async fn override_run(
             ));
         }
     };
-    let override_type = match body.override_type.as_str() {
-        "check" => OverrideType::Check,
-        "verifier" => OverrideType::Verifier,
-        "direct" => OverrideType::Direct,
-        other => {
-            return Err(bad(
-                "config",
-                format!("`type` is {other:?}; use check, verifier or direct"),
-            ));
-        }
-    };
+    let override_type = OverrideType::from_name(&body.override_type).ok_or_else(|| {
+        bad(
+            "config",
+            format!(
+                "`type` is {:?}; use check, verifier or direct",
+                body.override_type
+            ),
+        )
+    })?;
     // Attributed to the caller named in the body, else to the token's identity; never guessed.
     let user = body
         .user
@@ -645,30 +656,8 @@ async fn override_run(
         reason: body.reason,
         user,
     };
-    let kind = body.override_type.clone();
-    match super::authority::apply_override(app.journal.clone(), request).await {
-        Ok(done) => {
-            harness::telemetry::record_override(&done.override_type, &done.decision);
-            *app.metrics
-                .overrides
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(done.decision.clone())
-                .or_default() += 1;
-            Ok(axum::Json(json!({"override": done.to_json()})).into_response())
-        }
-        Err(e) => {
-            if matches!(
-                e.kind(),
-                ErrorKind::OverrideNotAllowed
-                    | ErrorKind::ReasonRequired
-                    | ErrorKind::IllegalTransition
-            ) {
-                harness::telemetry::record_override(&kind, e.kind().as_str());
-            }
-            Err(ApiError::from(e))
-        }
-    }
+    let done = app.decide(request).await?;
+    Ok(axum::Json(json!({"override": done.to_json()})).into_response())
 }
 
 /// `GET /v1/report`: the failure-mode dashboard, as `harness report --json`.
@@ -678,54 +667,77 @@ async fn report(State(app): State<Shared>) -> Result<Response, ApiError> {
     Ok(axum::Json(dashboard.to_json()).into_response())
 }
 
+/// Appends one metric family: its help, type and samples (`labels` as `key="value"`, or empty).
+fn family(text: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, u64)]) {
+    text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+    for (labels, value) in samples {
+        if labels.is_empty() {
+            text.push_str(&format!("{name} {value}\n"));
+        } else {
+            text.push_str(&format!("{name}{{{labels}}} {value}\n"));
+        }
+    }
+}
+
+/// A labelled count per key, as samples.
+fn by_label(label: &str, counts: &Mutex<HashMap<String, u64>>) -> Vec<(String, u64)> {
+    counts
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .map(|(key, n)| (format!("{label}=\"{key}\""), *n))
+        .collect()
+}
+
 /// `GET /metrics`: Prometheus text exposition.
 async fn metrics(State(app): State<Shared>) -> Response {
     let m = &app.metrics;
+    let plain = |n: u64| vec![(String::new(), n)];
+    let running = app
+        .live
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .len();
     let mut text = String::new();
-    text.push_str("# HELP harness_delegations_submitted_total Delegations submitted to this server.\n# TYPE harness_delegations_submitted_total counter\n");
-    text.push_str(&format!(
-        "harness_delegations_submitted_total {}\n",
-        m.submitted.load(Ordering::Relaxed)
-    ));
-    text.push_str("# HELP harness_delegations_finished_total Delegations finished, by outcome.\n# TYPE harness_delegations_finished_total counter\n");
-    for (outcome, n) in m
-        .finished
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-    {
-        text.push_str(&format!(
-            "harness_delegations_finished_total{{outcome=\"{outcome}\"}} {n}\n"
-        ));
+    for (name, kind, help, samples) in [
+        (
+            "harness_delegations_submitted_total",
+            "counter",
+            "Delegations submitted to this server.",
+            plain(m.submitted.load(Ordering::Relaxed)),
+        ),
+        (
+            "harness_delegations_finished_total",
+            "counter",
+            "Delegations finished, by outcome.",
+            by_label("outcome", &m.finished),
+        ),
+        (
+            "harness_delegations_running",
+            "gauge",
+            "Delegations running now.",
+            plain(u64::try_from(running).unwrap_or(u64::MAX)),
+        ),
+        (
+            "harness_overrides_total",
+            "counter",
+            "Overrides decided through the API or the review page, by decision.",
+            by_label("decision", &m.overrides),
+        ),
+        (
+            "harness_http_requests_total",
+            "counter",
+            "Requests received.",
+            plain(m.requests.load(Ordering::Relaxed)),
+        ),
+        (
+            "harness_http_unauthorized_total",
+            "counter",
+            "Requests refused for a missing or wrong token.",
+            plain(m.unauthorized.load(Ordering::Relaxed)),
+        ),
+    ] {
+        family(&mut text, name, kind, help, &samples);
     }
-    text.push_str("# HELP harness_delegations_running Delegations running now.\n# TYPE harness_delegations_running gauge\n");
-    text.push_str(&format!(
-        "harness_delegations_running {}\n",
-        app.live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
-    ));
-    text.push_str("# HELP harness_overrides_total Overrides decided through the API, by decision.\n# TYPE harness_overrides_total counter\n");
-    for (decision, n) in m
-        .overrides
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-    {
-        text.push_str(&format!(
-            "harness_overrides_total{{decision=\"{decision}\"}} {n}\n"
-        ));
-    }
-    text.push_str("# HELP harness_http_requests_total Requests received.\n# TYPE harness_http_requests_total counter\n");
-    text.push_str(&format!(
-        "harness_http_requests_total {}\n",
-        m.requests.load(Ordering::Relaxed)
-    ));
-    text.push_str("# HELP harness_http_unauthorized_total Requests refused for a missing or wrong token.\n# TYPE harness_http_unauthorized_total counter\n");
-    text.push_str(&format!(
-        "harness_http_unauthorized_total {}\n",
-        m.unauthorized.load(Ordering::Relaxed)
-    ));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }

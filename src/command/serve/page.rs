@@ -15,21 +15,7 @@ use serde_json::Value;
 
 use super::{ApiError, Shared, read};
 
-/// Escapes text for HTML.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use harness_records::escape_html as esc;
 
 fn page(title: &str, body: &str) -> Html<String> {
     Html(format!(
@@ -269,11 +255,9 @@ pub(super) async fn decide(
         )
             .into_response()
     };
-    let override_type = match form.override_type.as_str() {
-        "check" => OverrideType::Check,
-        "verifier" => OverrideType::Verifier,
-        "direct" => OverrideType::Direct,
-        _ => {
+    let override_type = match OverrideType::from_name(&form.override_type) {
+        Some(override_type) => override_type,
+        None => {
             return refused(
                 StatusCode::BAD_REQUEST,
                 "config",
@@ -310,20 +294,9 @@ pub(super) async fn decide(
         reason,
         user,
     };
-    match super::super::authority::apply_override(app.journal.clone(), request).await {
-        Ok(done) => {
-            harness::telemetry::record_override(&done.override_type, &done.decision);
-            Redirect::to(&format!("/runs/{id}?done={}", done.decision)).into_response()
-        }
+    match app.decide(request).await {
+        Ok(done) => Redirect::to(&format!("/runs/{id}?done={}", done.decision)).into_response(),
         Err(e) => {
-            if matches!(
-                e.kind(),
-                harness::ErrorKind::OverrideNotAllowed
-                    | harness::ErrorKind::ReasonRequired
-                    | harness::ErrorKind::IllegalTransition
-            ) {
-                harness::telemetry::record_override(&form.override_type, e.kind().as_str());
-            }
             let status = ApiError::from(e.clone()).0;
             refused(status, e.kind().as_str(), e.message())
         }
