@@ -214,19 +214,19 @@ fn recorded(dir: &TempDir) -> Vec<Value> {
 }
 
 fn run_batch(dir: &TempDir, queue: &str) -> (crate::util::Output, Vec<Value>) {
-    let out = harness(["batch", "--json", "--queue", queue])
-        .args([
-            "--journal".into(),
-            dir.join("runs.db").display().to_string(),
-        ])
-        .args([dir.join("batch.jsonl")])
-        .run();
-    let lines = out
-        .stdout
+    let out = submit_in_background(dir, queue)
+        .join()
+        .expect("the submitter");
+    let lines = outcomes(&out);
+    (out, lines)
+}
+
+/// The JSON lines `batch --json` printed.
+fn outcomes(out: &crate::util::Output) -> Vec<Value> {
+    out.stdout
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
-    (out, lines)
+        .collect()
 }
 
 /// Runs `harness batch --json --queue QUEUE` on the batch of `dir` on a thread of its own, so
@@ -319,11 +319,7 @@ fn a_killed_workers_delegation_runs_again_and_is_recorded_once(backend: Backend)
     let _second = Worker::start(&queue, &["--concurrency", "2", "--lease", "1"]);
     let out = submit.join().expect("the submitter");
     out.expect_code(0);
-    let lines: Vec<Value> = out
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let lines = outcomes(&out);
     assert_eq!(lines.len(), 3, "{out:?}");
     assert!(
         lines.iter().all(|l| l["outcome"] == json!("passed")),
@@ -495,11 +491,7 @@ fn nats_restarting_mid_batch_loses_nothing() {
     nats.restart();
     let out = submit.join().expect("the submitter");
     out.expect_code(0);
-    let lines: Vec<Value> = out
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let lines = outcomes(&out);
     assert_eq!(lines.len(), 6, "{out:?}");
     assert!(
         lines.iter().all(|l| l["outcome"] == json!("passed")),
