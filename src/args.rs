@@ -379,6 +379,12 @@ pub struct BatchArgs {
     /// queued.
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
+    /// Continue batch BATCH (as `--queue` printed it) of this same file, after its submitter
+    /// stopped or died: record the reports that came back meanwhile, queue again the entries
+    /// not yet reported (a job still queued is not queued twice) and follow them. Entries
+    /// already in the journal are skipped.
+    #[arg(long, value_name = "BATCH", requires = "queue")]
+    pub resume: Option<String>,
 }
 
 /// `harness serve`.
@@ -394,6 +400,11 @@ pub struct ServeArgs {
     /// current directory upward, else ./.harness/runs.db].
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// Queue submitted delegations (`sqlite:PATH` or `nats://HOST:PORT`) for `harness worker`
+    /// processes instead of running them in this server; their reports come back to this
+    /// server's journal. Workers must see the workdirs at the same paths (a shared --root).
+    #[arg(long, value_name = "URL")]
+    pub queue: Option<String>,
 }
 
 /// `harness worker`.

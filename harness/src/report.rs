@@ -132,6 +132,38 @@ pub struct Report {
 }
 
 impl Report {
+    /// The report of a delegation that never ran to an outcome of its own (a queued job
+    /// dead-lettered after every delivery failed): outcome `error` of `error`'s kind, no
+    /// attempts, and the one `DelegationCompleted` event saying so — a record like any other,
+    /// for the journal, the review queue and the audit.
+    pub fn not_run(id: String, delegate_kind: &str, error: Error) -> Report {
+        let outcome = if error.kind().is_failure() {
+            Outcome::Failed(error.kind())
+        } else {
+            Outcome::Error(error.kind())
+        };
+        let events = crate::events::Emitter::quiet(&id);
+        events.emit(crate::events::RunEvent::DelegationCompleted {
+            outcome: outcome.as_str().to_owned(),
+            kind: outcome.kind().map(|k| k.as_str().to_owned()),
+        });
+        Report {
+            id,
+            request: None,
+            outcome,
+            delegate_kind: delegate_kind.to_owned(),
+            model: None,
+            attempts: Vec::new(),
+            error: Some(error),
+            delivered: None,
+            warnings: Vec::new(),
+            events: events.take(),
+            debt: Vec::new(),
+            started_at: std::time::SystemTime::now(),
+            duration: std::time::Duration::ZERO,
+        }
+    }
+
     /// Returns true when the outcome is `passed`.
     pub fn verified(&self) -> bool {
         matches!(self.outcome, Outcome::Passed | Outcome::PassedWithDebt)

@@ -32,7 +32,7 @@ mod worker;
 
 pub use nats::NatsQueue;
 pub use sqlite::SqliteQueue;
-pub use submit::{Followed, follow};
+pub use submit::{Followed, Plan, Stored, follow, job_id};
 pub use worker::{WorkerSettings, WorkerSummary, work};
 
 /// A boxed future, as the [`Queue`] methods return.
@@ -95,6 +95,22 @@ pub struct DeadLetter {
     pub reason: String,
     /// How many times it was delivered.
     pub deliveries: u32,
+}
+
+impl DeadLetter {
+    /// The error a dead letter stands for: kind `delegate`, naming why and how often it was
+    /// delivered.
+    pub fn error(&self) -> Error {
+        Error::new(
+            harness::ErrorKind::Delegate,
+            format!(
+                "dead-lettered after {} deliver{}: {}",
+                self.deliveries,
+                if self.deliveries == 1 { "y" } else { "ies" },
+                self.reason
+            ),
+        )
+    }
 }
 
 /// What came back for a batch.

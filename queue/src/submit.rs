@@ -2,15 +2,19 @@
 //! report (or dead letter) as it arrives — once per delegation, however often it was delivered —
 //! acknowledging it only after the caller has taken it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use harness::batch::{BatchItem, BatchOutcome, BatchSummary};
-use harness::{Error, ErrorKind, Overrides};
+use harness::{Error, Overrides};
 
-use crate::{JOB_SCHEMA, Job, Outcome, Queue};
+use crate::{BoxFuture, JOB_SCHEMA, Job, Outcome, Queue};
+
+/// Resolves once a sink has stored what it was handed: `Err` with why when it could not, and
+/// then the result is not acknowledged (it stays in the queue, to be collected again).
+pub type Stored = BoxFuture<'static, std::result::Result<(), String>>;
 
 /// What [`follow`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,39 +26,103 @@ pub struct Followed {
     pub duplicates: usize,
     /// Delegations still out when the wait was stopped (they stay queued).
     pub pending: usize,
+    /// Results the sink could not store, left unacknowledged in the queue.
+    pub unstored: usize,
+    /// For each delegation that came back, the time from queuing it to its report arriving,
+    /// shortest first.
+    pub latencies: Vec<Duration>,
 }
 
-/// Queues every readable item of `items` on `queue` as batch `batch` (malformed ones go straight
-/// to `sink`, as a local batch reports them), then waits for their results and hands each to
-/// `sink` as a [`BatchOutcome`] — a dead letter as an error of kind `delegate` naming why — and
-/// acknowledges it. When `stop` resolves, it stops waiting; what is still out stays queued.
+impl Followed {
+    /// The `p`th percentile (0–100) of [`Followed::latencies`], nearest rank; `None` when
+    /// nothing came back.
+    pub fn percentile(&self, p: f64) -> Option<Duration> {
+        if self.latencies.is_empty() {
+            return None;
+        }
+        let rank = (p / 100.0 * self.latencies.len() as f64).ceil() as usize;
+        Some(self.latencies[rank.clamp(1, self.latencies.len()) - 1])
+    }
+}
+
+/// What [`follow`] queues and how.
+pub struct Plan<'a> {
+    /// The batch id (`b-` and 16 hex digits): whose results subject the reports come back on.
+    pub batch: &'a str,
+    /// What the submitter set over each file.
+    pub overrides: &'a Overrides,
+    /// True to continue a batch queued before (by a submitter that stopped or died): first the
+    /// reports that came back while no one was following are taken, then the entries not yet
+    /// reported are queued again — under the same ids, so a job still queued is not queued
+    /// twice — and followed.
+    pub resume: bool,
+    /// True for a delegation id already recorded: not handed to the sink, queued or waited
+    /// for again.
+    pub recorded: &'a (dyn Fn(&str) -> bool + Send + Sync),
+}
+
+/// The id of the delegation on line `line` of batch `batch`: the same every time, so that a
+/// batch resumed queues and records each delegation under the id it was first queued with.
+pub fn job_id(batch: &str, line: usize) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{batch}:{line}").as_bytes());
+    let mut id = String::with_capacity(18);
+    id.push_str("d-");
+    for byte in &digest[..8] {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
+}
+
+/// Queues every readable item of `items` on `queue` as batch `plan.batch` (malformed ones go
+/// straight to `sink`, as a local batch reports them), then waits for their results and hands
+/// each to `sink` as a [`BatchOutcome`] — a dead letter as an error of kind `delegate` naming
+/// why — and acknowledges it once the future `sink` returned says it is stored. When `stop`
+/// resolves, it stops waiting; what is still out stays queued.
 ///
 /// # Errors
-/// [`ErrorKind::Config`] when the queue refuses a job or cannot be read.
+/// [`harness::ErrorKind::Config`] when the queue refuses a job or cannot be read.
 pub async fn follow<I, F>(
     queue: Arc<dyn Queue>,
     items: I,
-    batch: &str,
-    overrides: &Overrides,
+    plan: &Plan<'_>,
     stop: impl Future<Output = ()>,
     mut sink: F,
 ) -> harness::Result<Followed>
 where
     I: IntoIterator<Item = (BatchItem, std::path::PathBuf, std::path::PathBuf)>,
-    F: FnMut(BatchOutcome),
+    F: FnMut(BatchOutcome) -> Stored,
 {
-    let mut followed = Followed::default();
-    let mut pending: HashMap<String, usize> = HashMap::new();
+    let mut state = State {
+        followed: Followed::default(),
+        pending: HashMap::new(),
+        seen: HashSet::new(),
+    };
+    tokio::pin!(stop);
+    if plan.resume {
+        // What came back while no one was following: taken first, so that it is not run again.
+        loop {
+            let deliveries = tokio::select! {
+                () = &mut stop => break,
+                found = queue.results(plan.batch, Duration::from_millis(250)) => found?,
+            };
+            if deliveries.is_empty() {
+                break;
+            }
+            state.take(&*queue, plan, deliveries, &mut sink).await?;
+        }
+    }
     for (item, source, base) in items {
-        followed.summary.read += 1;
         let entry = match (item.delegation, item.entry) {
             (Err(e), _) => {
-                followed.summary.malformed += 1;
-                sink(BatchOutcome {
+                state.followed.summary.read += 1;
+                state.followed.summary.malformed += 1;
+                // Nothing to store for an entry that never ran.
+                drop(sink(BatchOutcome {
                     line: item.line,
                     report: Err(e),
                     trace_id: None,
-                });
+                }));
                 continue;
             }
             (Ok(_), Some(entry)) => entry,
@@ -64,65 +132,123 @@ where
                 ));
             }
         };
+        let id = job_id(plan.batch, item.line);
+        if state.seen.contains(&id) || (plan.recorded)(&id) {
+            continue;
+        }
+        state.followed.summary.read += 1;
         let job = Job {
             schema: JOB_SCHEMA.to_owned(),
-            id: harness::new_id(),
-            batch: batch.to_owned(),
+            id,
+            batch: plan.batch.to_owned(),
             line: item.line,
             source,
             base,
             delegation: entry,
-            overrides: overrides.clone(),
+            overrides: plan.overrides.clone(),
         };
+        let queued = Instant::now();
         queue.enqueue(&job).await?;
-        pending.insert(job.id, item.line);
+        state.pending.insert(job.id, queued);
     }
-    tokio::pin!(stop);
-    while !pending.is_empty() {
+    while !state.pending.is_empty() {
         let deliveries = tokio::select! {
             () = &mut stop => break,
-            found = queue.results(batch, Duration::from_millis(500)) => found?,
+            found = queue.results(plan.batch, Duration::from_millis(500)) => found?,
         };
-        for delivery in deliveries {
-            let (id, outcome) = match &delivery.outcome {
-                Outcome::Done(result) => (result.id.clone(), {
-                    let result = result.as_ref().clone();
-                    BatchOutcome {
-                        line: result.line,
-                        trace_id: result.trace_id,
-                        report: Ok(result.report),
-                    }
-                }),
-                Outcome::Dead(dead) => (
-                    dead.id.clone().unwrap_or_default(),
-                    BatchOutcome {
-                        line: dead.line.unwrap_or(0),
-                        trace_id: None,
-                        report: Err(Error::new(
-                            ErrorKind::Delegate,
-                            format!(
-                                "dead-lettered after {} deliver{}: {}",
-                                dead.deliveries,
-                                if dead.deliveries == 1 { "y" } else { "ies" },
-                                dead.reason
-                            ),
-                        )),
-                    },
-                ),
-            };
-            if pending.remove(&id).is_some() {
-                match &outcome.report {
-                    Ok(_) => followed.summary.finished += 1,
-                    Err(_) => followed.summary.malformed += 1,
-                }
-                sink(outcome);
-            } else {
-                followed.duplicates += 1;
-            }
-            queue.acknowledge(&delivery).await?;
-        }
+        state.take(&*queue, plan, deliveries, &mut sink).await?;
     }
-    followed.pending = pending.len();
+    let mut followed = state.followed;
+    followed.latencies.sort_unstable();
+    followed.pending = state.pending.len();
     followed.summary.stopped = followed.pending > 0;
     Ok(followed)
+}
+
+/// What [`follow`] keeps while it waits.
+struct State {
+    followed: Followed,
+    /// Queued by this call and not reported yet, with when.
+    pending: HashMap<String, Instant>,
+    /// Handed to the sink by this call.
+    seen: HashSet<String>,
+}
+
+impl State {
+    /// Hands what came back to `sink` — once per delegation — and acknowledges each delivery
+    /// once the sink has stored it.
+    async fn take<F>(
+        &mut self,
+        queue: &dyn Queue,
+        plan: &Plan<'_>,
+        deliveries: Vec<crate::Delivery>,
+        sink: &mut F,
+    ) -> harness::Result<()>
+    where
+        F: FnMut(BatchOutcome) -> Stored,
+    {
+        let mut storing = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            let (id, outcome) = batch_outcome(&delivery.outcome);
+            if self.seen.contains(&id) || (plan.recorded)(&id) {
+                self.followed.duplicates += 1;
+                storing.push((delivery, None));
+                continue;
+            }
+            if let Some(queued) = self.pending.remove(&id) {
+                self.followed.latencies.push(queued.elapsed());
+            } else {
+                // Queued by an earlier submitter of this batch.
+                self.followed.summary.read += 1;
+            }
+            match &outcome.report {
+                Ok(_) => self.followed.summary.finished += 1,
+                Err(_) => self.followed.summary.malformed += 1,
+            }
+            self.seen.insert(id);
+            storing.push((delivery, Some(sink(outcome))));
+        }
+        // Stored together (the journal writes what arrives together in one transaction), then
+        // each acknowledged: a result is never dropped from the queue before it is recorded.
+        let (deliveries, stored): (Vec<_>, Vec<_>) = storing.into_iter().unzip();
+        let stored = futures_util::future::join_all(
+            stored
+                .into_iter()
+                .map(|s| s.unwrap_or_else(|| Box::pin(async { Ok(()) }))),
+        )
+        .await;
+        for (delivery, stored) in deliveries.iter().zip(stored) {
+            match stored {
+                Ok(()) => queue.acknowledge(delivery).await?,
+                Err(_) => self.followed.unstored += 1,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A delivery as a local batch reports it: its delegation id and outcome (a dead letter as an
+/// error of kind `delegate` naming why).
+fn batch_outcome(outcome: &Outcome) -> (String, BatchOutcome) {
+    match outcome {
+        Outcome::Done(result) => {
+            let result = result.as_ref().clone();
+            (
+                result.id,
+                BatchOutcome {
+                    line: result.line,
+                    trace_id: result.trace_id,
+                    report: Ok(result.report),
+                },
+            )
+        }
+        Outcome::Dead(dead) => (
+            dead.id.clone().unwrap_or_default(),
+            BatchOutcome {
+                line: dead.line.unwrap_or(0),
+                trace_id: None,
+                report: Err(dead.error()),
+            },
+        ),
+    }
 }

@@ -27,12 +27,22 @@ pub struct Written {
     pub crashed: bool,
 }
 
+/// Told once a record is written (`Ok`) or refused (`Err` with why).
+type Done = Box<dyn FnOnce(std::result::Result<(), String>) + Send>;
+
 /// A journal on a writer thread of its own.
-#[derive(Debug)]
 pub struct JournalWriter {
     path: PathBuf,
-    sender: mpsc::Sender<(Report, RecordMeta)>,
+    sender: mpsc::Sender<(Report, RecordMeta, Option<Done>)>,
     thread: JoinHandle<Written>,
+}
+
+impl std::fmt::Debug for JournalWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalWriter")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl JournalWriter {
@@ -42,7 +52,7 @@ impl JournalWriter {
     /// As [`Journal::open`].
     pub fn start(path: &Path) -> Result<Self> {
         let mut journal = Journal::open(path)?;
-        let (sender, receiver) = mpsc::channel::<(Report, RecordMeta)>();
+        let (sender, receiver) = mpsc::channel::<(Report, RecordMeta, Option<Done>)>();
         let thread = std::thread::Builder::new()
             .name("harness-journal".to_owned())
             .spawn(move || {
@@ -54,21 +64,29 @@ impl JournalWriter {
                     std::thread::sleep(GATHER);
                     let mut queued = vec![first];
                     queued.extend(receiver.try_iter().take(MAX_BATCH - 1));
-                    match journal.record_all(queued.iter().map(|(r, m)| (r, m))) {
-                        Ok(failed) => {
-                            written.recorded += queued.len() - failed.len();
-                            written.failures.extend(
-                                failed
-                                    .into_iter()
-                                    .map(|(id, e)| format!("{id}: {}", e.message())),
-                            );
-                        }
-                        Err(e) => written.failures.extend(
-                            queued
+                    let failed: Vec<(String, String)> =
+                        match journal.record_all(queued.iter().map(|(r, m, _)| (r, m))) {
+                            Ok(failed) => failed
+                                .into_iter()
+                                .map(|(id, e)| (id, e.message().to_owned()))
+                                .collect(),
+                            Err(e) => queued
                                 .iter()
-                                .map(|(r, _)| format!("{}: {}", r.id, e.message())),
-                        ),
+                                .map(|(r, _, _)| (r.id.clone(), e.message().to_owned()))
+                                .collect(),
+                        };
+                    written.recorded += queued.len() - failed.len();
+                    for (report, _, done) in queued {
+                        if let Some(done) = done {
+                            done(match failed.iter().find(|(id, _)| *id == report.id) {
+                                Some((_, why)) => Err(why.clone()),
+                                None => Ok(()),
+                            });
+                        }
                     }
+                    written
+                        .failures
+                        .extend(failed.into_iter().map(|(id, why)| format!("{id}: {why}")));
                 }
                 written
             })
@@ -93,7 +111,26 @@ impl JournalWriter {
     /// Queues one finished delegation; it is written within moments.
     pub fn record(&self, report: Report, meta: RecordMeta) {
         // A send only fails when the writer thread died; `finish` reports that.
-        let _ = self.sender.send((report, meta));
+        let _ = self.sender.send((report, meta, None));
+    }
+
+    /// Queues one finished delegation as [`JournalWriter::record`] does, and calls `done` once
+    /// it is written (`Ok`) or refused (`Err` with why) — for whoever may only acknowledge work
+    /// (a queue's result, an HTTP client's stream) once its record is stored.
+    pub fn record_then(
+        &self,
+        report: Report,
+        meta: RecordMeta,
+        done: impl FnOnce(std::result::Result<(), String>) + Send + 'static,
+    ) {
+        if let Err(mpsc::SendError((_, _, Some(done)))) =
+            self.sender.send((report, meta, Some(Box::new(done))))
+        {
+            done(Err(format!(
+                "the journal writer for {} has stopped",
+                self.path.display()
+            )));
+        }
     }
 
     /// Waits until everything queued is written and says what was.
@@ -149,5 +186,29 @@ mod tests {
         );
         let journal = Journal::open_read_only(&path).expect("read");
         assert_eq!(journal.list(&Filter::default()).expect("list").len(), 50);
+    }
+
+    #[test]
+    fn record_then_says_when_the_record_is_stored_or_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let writer = JournalWriter::start(&path).expect("start");
+        let (tx, rx) = mpsc::channel();
+        let told = tx.clone();
+        writer.record_then(report("d-1"), RecordMeta::default(), move |r| {
+            told.send(("d-1", r)).expect("send");
+        });
+        let (id, stored) = rx.recv().expect("told");
+        assert_eq!((id, stored), ("d-1", Ok(())));
+        // Readable by then, from another connection.
+        let journal = Journal::open_read_only(&path).expect("read");
+        assert!(journal.get("d-1").expect("get").is_some());
+        writer.record_then(report("d-1"), RecordMeta::default(), move |r| {
+            tx.send(("again", r)).expect("send");
+        });
+        let (id, refused) = rx.recv().expect("told");
+        assert_eq!(id, "again");
+        assert!(refused.is_err(), "{refused:?}");
+        assert_eq!(writer.finish().recorded, 1);
     }
 }

@@ -153,14 +153,26 @@ pub async fn run(args: BatchArgs) -> u8 {
             }
             None => println!("{text}"),
         }
-        if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
-            let meta = RecordMeta {
-                trace_id: outcome.trace_id,
-                source: Some(format!("{}:{line}", source.display()).into()),
-                workdir: None,
+        let stored: harness_queue::Stored =
+            if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
+                let meta = RecordMeta {
+                    trace_id: outcome.trace_id,
+                    source: Some(format!("{}:{line}", source.display()).into()),
+                    workdir: None,
+                };
+                let (told, stored) = tokio::sync::oneshot::channel();
+                journal.record_then(report, meta, move |r| {
+                    let _ = told.send(r);
+                });
+                Box::pin(async move {
+                    stored
+                        .await
+                        .unwrap_or_else(|_| Err("the journal writer stopped".to_owned()))
+                })
+            } else {
+                Box::pin(async { Ok(()) })
             };
-            journal.record(report, meta);
-        }
+        stored
     };
     let stop = async {
         let why = settings::shutdown_signal().await;
@@ -170,17 +182,59 @@ pub async fn run(args: BatchArgs) -> u8 {
         );
     };
     let summary = match queue {
-        None => run_batch(&runtime, reader, &settings, telemetry::trace_id, stop, sink).await,
+        None => {
+            let mut sink = sink;
+            let sink = |outcome| drop(sink(outcome));
+            run_batch(&runtime, reader, &settings, telemetry::trace_id, stop, sink).await
+        }
         Some(queue) => {
             let absolute =
                 |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
             let (file, base) = (absolute(reader.source()), absolute(reader.base()));
-            let batch = harness::new_id().replacen("d-", "b-", 1);
+            let batch = match &args.resume {
+                Some(batch) => batch.clone(),
+                None => harness::new_id().replacen("d-", "b-", 1),
+            };
+            if !valid_batch(&batch) {
+                let e = harness::Error::config(format!(
+                    "--resume {batch:?}: not a batch id; give the `b-…` id `harness batch --queue` printed"
+                ));
+                return exit::fail(&e, false);
+            }
             eprintln!(
-                "queued on {} as batch {batch}; reports are recorded as workers send them (harness worker --queue {})",
+                "{} on {} as batch {batch}; reports are recorded as workers send them (harness worker --queue {})",
+                if args.resume.is_some() {
+                    "resuming"
+                } else {
+                    "queued"
+                },
                 queue.describe(),
                 args.queue.as_deref().unwrap_or_default()
             );
+            // A resumed batch skips what the journal already holds; a new one has nothing there.
+            let recorded_in = match (&args.resume, &journal) {
+                (Some(_), Some(journal)) => {
+                    match harness_records::Journal::open_read_only(journal.path()) {
+                        Ok(read) => Some(std::sync::Mutex::new(read)),
+                        Err(e) => return exit::fail(&e, false),
+                    }
+                }
+                _ => None,
+            };
+            let recorded = |id: &str| {
+                recorded_in.as_ref().is_some_and(|read| {
+                    read.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get(id)
+                        .is_ok_and(|r| r.is_some())
+                })
+            };
+            let plan = harness_queue::Plan {
+                batch: &batch,
+                overrides: &overrides,
+                resume: args.resume.is_some(),
+                recorded: &recorded,
+            };
             let items = reader
                 .keep_entries()
                 .map(|item| (item, file.clone(), base.clone()));
@@ -188,7 +242,7 @@ pub async fn run(args: BatchArgs) -> u8 {
                 let why = settings::shutdown_signal().await;
                 eprintln!("\n{why}: no longer waiting; what is still out stays queued");
             };
-            match harness_queue::follow(queue, items, &batch, &overrides, stop, sink).await {
+            match harness_queue::follow(queue, items, &plan, stop, sink).await {
                 Ok(followed) => {
                     if followed.duplicates > 0 {
                         eprintln!(
@@ -197,7 +251,27 @@ pub async fn run(args: BatchArgs) -> u8 {
                         );
                     }
                     if followed.pending > 0 {
-                        eprintln!("{} delegation(s) still queued", followed.pending);
+                        eprintln!(
+                            "{} delegation(s) still queued; follow them later with: harness batch {} --queue {} --resume {batch}",
+                            followed.pending,
+                            args.file.display(),
+                            args.queue.as_deref().unwrap_or_default()
+                        );
+                    }
+                    if followed.unstored > 0 {
+                        eprintln!(
+                            "{} report(s) could not be recorded and stay in the queue (take them later with --resume {batch})",
+                            followed.unstored
+                        );
+                    }
+                    if let (Some(p50), Some(p99)) =
+                        (followed.percentile(50.0), followed.percentile(99.0))
+                    {
+                        eprintln!(
+                            "queued to reported: p50 {:.1} ms, p99 {:.1} ms",
+                            p50.as_secs_f64() * 1e3,
+                            p99.as_secs_f64() * 1e3
+                        );
                     }
                     followed.summary
                 }
@@ -269,4 +343,12 @@ pub async fn run(args: BatchArgs) -> u8 {
     } else {
         exit::OK
     }
+}
+
+/// True for a batch id as `harness batch --queue` makes them (`b-` and hex digits): safe in a
+/// NATS subject and a consumer name.
+fn valid_batch(batch: &str) -> bool {
+    batch
+        .strip_prefix("b-")
+        .is_some_and(|hex| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()))
 }

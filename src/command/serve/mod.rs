@@ -33,10 +33,29 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Events kept per running delegation for subscribers that arrive late.
 const LIVE_BUFFER: usize = 4096;
 
-/// A delegation running in this server: its events so far and the channel of those to come.
+/// A delegation running in this server (or queued by it): its events so far and the channel of
+/// those to come.
 struct Live {
     seen: Vec<EventRecord>,
     sender: broadcast::Sender<EventRecord>,
+    /// Queued for a worker; its events arrive with its report.
+    queued: Option<QueuedRun>,
+}
+
+/// What the server keeps of a delegation it queued, to record its report.
+#[derive(Clone)]
+struct QueuedRun {
+    source: PathBuf,
+    workdir: PathBuf,
+    kind: String,
+}
+
+/// The queue this server hands its delegations to (`--queue`).
+struct Queued {
+    queue: Arc<dyn harness_queue::Queue>,
+    /// The server's batch: its reports come back under it, across restarts (it is named after
+    /// the journal, so a restarted server collects what came back while it was down).
+    batch: String,
 }
 
 /// Counters behind `GET /metrics`.
@@ -60,6 +79,7 @@ struct App {
     shutdown: watch::Receiver<bool>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
     metrics: Metrics,
+    queue: Option<Queued>,
 }
 
 type Shared = Arc<App>;
@@ -134,6 +154,16 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         ))
     })?;
     let runtime = Runtime::new()?;
+    let queue = match &args.queue {
+        None => None,
+        Some(url) => Some(Queued {
+            queue: harness_queue::open(url, harness_queue::QueueOptions::default()).await?,
+            batch: format!(
+                "b-{}",
+                &harness_builtins::sha256_hex(journal.to_string_lossy().as_bytes())[..16]
+            ),
+        }),
+    };
     let (stop, shutdown) = watch::channel(false);
     let app = Arc::new(App {
         root,
@@ -148,7 +178,16 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         shutdown,
         tasks: Mutex::new(tokio::task::JoinSet::new()),
         metrics: Metrics::default(),
+        queue,
     });
+    if app.queue.is_some() {
+        let follower = Arc::clone(&app);
+        let shutdown = app.shutdown.clone();
+        app.tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .spawn(collect(follower, shutdown));
+    }
     let router = Router::new()
         .route(
             "/healthz",
@@ -183,6 +222,14 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             ""
         }
     );
+    if let Some(queued) = &app.queue {
+        eprintln!(
+            "harness serve: queuing delegations on {} (batch {}) for harness worker --queue {}",
+            queued.queue.describe(),
+            queued.batch,
+            args.queue.as_deref().unwrap_or_default()
+        );
+    }
     let why = Arc::new(Mutex::new(String::new()));
     let said = Arc::clone(&why);
     axum::serve(listener, router)
@@ -208,6 +255,18 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
     while tasks.join_next().await.is_some() {}
+    let still_queued = app
+        .live
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .values()
+        .filter(|l| l.queued.is_some())
+        .count();
+    if still_queued > 0 {
+        eprintln!(
+            "{still_queued} delegation(s) still queued: their reports are recorded when the server starts again with the same --queue and --journal"
+        );
+    }
     let Ok(app) = Arc::try_unwrap(app) else {
         return Err(Error::config(
             "internal error: the server's state is still shared at exit",
@@ -223,6 +282,58 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
 }
 
 impl App {
+    /// Queues `report` for the journal; resolves once it is stored (or refused, with why).
+    fn store(
+        &self,
+        report: harness::Report,
+        meta: RecordMeta,
+    ) -> impl std::future::Future<Output = Result<(), String>> + use<> {
+        let (told, stored) = tokio::sync::oneshot::channel();
+        self.writer.record_then(report, meta, move |r| {
+            let _ = told.send(r);
+        });
+        async move {
+            stored
+                .await
+                .unwrap_or_else(|_| Err("the journal writer stopped".to_owned()))
+        }
+    }
+
+    /// Counts a finished delegation for `/metrics`.
+    fn count_finished(&self, report: &harness::Report) {
+        *self
+            .metrics
+            .finished
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(report.outcome.as_str().to_owned())
+            .or_default() += 1;
+    }
+
+    /// What the server kept of a delegation it queued, while it waits for its report.
+    fn queued_run(&self, id: &str) -> Option<QueuedRun> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .and_then(|l| l.queued.clone())
+    }
+
+    /// Ends a queued delegation's live stream: its events, as the worker recorded them, reach
+    /// whoever follows it, and then the stream closes.
+    fn finish_live(&self, id: &str, events: Vec<EventRecord>) {
+        let mut live = self
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(mut run) = live.remove(id) {
+            for event in events {
+                run.seen.push(event.clone());
+                let _ = run.sender.send(event);
+            }
+        }
+    }
+
     /// Applies an override (the API's and the review page's alike) and counts it for `/metrics`.
     async fn decide(&self, request: OverrideRequest) -> Result<harness_records::Override, Error> {
         let done = super::authority::apply_override(self.journal.clone(), request).await?;
@@ -321,10 +432,21 @@ async fn submit(
         ..Overrides::default()
     };
     let source = app.root.join("(submitted)");
-    let delegation = Assembler::new(overrides)
-        .json(&source, "the request body", Value::Object(entry), &app.root)
+    // Checked here whether it runs here or on a worker: a bad file is the caller's 400.
+    let delegation = Assembler::new(overrides.clone())
+        .json(
+            &source,
+            "the request body",
+            Value::Object(entry.clone()),
+            &app.root,
+        )
         .map_err(ApiError::from)?;
     let id = harness::new_id();
+    let queued = app.queue.as_ref().map(|_| QueuedRun {
+        source: source.clone(),
+        workdir: inside.clone(),
+        kind: delegation.delegate.kind().to_owned(),
+    });
     let (sender, _) = broadcast::channel(LIVE_BUFFER);
     app.live
         .lock()
@@ -334,8 +456,34 @@ async fn submit(
             Live {
                 seen: Vec::new(),
                 sender,
+                queued,
             },
         );
+    if let Some(queued) = &app.queue {
+        let job = harness_queue::Job {
+            schema: harness_queue::JOB_SCHEMA.to_owned(),
+            id: id.clone(),
+            batch: queued.batch.clone(),
+            line: 0,
+            source,
+            base: app.root.clone(),
+            delegation: Value::Object(entry),
+            overrides,
+        };
+        if let Err(e) = queued.queue.enqueue(&job).await {
+            app.live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&id);
+            return Err(ApiError(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "queue_unavailable".into(),
+                format!("the delegation could not be queued: {}", e.message()),
+            ));
+        }
+        app.metrics.submitted.fetch_add(1, Ordering::Relaxed);
+        return Ok(accepted(&id, "queued"));
+    }
     app.metrics.submitted.fetch_add(1, Ordering::Relaxed);
     let task_app = Arc::clone(&app);
     let task_id = id.clone();
@@ -365,13 +513,10 @@ async fn submit(
                 .runtime
                 .run_as(task_id.clone(), &delegation, &observer, cancel)
                 .await;
-            *app.metrics
-                .finished
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(report.outcome.as_str().to_owned())
-                .or_default() += 1;
-            app.writer.record(
+            app.count_finished(&report);
+            // The live stream ends once the record is readable, so that a client that saw the
+            // stream end finds the delegation in the journal.
+            let stored = app.store(
                 report,
                 RecordMeta {
                     trace_id: None,
@@ -379,40 +524,137 @@ async fn submit(
                     workdir: Some(inside),
                 },
             );
-            // The record is written by the writer thread: wait until it is readable, so that a
-            // client that saw the stream end finds the delegation in the journal.
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            while tokio::time::Instant::now() < deadline {
-                let path = app.journal.clone();
-                let id = task_id.clone();
-                let found = tokio::task::spawn_blocking(move || {
-                    Journal::open_read_only(&path)
-                        .and_then(|j| j.get(&id))
-                        .map(|r| r.is_some())
-                })
-                .await;
-                if matches!(found, Ok(Ok(true))) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+            if let Err(why) = stored.await {
+                eprintln!("harness serve: {task_id} was not recorded: {why}");
             }
             app.live
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .remove(&task_id);
         });
-    Ok((
+    Ok(accepted(&id, "running"))
+}
+
+/// The answer to a submission: its id, status and links.
+fn accepted(id: &str, status: &str) -> Response {
+    (
         StatusCode::ACCEPTED,
         axum::Json(json!({
             "id": id,
-            "status": "running",
+            "status": status,
             "links": {
                 "self": format!("/v1/delegations/{id}"),
                 "events": format!("/v1/delegations/{id}/events"),
             },
         })),
     )
-        .into_response())
+        .into_response()
+}
+
+/// With `--queue`: takes the reports workers send back (and dead letters) into the journal,
+/// ends each one's live stream with its events, and acknowledges each once it is stored — until
+/// the server shuts down. What comes back while the server is down waits in the queue.
+async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
+    let Some(queued) = &app.queue else {
+        return;
+    };
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        let found = tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => return,
+            found = queued.queue.results(&queued.batch, Duration::from_millis(500)) => found,
+        };
+        let deliveries = match found {
+            Ok(deliveries) => {
+                backoff = Duration::from_millis(250);
+                deliveries
+            }
+            Err(e) => {
+                eprintln!(
+                    "harness serve: cannot read reports from {}: {e}; retrying in {backoff:?}",
+                    queued.queue.describe()
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(8));
+                continue;
+            }
+        };
+        // Delivered again after a restart, yet already in the journal: only acknowledged.
+        let ids: Vec<String> = deliveries
+            .iter()
+            .filter_map(|d| match &d.outcome {
+                harness_queue::Outcome::Done(result) => Some(result.id.clone()),
+                harness_queue::Outcome::Dead(dead) => dead.id.clone(),
+            })
+            .collect();
+        let recorded = read(&app, move |j| {
+            ids.into_iter()
+                .filter_map(|id| match j.get(&id) {
+                    Ok(Some(_)) => Some(Ok(id)),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<harness::Result<std::collections::HashSet<String>>>()
+        })
+        .await;
+        let recorded = match recorded {
+            Ok(recorded) => recorded,
+            Err(ApiError(_, _, why)) => {
+                eprintln!("harness serve: cannot read the journal: {why}; retrying");
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        };
+        let mut storing = Vec::new();
+        for delivery in deliveries {
+            let (report, trace_id) = match &delivery.outcome {
+                harness_queue::Outcome::Done(result) => {
+                    (result.report.clone(), result.trace_id.clone())
+                }
+                harness_queue::Outcome::Dead(dead) => {
+                    let Some(id) = dead.id.clone() else {
+                        eprintln!(
+                            "harness serve: a dead letter naming no delegation: {}",
+                            dead.reason
+                        );
+                        storing.push((delivery, None));
+                        continue;
+                    };
+                    let kind = app
+                        .queued_run(&id)
+                        .map_or_else(|| "queued".to_owned(), |q| q.kind);
+                    (harness::Report::not_run(id, &kind, dead.error()), None)
+                }
+            };
+            if recorded.contains(&report.id) {
+                storing.push((delivery, None));
+                continue;
+            }
+            let run = app.queued_run(&report.id);
+            let meta = RecordMeta {
+                trace_id,
+                source: run.as_ref().map(|r| r.source.clone()),
+                workdir: run.map(|r| r.workdir),
+            };
+            app.count_finished(&report);
+            let (id, events) = (report.id.clone(), report.events.clone());
+            let stored = app.store(report, meta);
+            storing.push((delivery, Some((id, events, stored))));
+        }
+        for (delivery, stored) in storing {
+            if let Some((id, events, stored)) = stored {
+                if let Err(why) = stored.await {
+                    // Left in the queue: delivered again, and recorded then.
+                    eprintln!("harness serve: {id} was not recorded: {why}");
+                    continue;
+                }
+                app.finish_live(&id, events);
+            }
+            if let Err(e) = queued.queue.acknowledge(&delivery).await {
+                eprintln!("harness serve: cannot acknowledge a report: {e}");
+            }
+        }
+    }
 }
 
 /// Resolves `workdir` against `root` and refuses anything that leads out of it (`..`, an
@@ -470,15 +712,21 @@ async fn show(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .get(&id)
-        .map(|live| live.seen.len());
+        .map(|live| {
+            let status = if live.queued.is_some() {
+                "queued"
+            } else {
+                "running"
+            };
+            (status, live.seen.len())
+        });
     let lookup = id.clone();
     let record = read(&app, move |j| j.get(&lookup)).await?;
     match (record, running) {
         (Some(record), _) => Ok(axum::Json(record.to_json()).into_response()),
-        (None, Some(events)) => Ok(axum::Json(
-            json!({"id": id, "status": "running", "events": events}),
-        )
-        .into_response()),
+        (None, Some((status, events))) => {
+            Ok(axum::Json(json!({"id": id, "status": status, "events": events})).into_response())
+        }
         (None, None) => Err(ApiError(
             StatusCode::NOT_FOUND,
             "not_found".into(),
@@ -693,11 +941,14 @@ fn by_label(label: &str, counts: &Mutex<HashMap<String, u64>>) -> Vec<(String, u
 async fn metrics(State(app): State<Shared>) -> Response {
     let m = &app.metrics;
     let plain = |n: u64| vec![(String::new(), n)];
-    let running = app
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .len();
+    let (running, queued) = {
+        let live = app
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let queued = live.values().filter(|l| l.queued.is_some()).count();
+        (live.len() - queued, queued)
+    };
     let mut text = String::new();
     for (name, kind, help, samples) in [
         (
@@ -715,8 +966,14 @@ async fn metrics(State(app): State<Shared>) -> Response {
         (
             "harness_delegations_running",
             "gauge",
-            "Delegations running now.",
+            "Delegations running in this server now.",
             plain(u64::try_from(running).unwrap_or(u64::MAX)),
+        ),
+        (
+            "harness_delegations_queued",
+            "gauge",
+            "Delegations this server queued for workers, not reported yet.",
+            plain(u64::try_from(queued).unwrap_or(u64::MAX)),
         ),
         (
             "harness_overrides_total",
