@@ -1,6 +1,8 @@
 //! `harness serve` through real HTTP: submit a delegation and follow its server-sent events to
 //! the end, list the runs awaiting review, override with every 409 case, the bearer token, a
-//! workdir outside the root, an oversized body, and a graceful shutdown that records what ran.
+//! workdir outside the root, an oversized body, and a graceful shutdown that records what ran;
+//! with `--queue`, the same through worker processes on both queues, a restart while a
+//! delegation is queued, and a dead letter recorded.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -9,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::queue::{Backend, Worker, queue_for, wait_for};
 use crate::util::{TempDir, harness_bin};
 
 /// A running server, killed when dropped.
@@ -19,12 +22,17 @@ struct Server {
 
 impl Server {
     fn start(root: &TempDir, env: &[(&str, &str)], listen: &str) -> Server {
+        Server::start_with(root, env, listen, &[])
+    }
+
+    fn start_with(root: &TempDir, env: &[(&str, &str)], listen: &str, extra: &[&str]) -> Server {
         let mut command = Command::new(harness_bin());
         command
             .args(["serve", "--listen", listen, "--root"])
             .arg(root.join("root"))
             .arg("--journal")
             .arg(root.join("runs.db"))
+            .args(extra)
             .env_remove("HARNESS_API_TOKEN")
             .env_remove("HARNESS_API_USER")
             .stdin(Stdio::null())
@@ -123,6 +131,19 @@ impl Server {
             assert!(Instant::now() < deadline, "{id} never finished: {record}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+impl Server {
+    /// Stops the server with SIGTERM, as an operator would, and waits for it to exit.
+    fn stop(&mut self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        let status = self.child.wait().expect("the server exits");
+        assert_eq!(status.code(), Some(0));
     }
 }
 
@@ -477,13 +498,7 @@ fn shutdown_records_running_delegations() {
         assert!(Instant::now() < deadline, "the delegation never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let status = server.child.wait().expect("the server exits");
-    assert_eq!(status.code(), Some(0));
+    server.stop();
     let out = crate::util::harness(["runs", "show", &id, "--json", "--journal"])
         .args([dir.join("runs.db")])
         .run();
@@ -491,4 +506,129 @@ fn shutdown_records_running_delegations() {
     let record = out.json();
     assert_eq!(record["outcome"], json!("error"), "{record}");
     assert_eq!(record["error"]["kind"], json!("cancelled"), "{record}");
+}
+
+/// The events a server-sent stream carried, in order.
+fn stream_events(stream: &str) -> Vec<Value> {
+    stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("an event"))
+        .collect()
+}
+
+/// `serve --queue`: a submission is queued, a worker process runs it, and its report comes back
+/// into the server's journal — ending the event stream a client opened while it was queued with
+/// the worker's events; a failed run is then awaiting review like any other.
+fn queued_submissions_run_on_a_worker_and_come_back(backend: Backend) {
+    let dir = root();
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
+    let server = Server::start_with(&dir, &[], "127.0.0.1:0", &["--queue", &queue]);
+    let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("agent.star")));
+    assert_eq!((status, &answer["status"]), (202, &json!("queued")), "{answer}");
+    let id = answer["id"].as_str().expect("an id").to_owned();
+    let (status, shown) = server.json("GET", &format!("/v1/delegations/{id}"), None);
+    assert_eq!((status, &shown["status"]), (200, &json!("queued")), "{shown}");
+    let (_, metrics) = server.request("GET", "/metrics", &[], None);
+    assert!(metrics.contains("harness_delegations_queued 1"), "{metrics}");
+    std::thread::scope(|scope| {
+        // A client follows it while no worker is there yet.
+        let follower =
+            scope.spawn(|| server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None));
+        std::thread::sleep(Duration::from_millis(300));
+        let _worker = Worker::start(&queue, &[]);
+        let (status, stream) = follower.join().expect("the follower");
+        assert_eq!(status, 200);
+        let events = stream_events(&stream);
+        let types: Vec<&str> = events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(types.first(), Some(&"DelegationStarted"), "{types:?}");
+        assert_eq!(types.last(), Some(&"DelegationCompleted"), "{types:?}");
+        assert!(types.contains(&"ToolCalled"), "{types:?}");
+        assert!(events.iter().all(|e| e["run_id"] == json!(id)));
+        // Recorded by the time the stream ended.
+        let (status, record) = server.json("GET", &format!("/v1/delegations/{id}"), None);
+        assert_eq!((status, &record["outcome"]), (200, &json!("passed")), "{record}");
+        assert!(dir.join("root/ws/hello.txt").exists(), "the worker did the work");
+        // A failed run (in a workspace without hello.txt) comes back awaiting review.
+        std::fs::create_dir_all(dir.join("root/ws2")).expect("workspace");
+        let mut liar = delegation("liar.star");
+        liar["workdir"] = json!("ws2");
+        let failed = server.run(&liar);
+        let (_, pending) = server.json("GET", "/v1/delegations?review=pending", None);
+        assert_eq!(pending["pending"][0]["id"], json!(failed), "{pending}");
+    });
+    let (_, metrics) = server.request("GET", "/metrics", &[], None);
+    assert!(metrics.contains("harness_delegations_queued 0"), "{metrics}");
+    assert!(
+        metrics.contains("harness_delegations_finished_total{outcome=\"passed\"} 1"),
+        "{metrics}"
+    );
+}
+
+/// `serve --queue` stopped while a delegation is queued loses nothing: the worker runs it while
+/// the server is down, and the restarted server records its report. A job that fails on every
+/// delivery comes back as a dead letter and is recorded as an error saying why.
+#[test]
+fn a_queued_delegation_outlives_a_server_restart_and_dead_letters_are_recorded() {
+    let dir = root();
+    let queue = format!("sqlite:{}", dir.join("queue.db").display());
+    let mut server = Server::start_with(&dir, &[], "127.0.0.1:0", &["--queue", &queue]);
+    let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("agent.star")));
+    assert_eq!(status, 202, "{answer}");
+    let id = answer["id"].as_str().expect("an id").to_owned();
+    // Its script is there when it is checked, gone when a worker runs it.
+    dir.write("root/gone.star", "def respond(request):\n    return {\"content\": \"hi\"}\n");
+    let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("gone.star")));
+    assert_eq!(status, 202, "{answer}");
+    let dead = answer["id"].as_str().expect("an id").to_owned();
+    std::fs::remove_file(dir.join("root/gone.star")).expect("remove the script");
+    server.stop();
+    {
+        let _worker = Worker::start(&queue, &["--max-deliver", "1"]);
+        wait_for("the worker to run the delegation", || {
+            dir.join("root/ws/hello.txt").exists()
+        });
+        // Both jobs finished (one dead): nothing left to lease.
+        wait_for("both jobs to finish", || {
+            rusqlite::Connection::open(dir.join("queue.db"))
+                .and_then(|c| {
+                    c.query_row(
+                        "SELECT count(*) FROM jobs WHERE state IN ('done', 'dead')",
+                        [],
+                        |row| row.get::<_, i64>(0),
+                    )
+                })
+                .is_ok_and(|n| n == 2)
+        });
+    }
+    let server = Server::start_with(&dir, &[], "127.0.0.1:0", &["--queue", &queue]);
+    let record = server.wait(&id);
+    assert_eq!(record["outcome"], json!("passed"), "{record}");
+    let record = server.wait(&dead);
+    assert_eq!(record["outcome"], json!("error"), "{record}");
+    assert_eq!(record["error"]["kind"], json!("delegate"), "{record}");
+    let message = record["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("dead-lettered after 1 delivery"), "{message}");
+    assert!(message.contains("gone.star"), "{message}");
+    // Its record audits like any other.
+    let (_, replay) = server.request("GET", &format!("/v1/delegations/{dead}/events"), &[], None);
+    assert_eq!(stream_events(&replay).len(), 1, "{replay}");
+}
+
+/// Each `--queue` scenario on both queues.
+mod queued {
+    #[test]
+    fn sqlite() {
+        super::queued_submissions_run_on_a_worker_and_come_back(super::Backend::Sqlite);
+    }
+
+    #[test]
+    fn nats() {
+        super::queued_submissions_run_on_a_worker_and_come_back(super::Backend::Nats);
+    }
 }
