@@ -527,16 +527,27 @@ fn queued_submissions_run_on_a_worker_and_come_back(backend: Backend) {
     };
     let server = Server::start_with(&dir, &[], "127.0.0.1:0", &["--queue", &queue]);
     let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("agent.star")));
-    assert_eq!((status, &answer["status"]), (202, &json!("queued")), "{answer}");
+    assert_eq!(
+        (status, &answer["status"]),
+        (202, &json!("queued")),
+        "{answer}"
+    );
     let id = answer["id"].as_str().expect("an id").to_owned();
     let (status, shown) = server.json("GET", &format!("/v1/delegations/{id}"), None);
-    assert_eq!((status, &shown["status"]), (200, &json!("queued")), "{shown}");
+    assert_eq!(
+        (status, &shown["status"]),
+        (200, &json!("queued")),
+        "{shown}"
+    );
     let (_, metrics) = server.request("GET", "/metrics", &[], None);
-    assert!(metrics.contains("harness_delegations_queued 1"), "{metrics}");
+    assert!(
+        metrics.contains("harness_delegations_queued 1"),
+        "{metrics}"
+    );
     std::thread::scope(|scope| {
         // A client follows it while no worker is there yet.
-        let follower =
-            scope.spawn(|| server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None));
+        let follower = scope
+            .spawn(|| server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None));
         std::thread::sleep(Duration::from_millis(300));
         let _worker = Worker::start(&queue, &[]);
         let (status, stream) = follower.join().expect("the follower");
@@ -552,8 +563,15 @@ fn queued_submissions_run_on_a_worker_and_come_back(backend: Backend) {
         assert!(events.iter().all(|e| e["run_id"] == json!(id)));
         // Recorded by the time the stream ended.
         let (status, record) = server.json("GET", &format!("/v1/delegations/{id}"), None);
-        assert_eq!((status, &record["outcome"]), (200, &json!("passed")), "{record}");
-        assert!(dir.join("root/ws/hello.txt").exists(), "the worker did the work");
+        assert_eq!(
+            (status, &record["outcome"]),
+            (200, &json!("passed")),
+            "{record}"
+        );
+        assert!(
+            dir.join("root/ws/hello.txt").exists(),
+            "the worker did the work"
+        );
         // A failed run (in a workspace without hello.txt) comes back awaiting review.
         std::fs::create_dir_all(dir.join("root/ws2")).expect("workspace");
         let mut liar = delegation("liar.star");
@@ -563,7 +581,10 @@ fn queued_submissions_run_on_a_worker_and_come_back(backend: Backend) {
         assert_eq!(pending["pending"][0]["id"], json!(failed), "{pending}");
     });
     let (_, metrics) = server.request("GET", "/metrics", &[], None);
-    assert!(metrics.contains("harness_delegations_queued 0"), "{metrics}");
+    assert!(
+        metrics.contains("harness_delegations_queued 0"),
+        "{metrics}"
+    );
     assert!(
         metrics.contains("harness_delegations_finished_total{outcome=\"passed\"} 1"),
         "{metrics}"
@@ -582,7 +603,10 @@ fn a_queued_delegation_outlives_a_server_restart_and_dead_letters_are_recorded()
     assert_eq!(status, 202, "{answer}");
     let id = answer["id"].as_str().expect("an id").to_owned();
     // Its script is there when it is checked, gone when a worker runs it.
-    dir.write("root/gone.star", "def respond(request):\n    return {\"content\": \"hi\"}\n");
+    dir.write(
+        "root/gone.star",
+        "def respond(request):\n    return {\"content\": \"hi\"}\n",
+    );
     let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("gone.star")));
     assert_eq!(status, 202, "{answer}");
     let dead = answer["id"].as_str().expect("an id").to_owned();
@@ -613,11 +637,22 @@ fn a_queued_delegation_outlives_a_server_restart_and_dead_letters_are_recorded()
     assert_eq!(record["outcome"], json!("error"), "{record}");
     assert_eq!(record["error"]["kind"], json!("delegate"), "{record}");
     let message = record["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("dead-lettered after 1 delivery"), "{message}");
+    assert!(
+        message.contains("dead-lettered after 1 delivery"),
+        "{message}"
+    );
     assert!(message.contains("gone.star"), "{message}");
-    // Its record audits like any other.
     let (_, replay) = server.request("GET", &format!("/v1/delegations/{dead}/events"), &[], None);
     assert_eq!(stream_events(&replay).len(), 1, "{replay}");
+    // Its record audits like any other, and so does the worker's.
+    for id in [&id, &dead] {
+        let out = crate::util::harness(["audit", id.as_str(), "--json", "--journal"])
+            .args([dir.join("runs.db")])
+            .run();
+        let report = out.json();
+        assert_eq!(report["valid"], json!(true), "{id}: {report:#}");
+        out.expect_code(0);
+    }
 }
 
 /// Each `--queue` scenario on both queues.
