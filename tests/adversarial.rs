@@ -316,6 +316,28 @@ fn run_command_ends_with_its_process_group() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn a_command_delegate_ends_with_its_process_group() {
+    // The agent CLI answers at once but leaves a background child holding its output open, which
+    // would write a file two seconds later.
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+    dir.write(
+        "delegation.yaml",
+        "task: answer\ndelegate: {kind: command, command: [sh, -c, '(sleep 2; touch late.txt) & echo Done']}\nworkdir: ws\nverify: |\n  def run(result):\n      return result[\"response\"] == \"Done\"\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(0);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !dir.join("ws/late.txt").exists(),
+        "a background child outlived the delegate"
+    );
+}
+
 // --- class 5: run_command confinement ----------------------------------------------------------
 
 #[cfg(unix)]

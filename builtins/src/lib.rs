@@ -40,8 +40,8 @@ pub use engine::{CallOutput, Engine, INLINE_BUDGET, Sandbox, Script};
 pub use error::{Error, ErrorKind, Limit, Location};
 pub use limits::Limits;
 pub use modules::{
-    Isolation, Launch, ProgramRun, bubblewrap, find_program, hex, http_client_builder, read_capped,
-    run_program, sha256_hex,
+    Isolation, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program, hex,
+    http_client_builder, read_capped, run_program, sha256_hex,
 };
 pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
 

@@ -187,7 +187,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     }
     command.envs(launch.env.iter().map(|(k, v)| (k, v)));
     let mut child = command.spawn()?;
-    let group = Group::new(child.id());
+    let group = ProcessGroup::new(child.id());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let cap = launch.cap;
@@ -232,17 +232,21 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     }
 }
 
-/// The process group a child leads (its pid), killed as a whole once: after the leader exits,
-/// on a timeout, or at the latest when dropped, so a cancelled call leaves nothing running. Only
-/// once, because a group id is free for reuse when its last member is gone.
-struct Group(std::sync::Mutex<Option<u32>>);
+/// The process group a child leads (its pid; start it with `process_group(0)`), killed as a
+/// whole once: after the leader exits, on a timeout, or at the latest when dropped, so a
+/// cancelled call leaves nothing running. Only once, because a group id is free for reuse when
+/// its last member is gone.
+#[derive(Debug)]
+pub struct ProcessGroup(std::sync::Mutex<Option<u32>>);
 
-impl Group {
-    fn new(pid: Option<u32>) -> Self {
-        Group(std::sync::Mutex::new(pid))
+impl ProcessGroup {
+    /// The group led by the child `pid` (as `Child::id` gives it).
+    pub fn new(pid: Option<u32>) -> Self {
+        ProcessGroup(std::sync::Mutex::new(pid))
     }
 
-    fn kill(&self) {
+    /// Kills every process of the group (SIGKILL), the first time only.
+    pub fn kill(&self) {
         let pid = self
             .0
             .lock()
@@ -261,7 +265,7 @@ impl Group {
     }
 }
 
-impl Drop for Group {
+impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();
     }

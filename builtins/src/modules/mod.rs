@@ -13,7 +13,9 @@ mod log;
 mod re;
 mod time;
 
-pub use exec::{Isolation, Launch, ProgramRun, bubblewrap, find_program, read_capped, run_program};
+pub use exec::{
+    Isolation, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program, read_capped, run_program,
+};
 pub use http::client_builder as http_client_builder;
 
 /// Registers every builtin namespace and global function.

@@ -78,6 +78,9 @@ impl CommandDelegate {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // A group of its own: whatever it leaves running is killed with it.
+        #[cfg(unix)]
+        command.process_group(0);
         // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
         for (name, value) in crate::telemetry::propagation_fields() {
             command.env(name.to_ascii_uppercase(), value);
@@ -96,6 +99,7 @@ impl CommandDelegate {
                 ),
             )
         })?;
+        let group = harness_builtins::ProcessGroup::new(child.id());
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
@@ -108,19 +112,26 @@ impl CommandDelegate {
             }
         };
         let finished = async {
-            let ((), (out, out_cut), err) = tokio::join!(
+            let waited = async {
+                let status = child.wait().await;
+                // Whatever it left running in the background goes with it, closing the pipes.
+                group.kill();
+                status
+            };
+            let ((), (out, out_cut), err, status) = tokio::join!(
                 write_prompt,
                 harness_builtins::read_capped(stdout, MAX_STDOUT_BYTES),
-                read_tail(stderr, STDERR_TAIL_BYTES)
+                read_tail(stderr, STDERR_TAIL_BYTES),
+                waited
             );
-            (out, out_cut, err, child.wait().await)
+            (out, out_cut, err, status)
         };
         let outcome = tokio::time::timeout(spec.timeout, finished).await;
+        // On a timeout or a cancelled attempt (this future dropped), the whole group now.
+        group.kill();
         let (stdout, out_cut, stderr, status) = match outcome {
             Ok(done) => done,
             Err(_) => {
-                // Best effort: the child may have exited just now; kill_on_drop covers the rest.
-                let _ = child.kill().await;
                 return Err(Error::new(
                     ErrorKind::Delegate,
                     format!(
