@@ -230,6 +230,33 @@ fn without_json_each_outcome_is_a_line_and_a_summary_follows() {
     assert!(out.stderr.contains("2 delegation(s): 2 passed"), "{out:?}");
 }
 
+#[test]
+fn a_reader_that_goes_away_stops_the_printing_not_the_batch() {
+    let dir = TempDir::new();
+    dir.write("agent.star", AGENT);
+    std::fs::create_dir_all(dir.join("ws")).expect("mkdir");
+    let exists = "def run(result):\n    return True\n";
+    let lines: String = (0..20)
+        .map(|i| format!("{}\n", entry(&format!("write f{i}.txt"), exists)))
+        .collect();
+    dir.write("batch.jsonl", lines);
+    // `harness batch --json … | head -0`: the reading end is closed before anything is printed.
+    let mut child = std::process::Command::new(crate::util::harness_bin())
+        .args(["batch", "--json", "--journal", "runs.db", "batch.jsonl"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("harness starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("harness ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stdout was closed early"), "{stderr}");
+    assert!(stderr.contains("recorded 20 delegation(s)"), "{stderr}");
+}
+
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_dispatching_and_keeps_every_finished_outcome() {

@@ -16,6 +16,9 @@ use crate::{BoxFuture, JOB_SCHEMA, Job, Outcome, Queue};
 /// then the result is not acknowledged (it stays in the queue, to be collected again).
 pub type Stored = BoxFuture<'static, std::result::Result<(), String>>;
 
+/// How long a submitter waits without any report before saying so.
+const QUIET_HINT: Duration = Duration::from_secs(15);
+
 /// What [`follow`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Followed {
@@ -151,11 +154,25 @@ where
         queue.enqueue(&job).await?;
         state.pending.insert(job.id, queued);
     }
+    let mut heard = Instant::now();
+    let mut hinted = false;
     while !state.pending.is_empty() {
         let deliveries = tokio::select! {
             () = &mut stop => break,
             found = queue.results(plan.batch, Duration::from_millis(500)) => found?,
         };
+        if !deliveries.is_empty() {
+            heard = Instant::now();
+        } else if !hinted && heard.elapsed() >= QUIET_HINT {
+            hinted = true;
+            eprintln!(
+                "no reports for {}s with {} delegation(s) out: is a worker running? (harness worker --queue {}); Ctrl-C stops waiting, and --resume {} takes it up again",
+                QUIET_HINT.as_secs(),
+                state.pending.len(),
+                queue.describe(),
+                plan.batch
+            );
+        }
         state.take(&*queue, plan, deliveries, &mut sink).await?;
     }
     let mut followed = state.followed;

@@ -83,6 +83,7 @@ pub async fn run(args: BatchArgs) -> u8 {
     };
     let source = std::path::absolute(&args.file).unwrap_or_else(|_| args.file.clone());
     let mut counts = Counts::default();
+    let mut stdout_closed = false;
     let started = Instant::now();
     let json_output = args.json;
     let sink = |outcome: BatchOutcome| {
@@ -139,9 +140,17 @@ pub async fn run(args: BatchArgs) -> u8 {
                 }
             }
         };
+        // A reader that went away (`| head`) stops the printing, not the batch: every outcome
+        // is still recorded.
+        let mut say = |text: &str| {
+            if !stdout_closed {
+                use std::io::Write;
+                stdout_closed = writeln!(std::io::stdout().lock(), "{text}").is_err();
+            }
+        };
         match &bar {
             Some(bar) => {
-                bar.suspend(|| println!("{text}"));
+                bar.suspend(|| say(&text));
                 bar.inc(1);
                 bar.set_message(format!(
                     "passed {}  failed {}  errors {}  malformed {}",
@@ -151,7 +160,7 @@ pub async fn run(args: BatchArgs) -> u8 {
                     counts.malformed
                 ));
             }
-            None => println!("{text}"),
+            None => say(&text),
         }
         let stored: harness_queue::Stored =
             if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
@@ -310,6 +319,9 @@ pub async fn run(args: BatchArgs) -> u8 {
                 path.display()
             );
         }
+    }
+    if stdout_closed {
+        eprintln!("stdout was closed early; outcomes after that went to the journal only");
     }
     let elapsed = started.elapsed().as_secs_f64();
     let done = summary.finished;
