@@ -220,26 +220,7 @@ fn submit_and_follow_the_events_to_the_end() {
     let (status, stream) =
         server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None);
     assert_eq!(status, 200);
-    let events: Vec<Value> = stream
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).expect("an event"))
-        .collect();
-    let types: Vec<&str> = events
-        .iter()
-        .map(|e| e["type"].as_str().unwrap_or_default())
-        .collect();
-    assert_eq!(types.first(), Some(&"DelegationStarted"), "{types:?}");
-    assert_eq!(types.last(), Some(&"DelegationCompleted"), "{types:?}");
-    assert!(types.contains(&"ToolCalled"), "{types:?}");
-    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
-    assert_eq!(
-        seqs,
-        (0..seqs.len() as u64).collect::<Vec<_>>(),
-        "no gaps, no repeats"
-    );
-    assert!(events.iter().all(|e| e["run_id"] == json!(id)));
-    assert!(stream.contains("event: DelegationCompleted"), "{stream}");
+    let events = assert_whole_run(&stream, &id);
     // The record, as `runs show --json` prints it; and the stream again, from the journal.
     let record = server.wait(&id);
     assert_eq!(record["outcome"], json!("passed"), "{record}");
@@ -517,6 +498,28 @@ fn stream_events(stream: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Asserts `stream` carried delegation `id`'s whole run of the test's agent — started, a tool
+/// call, completed, numbered without gaps or repeats — and returns its events.
+fn assert_whole_run(stream: &str, id: &str) -> Vec<Value> {
+    let events = stream_events(stream);
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(types.first(), Some(&"DelegationStarted"), "{types:?}");
+    assert_eq!(types.last(), Some(&"DelegationCompleted"), "{types:?}");
+    assert!(types.contains(&"ToolCalled"), "{types:?}");
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "no gaps, no repeats"
+    );
+    assert!(events.iter().all(|e| e["run_id"] == json!(id)));
+    assert!(stream.contains("event: DelegationCompleted"), "{stream}");
+    events
+}
+
 /// `serve --queue`: a submission is queued, a worker process runs it, and its report comes back
 /// into the server's journal — ending the event stream a client opened while it was queued with
 /// the worker's events; a failed run is then awaiting review like any other.
@@ -552,15 +555,7 @@ fn queued_submissions_run_on_a_worker_and_come_back(backend: Backend) {
         let _worker = Worker::start(&queue, &[]);
         let (status, stream) = follower.join().expect("the follower");
         assert_eq!(status, 200);
-        let events = stream_events(&stream);
-        let types: Vec<&str> = events
-            .iter()
-            .map(|e| e["type"].as_str().unwrap_or_default())
-            .collect();
-        assert_eq!(types.first(), Some(&"DelegationStarted"), "{types:?}");
-        assert_eq!(types.last(), Some(&"DelegationCompleted"), "{types:?}");
-        assert!(types.contains(&"ToolCalled"), "{types:?}");
-        assert!(events.iter().all(|e| e["run_id"] == json!(id)));
+        assert_whole_run(&stream, &id);
         // Recorded by the time the stream ended.
         let (status, record) = server.json("GET", &format!("/v1/delegations/{id}"), None);
         assert_eq!(
