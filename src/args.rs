@@ -382,8 +382,13 @@ pub struct BatchArgs {
     /// Continue batch BATCH (as `--queue` printed it) of this same file, after its submitter
     /// stopped or died: record the reports that came back meanwhile, queue again the entries
     /// not yet reported (a job still queued is not queued twice) and follow them. Entries
-    /// already in the journal are skipped.
-    #[arg(long, value_name = "BATCH", requires = "queue")]
+    /// already in the journal are skipped, so it needs the journal the batch recorded to.
+    #[arg(
+        long,
+        value_name = "BATCH",
+        requires = "queue",
+        conflicts_with = "no_journal"
+    )]
     pub resume: Option<String>,
 }
 

@@ -397,7 +397,9 @@ fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going_sqlite() {
 }
 
 /// A job that fails on the worker every time (its script is gone) is given back with a delay,
-/// then dead-lettered with the reason; the submitter reports it and exits 2.
+/// then dead-lettered with the reason; the submitter reports and records it as a run that ended
+/// in an error of kind `delegate` (exit 1, as a batch with an error run), and a resumed batch
+/// does not wait for it again.
 fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Backend) {
     let dir = TempDir::new();
     std::fs::create_dir_all(dir.join("ws")).expect("workspace");
@@ -432,15 +434,49 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Bac
     std::fs::remove_file(dir.join("agent.star")).expect("remove the script");
     let _worker = Worker::start(&queue, &["--max-deliver", "2"]);
     let out = submit.join().expect("the submitter");
-    out.expect_code(2);
+    out.expect_code(1);
     let line: Value =
         serde_json::from_str(out.stdout.lines().next().expect("a line")).expect("JSON");
+    assert_eq!(
+        (&line["outcome"], &line["kind"]),
+        (&json!("error"), &json!("delegate")),
+        "{line}"
+    );
     let message = line["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("dead-lettered after 2 deliveries"),
         "{message}"
     );
     assert!(message.contains("agent.star"), "{message}");
+    let records = recorded(&dir);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["id"], line["id"]);
+    assert_eq!(records[0]["outcome"], json!("error"), "{records:?}");
+    // Recorded, so a resumed batch (its script back, so that the entry reads) neither queues it
+    // again nor waits for it.
+    dir.write(
+        "agent.star",
+        "def respond(request):\n    return {\"content\": \"done\"}\n",
+    );
+    let batch_id = out
+        .stderr
+        .split(" as batch ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no batch id in {out:?}"));
+    let again = harness([
+        "batch",
+        "--json",
+        "--queue",
+        &queue,
+        "--resume",
+        batch_id,
+        "--journal",
+    ])
+    .args([dir.join("runs.db"), dir.join("batch.jsonl")])
+    .run();
+    again.expect_code(0);
+    assert_eq!(again.stdout, "", "{again:?}");
 }
 
 /// NATS: a job that is not one (published straight to the subject) is dead-lettered; the worker

@@ -79,8 +79,8 @@ pub fn job_id(batch: &str, line: usize) -> String {
 
 /// Queues every readable item of `items` on `queue` as batch `plan.batch` (malformed ones go
 /// straight to `sink`, as a local batch reports them), then waits for their results and hands
-/// each to `sink` as a [`BatchOutcome`] — a dead letter as an error of kind `delegate` naming
-/// why — and acknowledges it once the future `sink` returned says it is stored. When `stop`
+/// each to `sink` as a [`BatchOutcome`] — a dead letter as the report of a run that ended in an
+/// error of kind `delegate` naming why — and acknowledges it once the future `sink` returned says it is stored. When `stop`
 /// resolves, it stops waiting; what is still out stays queued.
 ///
 /// # Errors
@@ -150,9 +150,13 @@ where
             delegation: entry,
             overrides: plan.overrides.clone(),
         };
+        let kind = job.delegation["delegate"]["kind"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_owned();
         let queued = Instant::now();
         queue.enqueue(&job).await?;
-        state.pending.insert(job.id, queued);
+        state.pending.insert(job.id, (queued, kind));
     }
     let mut heard = Instant::now();
     let mut hinted = false;
@@ -185,8 +189,8 @@ where
 /// What [`follow`] keeps while it waits.
 struct State {
     followed: Followed,
-    /// Queued by this call and not reported yet, with when.
-    pending: HashMap<String, Instant>,
+    /// Queued by this call and not reported yet, with when and its delegate kind.
+    pending: HashMap<String, (Instant, String)>,
     /// Handed to the sink by this call.
     seen: HashSet<String>,
 }
@@ -206,18 +210,27 @@ impl State {
     {
         let mut storing = Vec::with_capacity(deliveries.len());
         for delivery in deliveries {
-            let (id, outcome) = batch_outcome(&delivery.outcome);
+            let id = match &delivery.outcome {
+                Outcome::Done(result) => result.id.clone(),
+                Outcome::Dead(dead) => dead.id.clone().unwrap_or_default(),
+            };
             if self.seen.contains(&id) || (plan.recorded)(&id) {
                 self.followed.duplicates += 1;
                 storing.push((delivery, None));
                 continue;
             }
-            if let Some(queued) = self.pending.remove(&id) {
-                self.followed.latencies.push(queued.elapsed());
-            } else {
-                // Queued by an earlier submitter of this batch.
-                self.followed.summary.read += 1;
-            }
+            let kind = match self.pending.remove(&id) {
+                Some((queued, kind)) => {
+                    self.followed.latencies.push(queued.elapsed());
+                    kind
+                }
+                None => {
+                    // Queued by an earlier submitter of this batch.
+                    self.followed.summary.read += 1;
+                    "unknown".to_owned()
+                }
+            };
+            let outcome = batch_outcome(&delivery.outcome, &kind);
             match &outcome.report {
                 Ok(_) => self.followed.summary.finished += 1,
                 Err(_) => self.followed.summary.malformed += 1,
@@ -244,28 +257,26 @@ impl State {
     }
 }
 
-/// A delivery as a local batch reports it: its delegation id and outcome (a dead letter as an
-/// error of kind `delegate` naming why).
-fn batch_outcome(outcome: &Outcome) -> (String, BatchOutcome) {
+/// A delivery as a local batch reports it: a dead letter of a delegation of `kind` is its run,
+/// recorded like any other (outcome `error`, kind `delegate`, naming why); one naming no
+/// delegation is a malformed entry.
+fn batch_outcome(outcome: &Outcome, kind: &str) -> BatchOutcome {
     match outcome {
         Outcome::Done(result) => {
             let result = result.as_ref().clone();
-            (
-                result.id,
-                BatchOutcome {
-                    line: result.line,
-                    trace_id: result.trace_id,
-                    report: Ok(result.report),
-                },
-            )
-        }
-        Outcome::Dead(dead) => (
-            dead.id.clone().unwrap_or_default(),
             BatchOutcome {
-                line: dead.line.unwrap_or(0),
-                trace_id: None,
-                report: Err(dead.error()),
+                line: result.line,
+                trace_id: result.trace_id,
+                report: Ok(result.report),
+            }
+        }
+        Outcome::Dead(dead) => BatchOutcome {
+            line: dead.line.unwrap_or(0),
+            trace_id: None,
+            report: match &dead.id {
+                Some(id) => Ok(harness::Report::not_run(id.clone(), kind, dead.error())),
+                None => Err(dead.error()),
             },
-        ),
+        },
     }
 }
