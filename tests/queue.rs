@@ -458,23 +458,7 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Bac
         "agent.star",
         "def respond(request):\n    return {\"content\": \"done\"}\n",
     );
-    let batch_id = out
-        .stderr
-        .split(" as batch ")
-        .nth(1)
-        .and_then(|rest| rest.split(';').next())
-        .unwrap_or_else(|| panic!("no batch id in {out:?}"));
-    let again = harness([
-        "batch",
-        "--json",
-        "--queue",
-        &queue,
-        "--resume",
-        batch_id,
-        "--journal",
-    ])
-    .args([dir.join("runs.db"), dir.join("batch.jsonl")])
-    .run();
+    let again = resume(&dir, &queue, &batch_id(&out.stderr));
     again.expect_code(0);
     assert_eq!(again.stdout, "", "{again:?}");
 }
@@ -538,6 +522,30 @@ fn nats_restarting_mid_batch_loses_nothing() {
     assert_eq!(records.len(), 6, "{records:?}");
 }
 
+/// The batch id a submitter named on stderr (`queued on … as batch b-…; …`).
+fn batch_id(said: &str) -> String {
+    said.split(" as batch ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no batch id in {said:?}"))
+        .to_owned()
+}
+
+/// `harness batch --json --queue QUEUE --resume BATCH` on the batch of `dir`.
+fn resume(dir: &TempDir, queue: &str, batch: &str) -> crate::util::Output {
+    harness([
+        "batch",
+        "--json",
+        "--queue",
+        queue,
+        "--resume",
+        batch,
+        "--journal",
+    ])
+    .args([dir.join("runs.db"), dir.join("batch.jsonl")])
+    .run()
+}
+
 /// The journal's records, or none while it does not exist yet.
 fn recorded_so_far(dir: &TempDir) -> usize {
     if !dir.join("runs.db").exists() {
@@ -584,12 +592,7 @@ fn a_batch_resumed_after_its_submitter_died_records_each_delegation_once(backend
         .find_map(|l| l.ok().filter(|l| l.contains(" as batch ")))
         .expect("the submitter names its batch");
     std::thread::spawn(move || for _ in lines {});
-    let batch_id = said
-        .split(" as batch ")
-        .nth(1)
-        .and_then(|rest| rest.split(';').next())
-        .expect("a batch id")
-        .to_owned();
+    let batch_id = batch_id(&said);
     assert!(batch_id.starts_with("b-"), "{said}");
     wait_for("the first report to be recorded", || {
         recorded_so_far(&dir) >= 1
@@ -602,20 +605,7 @@ fn a_batch_resumed_after_its_submitter_died_records_each_delegation_once(backend
     wait_for("every delegation to run", || {
         (0..4).all(|i| dir.join(format!("ws{i}/done.txt")).exists())
     });
-    let resume = |id: &str| {
-        harness([
-            "batch",
-            "--json",
-            "--queue",
-            &queue,
-            "--resume",
-            id,
-            "--journal",
-        ])
-        .args([dir.join("runs.db"), dir.join("batch.jsonl")])
-        .run()
-    };
-    let out = resume(&batch_id);
+    let out = resume(&dir, &queue, &batch_id);
     out.expect_code(0);
     let lines = outcomes(&out);
     assert_eq!(lines.len(), 4 - before, "{out:?}");
@@ -634,12 +624,12 @@ fn a_batch_resumed_after_its_submitter_died_records_each_delegation_once(backend
         assert_eq!(runs.lines().count(), 1, "ws{i} ran {runs:?}");
     }
     // Resuming a finished batch finds nothing to do and runs nothing again.
-    let again = resume(&batch_id);
+    let again = resume(&dir, &queue, &batch_id);
     again.expect_code(0);
     assert_eq!(outcomes(&again).len(), 0, "{again:?}");
     assert_eq!(recorded(&dir).len(), 4);
     // A batch id that is not one is refused before anything is queued.
-    let bad = resume("b-nope; rm -rf");
+    let bad = resume(&dir, &queue, "b-nope; rm -rf");
     bad.expect_code(2);
     assert!(bad.stderr.contains("not a batch id"), "{bad:?}");
 }

@@ -32,7 +32,7 @@ mod worker;
 
 pub use nats::NatsQueue;
 pub use sqlite::SqliteQueue;
-pub use submit::{Followed, Plan, Stored, follow, job_id};
+pub use submit::{Followed, Plan, Stored, follow, job_id, settle};
 pub use worker::{WorkerSettings, WorkerSummary, work};
 
 /// A boxed future, as the [`Queue`] methods return.
@@ -113,6 +113,17 @@ impl DeadLetter {
     }
 }
 
+/// Why a job is dead-lettered once its deliveries ran out: the last failure given back, or —
+/// when none was — that its workers kept dying under it.
+pub(crate) fn exhausted(deliveries: u32, last: Option<&str>) -> String {
+    match last {
+        Some(last) => format!("failed on each of {deliveries} deliveries; the last: {last}"),
+        None => format!(
+            "delivered {deliveries} times without finishing (its workers died or lost their leases each time)"
+        ),
+    }
+}
+
 /// What came back for a batch.
 #[derive(Debug, Clone)]
 pub enum Outcome {
@@ -120,6 +131,16 @@ pub enum Outcome {
     Done(Box<JobResult>),
     /// A dead letter.
     Dead(DeadLetter),
+}
+
+impl Outcome {
+    /// The delegation id it is about (a dead letter of an unreadable message has none).
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Outcome::Done(result) => Some(&result.id),
+            Outcome::Dead(dead) => dead.id.as_deref(),
+        }
+    }
 }
 
 /// A job a worker holds, until it completes, releases or dead-letters it.

@@ -249,10 +249,7 @@ impl Queue for NatsQueue {
                     deliveries,
                     handle: Handle::Nats(Box::new(message)),
                 };
-                let reason = format!(
-                    "delivered {} times without finishing (its workers died or lost their leases each time)",
-                    deliveries - 1
-                );
+                let reason = crate::exhausted(deliveries - 1, None);
                 self.dead_letter(&lease, &reason).await?;
                 return Ok(None);
             }
@@ -302,13 +299,7 @@ impl Queue for NatsQueue {
             tracing::info!(queue = %self.url, "releasing a job: {why}");
             if lease.deliveries >= self.options.max_deliver {
                 return self
-                    .dead_letter(
-                        lease,
-                        &format!(
-                            "failed on each of {} deliveries; the last: {why}",
-                            lease.deliveries
-                        ),
-                    )
+                    .dead_letter(lease, &crate::exhausted(lease.deliveries, Some(why)))
                     .await;
             }
             message(lease)

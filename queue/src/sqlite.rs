@@ -175,16 +175,7 @@ impl SqliteQueue {
                 tx.execute(
                     "UPDATE jobs SET state = 'dead', finished_at = ?2, lease_token = NULL,
                          reason = ?3 WHERE id = ?1",
-                    params![
-                        id,
-                        at,
-                        match last {
-                            Some(last) => format!("failed on each of {deliveries} deliveries; the last: {last}"),
-                            None => format!(
-                                "delivered {deliveries} times without finishing (its workers died or lost their leases each time)"
-                            ),
-                        }
-                    ],
+                    params![id, at, crate::exhausted(deliveries, last.as_deref())],
                 )
                 .map_err(|e| sql(path, "cannot dead-letter", &e))?;
                 tx.commit()

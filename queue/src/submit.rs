@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use harness::batch::{BatchItem, BatchOutcome, BatchSummary};
 use harness::{Error, Overrides};
 
-use crate::{BoxFuture, JOB_SCHEMA, Job, Outcome, Queue};
+use crate::{BoxFuture, Delivery, JOB_SCHEMA, Job, Outcome, Queue};
 
 /// Resolves once a sink has stored what it was handed: `Err` with why when it could not, and
 /// then the result is not acknowledged (it stays in the queue, to be collected again).
@@ -202,22 +202,17 @@ impl State {
         &mut self,
         queue: &dyn Queue,
         plan: &Plan<'_>,
-        deliveries: Vec<crate::Delivery>,
+        deliveries: Vec<Delivery>,
         sink: &mut F,
     ) -> harness::Result<()>
     where
         F: FnMut(BatchOutcome) -> Stored,
     {
-        let mut storing = Vec::with_capacity(deliveries.len());
-        for delivery in deliveries {
-            let id = match &delivery.outcome {
-                Outcome::Done(result) => result.id.clone(),
-                Outcome::Dead(dead) => dead.id.clone().unwrap_or_default(),
-            };
+        let unstored = settle(queue, deliveries, |outcome| {
+            let id = outcome.id().unwrap_or_default().to_owned();
             if self.seen.contains(&id) || (plan.recorded)(&id) {
                 self.followed.duplicates += 1;
-                storing.push((delivery, None));
-                continue;
+                return None;
             }
             let kind = match self.pending.remove(&id) {
                 Some((queued, kind)) => {
@@ -230,31 +225,46 @@ impl State {
                     "unknown".to_owned()
                 }
             };
-            let outcome = batch_outcome(&delivery.outcome, &kind);
+            let outcome = batch_outcome(outcome, &kind);
             match &outcome.report {
                 Ok(_) => self.followed.summary.finished += 1,
                 Err(_) => self.followed.summary.malformed += 1,
             }
             self.seen.insert(id);
-            storing.push((delivery, Some(sink(outcome))));
-        }
-        // Stored together (the journal writes what arrives together in one transaction), then
-        // each acknowledged: a result is never dropped from the queue before it is recorded.
-        let (deliveries, stored): (Vec<_>, Vec<_>) = storing.into_iter().unzip();
-        let stored = futures_util::future::join_all(
-            stored
-                .into_iter()
-                .map(|s| s.unwrap_or_else(|| Box::pin(async { Ok(()) }))),
-        )
-        .await;
-        for (delivery, stored) in deliveries.iter().zip(stored) {
-            match stored {
-                Ok(()) => queue.acknowledge(delivery).await?,
-                Err(_) => self.followed.unstored += 1,
-            }
-        }
+            Some(sink(outcome))
+        })
+        .await?;
+        self.followed.unstored += unstored.len();
         Ok(())
     }
+}
+
+/// Acknowledges each of `deliveries` once `store` has stored what it brought: `store` returns the
+/// future of that storing, or `None` for one already stored (then it is acknowledged at once).
+/// All are stored together (the journal writes what arrives together in one transaction), then
+/// each is acknowledged — a result is never dropped from the queue before it is recorded. One
+/// that could not be stored is left in the queue, to be delivered again; returns why, for each.
+///
+/// # Errors
+/// [`harness::ErrorKind::Config`] when the queue refuses an acknowledgement.
+pub async fn settle(
+    queue: &dyn Queue,
+    deliveries: Vec<Delivery>,
+    mut store: impl FnMut(&Outcome) -> Option<Stored>,
+) -> harness::Result<Vec<String>> {
+    let storing: Vec<Stored> = deliveries
+        .iter()
+        .map(|d| store(&d.outcome).unwrap_or_else(|| Box::pin(async { Ok(()) })))
+        .collect();
+    let stored = futures_util::future::join_all(storing).await;
+    let mut left = Vec::new();
+    for (delivery, stored) in deliveries.iter().zip(stored) {
+        match stored {
+            Ok(()) => queue.acknowledge(delivery).await?,
+            Err(why) => left.push(why),
+        }
+    }
+    Ok(left)
 }
 
 /// A delivery as a local batch reports it: a dead letter of a delegation of `kind` is its run,

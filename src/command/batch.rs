@@ -162,26 +162,16 @@ pub async fn run(args: BatchArgs) -> u8 {
             }
             None => say(&text),
         }
-        let stored: harness_queue::Stored =
-            if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
-                let meta = RecordMeta {
-                    trace_id: outcome.trace_id,
-                    source: Some(format!("{}:{line}", source.display()).into()),
-                    workdir: None,
-                };
-                let (told, stored) = tokio::sync::oneshot::channel();
-                journal.record_then(report, meta, move |r| {
-                    let _ = told.send(r);
-                });
-                Box::pin(async move {
-                    stored
-                        .await
-                        .unwrap_or_else(|_| Err("the journal writer stopped".to_owned()))
-                })
-            } else {
-                Box::pin(async { Ok(()) })
+        if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
+            let meta = RecordMeta {
+                trace_id: outcome.trace_id,
+                source: Some(format!("{}:{line}", source.display()).into()),
+                workdir: None,
             };
-        stored
+            super::store(journal, report, meta)
+        } else {
+            Box::pin(async { Ok(()) }) as harness_queue::Stored
+        }
     };
     let stop = async {
         let why = settings::shutdown_signal().await;

@@ -282,23 +282,6 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
 }
 
 impl App {
-    /// Queues `report` for the journal; resolves once it is stored (or refused, with why).
-    fn store(
-        &self,
-        report: harness::Report,
-        meta: RecordMeta,
-    ) -> impl std::future::Future<Output = Result<(), String>> + use<> {
-        let (told, stored) = tokio::sync::oneshot::channel();
-        self.writer.record_then(report, meta, move |r| {
-            let _ = told.send(r);
-        });
-        async move {
-            stored
-                .await
-                .unwrap_or_else(|_| Err("the journal writer stopped".to_owned()))
-        }
-    }
-
     /// Counts a finished delegation for `/metrics`.
     fn count_finished(&self, report: &harness::Report) {
         *self
@@ -516,7 +499,8 @@ async fn submit(
             app.count_finished(&report);
             // The live stream ends once the record is readable, so that a client that saw the
             // stream end finds the delegation in the journal.
-            let stored = app.store(
+            let stored = super::store(
+                &app.writer,
                 report,
                 RecordMeta {
                     trace_id: None,
@@ -582,10 +566,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
         // Delivered again after a restart, yet already in the journal: only acknowledged.
         let ids: Vec<String> = deliveries
             .iter()
-            .filter_map(|d| match &d.outcome {
-                harness_queue::Outcome::Done(result) => Some(result.id.clone()),
-                harness_queue::Outcome::Dead(dead) => dead.id.clone(),
-            })
+            .filter_map(|d| d.outcome.id().map(str::to_owned))
             .collect();
         let recorded = read(&app, move |j| {
             ids.into_iter()
@@ -605,9 +586,8 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                 continue;
             }
         };
-        let mut storing = Vec::new();
-        for delivery in deliveries {
-            let (report, trace_id) = match &delivery.outcome {
+        let settled = harness_queue::settle(&*queued.queue, deliveries, |outcome| {
+            let (report, trace_id) = match outcome {
                 harness_queue::Outcome::Done(result) => {
                     (result.report.clone(), result.trace_id.clone())
                 }
@@ -617,8 +597,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                             "harness serve: a dead letter naming no delegation: {}",
                             dead.reason
                         );
-                        storing.push((delivery, None));
-                        continue;
+                        return None;
                     };
                     let kind = app
                         .queued_run(&id)
@@ -627,8 +606,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                 }
             };
             if recorded.contains(&report.id) {
-                storing.push((delivery, None));
-                continue;
+                return None;
             }
             let run = app.queued_run(&report.id);
             let meta = RecordMeta {
@@ -638,21 +616,23 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
             };
             app.count_finished(&report);
             let (id, events) = (report.id.clone(), report.events.clone());
-            let stored = app.store(report, meta);
-            storing.push((delivery, Some((id, events, stored))));
-        }
-        for (delivery, stored) in storing {
-            if let Some((id, events, stored)) = stored {
-                if let Err(why) = stored.await {
-                    // Left in the queue: delivered again, and recorded then.
-                    eprintln!("harness serve: {id} was not recorded: {why}");
-                    continue;
-                }
+            let stored = super::store(&app.writer, report, meta);
+            let app = Arc::clone(&app);
+            Some(Box::pin(async move {
+                // Not stored: left in the queue, delivered again, recorded then.
+                stored.await.map_err(|why| format!("{id}: {why}"))?;
                 app.finish_live(&id, events);
+                Ok(())
+            }))
+        })
+        .await;
+        match settled {
+            Ok(left) => {
+                for why in left {
+                    eprintln!("harness serve: not recorded: {why}");
+                }
             }
-            if let Err(e) = queued.queue.acknowledge(&delivery).await {
-                eprintln!("harness serve: cannot acknowledge a report: {e}");
-            }
+            Err(e) => eprintln!("harness serve: cannot acknowledge a report: {e}"),
         }
     }
 }
