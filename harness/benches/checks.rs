@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::{Assembler, Event, Outcome, Overrides, Runtime};
+use harness::{Assembler, EventRecord, Outcome, Overrides, Runtime};
 use harness_builtins::{Launch, run_program};
 
 fn env(name: &str, default: usize) -> usize {
@@ -63,7 +63,7 @@ async fn run_delegation(runtime: &Runtime, dir: &Path, k: usize, want: Outcome) 
         .yaml(&file, &delegation(k), dir)
         .expect("the delegation assembles");
     let t = Instant::now();
-    let report = runtime.run(&delegation, &|_: &Event<'_>| {}).await;
+    let report = runtime.run(&delegation, &|_: &EventRecord| {}).await;
     let elapsed = t.elapsed();
     assert_eq!(report.outcome, want, "{:?}", report.error);
     elapsed

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::delegation::Delegation;
 use crate::error::{Error, Result};
 use crate::project::ProjectPolicy;
-use crate::spec::Delegation;
+use crate::spec::DelegationFile;
 
 /// What the caller sets over the delegation file (the command line's flags). It travels with a
 /// queued delegation, so a worker assembles it as the submitter would have.
@@ -63,7 +64,7 @@ impl Assembler {
     pub fn file(&self, path: &Path) -> Result<Delegation> {
         let text = harness_builtins::read_regular(path)
             .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
-        Delegation::from_yaml(self, path, &text, base_of(path))
+        self.yaml(path, &text, base_of(path))
     }
 
     /// Validates delegation YAML named `source`, resolving relative paths against `base`.
@@ -71,7 +72,9 @@ impl Assembler {
     /// # Errors
     /// As [`Assembler::file`].
     pub fn yaml(&self, source: &Path, text: &str, base: &Path) -> Result<Delegation> {
-        Delegation::from_yaml(self, source, text, base)
+        let label = source.display().to_string();
+        let file = DelegationFile::from_yaml(source, text, base, &self.reader(&label, base))?;
+        self.assemble(file)
     }
 
     /// Validates one delegation given as a JSON object (an entry of a batch file); `label`
@@ -86,7 +89,9 @@ impl Assembler {
         value: serde_json::Value,
         base: &Path,
     ) -> Result<Delegation> {
-        Delegation::from_json(self, source, label, value, base)
+        let file =
+            DelegationFile::from_json(source, label, value, base, &self.reader(label, base))?;
+        self.assemble(file)
     }
 
     /// Like [`Assembler::json`], from the JSON text itself (a line of a JSONL batch), read
@@ -101,12 +106,43 @@ impl Assembler {
         text: &str,
         base: &Path,
     ) -> Result<Delegation> {
-        Delegation::from_json_text(self, source, label, text, base)
+        let file =
+            DelegationFile::from_json_text(source, label, text, base, &self.reader(label, base))?;
+        self.assemble(file)
+    }
+
+    /// Applies the project policy of the file's workspace (or the caller's `workdir`) and the
+    /// caller's overrides.
+    fn assemble(&self, file: DelegationFile) -> Result<Delegation> {
+        let workdir = match &self.overrides.workdir {
+            Some(dir) => dir.clone(),
+            None => file.workdir.clone(),
+        };
+        let project = self.project_policy(&workdir)?;
+        Delegation::assemble(file, &project, &self.overrides, workdir)
+    }
+
+    /// The script reader of the file `label`: paths relative to `base`, each file read once.
+    fn reader<'a>(
+        &'a self,
+        label: &'a str,
+        base: &'a Path,
+    ) -> impl Fn(&str, &Path) -> Result<(PathBuf, String)> + 'a {
+        move |key: &str, rel: &Path| {
+            let full = base.join(rel);
+            let text = self.script(&full).map_err(|e| {
+                Error::config(format!(
+                    "{label}: `{key}`: cannot read {}: {e}",
+                    full.display()
+                ))
+            })?;
+            Ok((full, text))
+        }
     }
 
     /// Returns the text of the script file at `path`, read on first use (a failure to read is
     /// remembered too, so every delegation naming the file reports the same error).
-    pub(crate) fn script(&self, path: &Path) -> std::result::Result<String, String> {
+    fn script(&self, path: &Path) -> std::result::Result<String, String> {
         let mut scripts = self
             .scripts
             .lock()
@@ -117,12 +153,8 @@ impl Assembler {
             .clone()
     }
 
-    pub(crate) fn overrides(&self) -> &Overrides {
-        &self.overrides
-    }
-
     /// Returns the project policy of the workspace at `workdir` (read on first use).
-    pub(crate) fn project_policy(&self, workdir: &Path) -> Result<Arc<ProjectPolicy>> {
+    fn project_policy(&self, workdir: &Path) -> Result<Arc<ProjectPolicy>> {
         let mut policies = self
             .policies
             .lock()
@@ -175,13 +207,13 @@ mod tests {
                 .expect("valid")
         };
         let project = assemble(Overrides::default(), FILE);
-        assert_eq!(project.max_verify_retries, 5);
-        assert_eq!(project.limits.max_steps, 2000);
+        assert_eq!(project.max_verify_retries(), 5);
+        assert_eq!(project.limits().max_steps, 2000);
         let file = assemble(
             Overrides::default(),
             &format!("{FILE}max_verify_retries: 1\n"),
         );
-        assert_eq!(file.max_verify_retries, 1);
+        assert_eq!(file.max_verify_retries(), 1);
         let flag = assemble(
             Overrides {
                 max_verify_retries: Some(0),
@@ -190,8 +222,8 @@ mod tests {
             },
             &format!("{FILE}max_verify_retries: 1\nnetwork: {{allow: [a.test]}}\n"),
         );
-        assert_eq!(flag.max_verify_retries, 0);
-        assert_eq!(flag.allow_hosts, ["a.test", "example.com"]);
+        assert_eq!(flag.max_verify_retries(), 0);
+        assert_eq!(flag.allow_hosts(), ["a.test", "example.com"]);
     }
 
     #[test]
@@ -216,8 +248,87 @@ mod tests {
         .yaml(Path::new("d.yaml"), FILE, plain.path())
         .expect("valid");
         assert_eq!(
-            delegation.limits.timeout,
+            delegation.limits().timeout,
             std::time::Duration::from_millis(500)
         );
+    }
+
+    fn parse(text: &str) -> Result<Delegation> {
+        let dir = workspace(None);
+        Assembler::default().yaml(Path::new("d.yaml"), text, dir.path())
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let d =
+            parse("task: do it\ndelegate: {kind: scripted, script: agent.star}\n").expect("valid");
+        assert_eq!(d.max_verify_retries(), 2);
+        assert_eq!(d.max_turns(), 20);
+        assert!(d.verify().is_none());
+        assert_eq!(d.args(), &serde_json::json!({}));
+    }
+
+    #[test]
+    fn malformed_files_are_config_errors_naming_the_key() {
+        let cases = [
+            ("delegate: {kind: scripted, script: agent.star}\n", "task"),
+            ("task: x\n", "delegate"),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nbogus: 1\n",
+                "bogus",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star, extra: 1}\n",
+                "extra",
+            ),
+            ("task: x\ndelegate: {kind: wizard}\n", "wizard"),
+            (
+                "task: x\ndelegate: {kind: scripted, script: missing.star}\n",
+                "missing.star",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nverify: 'x'\nverify_file: v.star\n",
+                "not both",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nverify_file: nope.star\n",
+                "nope.star",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nmax_verify_retries: many\n",
+                "max_verify_retries",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\ntools: [teleport]\n",
+                "teleport",
+            ),
+            (
+                "task: [1]\ndelegate: {kind: scripted, script: agent.star}\n",
+                "task",
+            ),
+            (
+                "task: x\ndelegate: {kind: scripted, script: agent.star}\nlimits: {max_turns: 0}\n",
+                "max_turns",
+            ),
+            (
+                "task: x\ndelegate: {kind: command, command: []}\n",
+                "delegate.command",
+            ),
+            ("task: x\ndelegate: {kind: openai}\n", "model"),
+            (
+                "task: '  '\ndelegate: {kind: scripted, script: agent.star}\n",
+                "task",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text).expect_err(text);
+            assert_eq!(err.kind(), crate::ErrorKind::Config, "{text}");
+            assert!(err.message().contains(needle), "{text}: {}", err.message());
+            assert!(
+                err.message().contains("d.yaml"),
+                "{text}: {}",
+                err.message()
+            );
+        }
     }
 }

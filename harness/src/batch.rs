@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::io::{BufRead, Read as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -12,10 +12,10 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::assembly::{Assembler, base_of};
+use crate::delegation::Delegation;
 use crate::error::{Error, Result};
-use crate::ralph::{Event, Runtime};
 use crate::report::Report;
-use crate::spec::Delegation;
+use crate::runtime::Runtime;
 
 /// One delegation of a batch, or why its entry could not be read.
 #[derive(Debug)]
@@ -265,8 +265,6 @@ pub struct BatchOutcome {
     pub line: usize,
     /// The delegation's report, or the entry's configuration error.
     pub report: std::result::Result<Report, Error>,
-    /// The trace id, when spans are exported.
-    pub trace_id: Option<String>,
 }
 
 /// Totals of a batch.
@@ -295,7 +293,6 @@ pub async fn run_batch<I, S, F>(
     runtime: &Runtime,
     items: I,
     settings: &BatchSettings,
-    trace_id_of: fn(&tracing::Span) -> Option<String>,
     stop: S,
     mut sink: F,
 ) -> BatchSummary
@@ -344,7 +341,6 @@ where
                 sink(BatchOutcome {
                     line: item.line,
                     report: Err(e),
-                    trace_id: None,
                 });
             }
             Ok(delegation) => {
@@ -353,23 +349,15 @@ where
                 let line = item.line;
                 let mut cancel = cancel_rx.clone();
                 tasks.spawn(async move {
-                    let trace = OnceLock::new();
-                    let observer = |event: &Event<'_>| {
-                        if let Event::Started { span, .. } = event {
-                            if let Some(id) = trace_id_of(span) {
-                                let _ = trace.set(id);
-                            }
-                        }
-                    };
                     let cancelled = async move {
                         let _ = cancel.wait_for(|cancelled| *cancelled).await;
                         "cancelled: the batch was stopped and its grace period ran out".to_owned()
                     };
-                    let report = runtime.run_until(&delegation, &observer, cancelled).await;
+                    let nobody = |_: &crate::events::EventRecord| {};
+                    let report = runtime.run_until(&delegation, &nobody, cancelled).await;
                     let _ = tx.send(BatchOutcome {
                         line,
                         report: Ok(report),
-                        trace_id: trace.into_inner(),
                     });
                     drop(permit);
                 });

@@ -1,14 +1,18 @@
 //! Run events (DESIGN §4.12): one enum for everything that happens during a delegation, each
 //! numbered and timed. They are kept in the [`Report`](crate::Report) (so the journal stores
-//! them), handed to the [`Observer`](crate::Observer) as they happen (so `--events` can stream
-//! them as JSON lines), and emitted as span events on the span current when they happen.
+//! them), handed to the [`Observer`] as they happen (so `--events` can stream them as JSON
+//! lines), and emitted as span events on the span current when they happen. A few variants are
+//! progress only — what a display shows as it happens (the answer, a tool call with its
+//! arguments) but the record already holds elsewhere: they reach observers, never the record.
+//!
+//! The [`Emitter`] is the only channel: the loop, the turns and the pipeline stages tell it what
+//! happened, and it tells the observer.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use harness_hooks::ToolCall;
 use serde::{Deserialize, Serialize};
-
-use crate::ralph::{Event, Observer};
 
 /// What happened. Serialised with its name in `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +155,23 @@ pub enum RunEvent {
         /// The state it was in: `failed` or `passed_with_debt`.
         previous_state: String,
     },
+    /// Progress only, never recorded: the delegate gave its final answer for the attempt (the
+    /// record keeps it in the attempt's Result).
+    Responded {
+        /// The answer, as the delegate gave it (not yet scrubbed).
+        response: String,
+        /// True when `delegation.post` hooks will see (and may redact) the answer before the
+        /// caller gets it: a progress display should not echo it.
+        redacted_later: bool,
+    },
+    /// Progress only, never recorded: a tool call finished (the record keeps the call in the
+    /// attempt's `tool_calls` and the `ToolCalled`/`ToolReturned` pair in its events).
+    ToolFinished {
+        /// The call as it was made, with its arguments (not yet scrubbed).
+        call: ToolCall,
+        /// True when it failed or was refused.
+        is_error: bool,
+    },
 }
 
 impl RunEvent {
@@ -173,7 +194,31 @@ impl RunEvent {
             RunEvent::DelegationCompleted { .. } => "DelegationCompleted",
             RunEvent::CriticCompleted { .. } => "CriticCompleted",
             RunEvent::HumanOverride { .. } => "HumanOverride",
+            RunEvent::Responded { .. } => "Responded",
+            RunEvent::ToolFinished { .. } => "ToolFinished",
         }
+    }
+
+    /// Returns false for the progress-only variants ([`RunEvent::Responded`],
+    /// [`RunEvent::ToolFinished`]): observers see them, the record never holds them.
+    pub fn is_recorded(&self) -> bool {
+        !matches!(
+            self,
+            RunEvent::Responded { .. } | RunEvent::ToolFinished { .. }
+        )
+    }
+}
+
+/// Receives a delegation's events as they happen, recorded and progress-only alike, in order and
+/// synchronously; any `Fn(&EventRecord)` is an observer.
+pub trait Observer: Sync {
+    /// Called once per event.
+    fn on_event(&self, event: &EventRecord);
+}
+
+impl<F: Fn(&EventRecord) + Sync> Observer for F {
+    fn on_event(&self, event: &EventRecord) {
+        self(event);
     }
 }
 
@@ -184,7 +229,8 @@ pub struct EventRecord {
     pub run_id: String,
     /// The attempt it happened in, from 0 (0 before the first attempt).
     pub attempt: u32,
-    /// Its place in the run, from 0, without gaps.
+    /// Its place in the run, from 0, without gaps. A progress-only event is not numbered: it
+    /// carries the place of the recorded event that follows it.
     pub seq: u64,
     /// When it happened, RFC 3339.
     pub at: String,
@@ -214,7 +260,7 @@ impl std::fmt::Debug for Emitter<'_> {
 struct Nobody;
 
 impl Observer for Nobody {
-    fn on_event(&self, _: &Event<'_>) {}
+    fn on_event(&self, _: &EventRecord) {}
 }
 
 impl<'a> Emitter<'a> {
@@ -258,8 +304,25 @@ impl<'a> Emitter<'a> {
                 record.event.name()
             );
         }
-        self.observer.on_event(&Event::Recorded(&record));
+        self.observer.on_event(&record);
         records.push(record);
+    }
+
+    /// Hands a progress-only `event` to the observer: not numbered, kept or traced.
+    pub(crate) fn progress(&self, event: RunEvent) {
+        debug_assert!(!event.is_recorded(), "{} is a recorded event", event.name());
+        self.observer.on_event(&EventRecord {
+            run_id: self.run_id.clone(),
+            attempt: self.attempt.load(Ordering::Relaxed),
+            seq: self.seq.load(Ordering::Relaxed),
+            at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            event,
+        });
+    }
+
+    /// Returns the delegation's id.
+    pub(crate) fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     /// The events so far, in order.

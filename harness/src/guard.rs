@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind};
-use crate::spec::{DelegateConfig, Delegation};
 
 /// Files fingerprinted under one protected directory, at most; past this the rest is still
 /// refused to tools but not compared.
@@ -54,25 +53,11 @@ pub(crate) struct Change {
 }
 
 impl PolicyGuard {
-    /// Protects `delegation`'s policy inside and outside the workspace rooted at `root`, plus
-    /// `journals` (refused, not fingerprinted), and fingerprints it when the delegate can write
-    /// other than through the tools: it is offered `run_command`, or it is an agent CLI.
-    pub(crate) fn new(root: &Path, delegation: &Delegation, journals: &[PathBuf]) -> Self {
-        let watch = matches!(
-            delegation.delegate,
-            DelegateConfig::Command(_) | DelegateConfig::Agent(_)
-        ) || delegation.tools.iter().any(|t| t == "run_command");
-        let mut protected = vec![root.join(".harness"), delegation.source.clone()];
-        if let Some(path) = delegation.verify.as_ref().and_then(|v| v.path.clone()) {
-            protected.push(path);
-        }
-        if let DelegateConfig::Scripted { path, .. } = &delegation.delegate {
-            protected.push(path.clone());
-        }
-        protected.extend(delegation.hooks.iter().flatten().cloned());
-        protected.extend(delegation.extra_hooks.iter().cloned());
-        let mut journals = journals.to_vec();
-        journals.push(root.join(".harness").join("runs.db"));
+    /// Protects the `protected` paths (files or directories, inside the workspace or not) and
+    /// the `journals` (refused, not fingerprinted), and fingerprints the protected files when
+    /// `watch`: the delegate can write other than through the tools (it is offered
+    /// `run_command`, or it is an agent CLI).
+    pub(crate) fn new(mut protected: Vec<PathBuf>, journals: Vec<PathBuf>, watch: bool) -> Self {
         protected.extend(journals.iter().cloned());
         let mut guard = PolicyGuard {
             given: protected,
@@ -220,6 +205,7 @@ fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delegation::Delegation;
 
     fn delegation(dir: &Path, tools: &str) -> Delegation {
         std::fs::write(dir.join("agent.star"), "def respond(m):\n    return 'x'\n").expect("agent");
@@ -243,8 +229,15 @@ mod tests {
         std::fs::write(dir.path().join(".harness/runs.db"), "journal").expect("journal");
         let root = dir.path().canonicalize().expect("canonical");
         // Without run_command the tools refuse every write: nothing needs watching.
-        let unwatched = PolicyGuard::new(&root, &delegation(&root, "write_file"), &[]);
-        let guard = PolicyGuard::new(&root, &delegation(&root, "run_command"), &[]);
+        let guard_of = |d: Delegation| {
+            PolicyGuard::new(
+                d.protected_paths(&root),
+                d.journals(&root),
+                d.changes_files_itself(),
+            )
+        };
+        let unwatched = guard_of(delegation(&root, "write_file"));
+        let guard = guard_of(delegation(&root, "run_command"));
         assert!(
             guard
                 .covering(&root.join(".harness/hooks/new.md"))

@@ -24,11 +24,14 @@ mod assembly;
 pub mod batch;
 mod cache;
 mod checks;
+mod config;
 mod conversation;
-mod critic;
+mod decision;
 pub mod delegate;
+mod delegation;
 mod error;
 pub mod events;
+mod gates;
 mod guard;
 mod pipeline;
 mod policy;
@@ -38,6 +41,7 @@ mod ralph;
 pub mod redact;
 mod report;
 mod retry;
+mod runtime;
 pub mod scope;
 mod session;
 mod spec;
@@ -48,23 +52,31 @@ mod verdict;
 mod verifier;
 
 pub use assembly::{Assembler, Overrides};
-pub use checks::{CheckSpec, Criterion, PlanStep};
+pub use checks::{
+    CheckSpec, Criterion, CriticSpec, CriticWhen, PlanStep, REVIEW_TEMPLATE,
+    REVIEW_TEMPLATE_VERSION, review_template_sha256,
+};
 pub use conversation::{Message, ToolSpec, Usage};
-pub use critic::{REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256};
+pub use decision::OnExhausted;
+pub use delegate::DelegateConfig;
+pub use delegation::{
+    DEFAULT_MAX_VERIFY_RETRIES, DEFAULT_STUCK_AFTER, Delegation, MAX_VERIFY_RETRIES,
+};
 pub use error::{Error, ErrorKind, Result};
-pub use harness_hooks::{Changes, DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};
+pub use events::{EventRecord, Observer, RunEvent};
+pub use harness_hooks::{
+    Changes, CriticOutcome, CriticReview, DelegateInfo, DelegationResult, Evidence, EvidenceResult,
+    Request, ToolCall, ToolResult,
+};
 pub use pipeline::Pipeline;
 pub use policy::Policy;
 pub use project::{OverridePolicy, PROJECT_POLICY, ProjectPolicy};
-pub use ralph::{Event, Observer, Runtime, new_id};
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
+pub use runtime::{Runtime, TraceIdReader, new_id};
 pub use scope::{OnViolation, ScopeSpec};
-pub use spec::{
-    CriticSpec, CriticWhen, DEFAULT_MAX_TURNS, DEFAULT_MAX_VERIFY_RETRIES, DelegateConfig,
-    Delegation, MAX_VERIFY_RETRIES, OnExhausted, VerifySource,
-};
+pub use spec::DEFAULT_MAX_TURNS;
 pub use tools::{Tool, ToolOutput, Toolbox};
 pub use verdict::{Decision, Finding, Severity, Source, Verdict};
-pub use verifier::{EMPTY_REASON, FALSE_REASON, Verifier, VerifyOutcome};
+pub use verifier::{EMPTY_REASON, FALSE_REASON, Verifier, VerifyOutcome, VerifySource};

@@ -1,19 +1,24 @@
 //! The verification pipeline (DESIGN §3): the stages in authority order, run on every attempt.
-//! Every stage runs, so the delegate hears every reason at once; an attempt passes only when no
-//! stage found a blocking problem.
+//! Every deterministic stage runs, so the delegate hears every reason at once; the critic, an
+//! opinion, runs last and only when nothing before it blocked. An attempt passes only when no
+//! stage found a blocking problem. The list of stages is built in one place,
+//! [`Pipeline::for_delegation`], each stage from its own section of the delegation.
 
-use harness_hooks::Event;
+use harness_builtins::Workspace;
+use harness_hooks::DelegationResult;
 
 use crate::checks::{
-    Check, CitationStage, CommandChecks, CriteriaStage, InlineVerifier, PlanStage, PostVerifyHooks,
-    ScopeStage, Subject,
+    Check, CitationStage, CommandChecks, CriteriaStage, Critic, InlineVerifier, PlanStage,
+    PostVerifyHooks, ScopeStage, Subject,
 };
-use crate::error::Error;
-use crate::error::Result;
+use crate::conversation::Usage;
+use crate::delegate::Delegate;
+use crate::delegation::Delegation;
+use crate::error::{Error, Result};
 use crate::policy::Policy;
-use crate::verdict::{Decision, Verdict};
+use crate::tools::Toolbox;
+use crate::verdict::{Decision, Finding, Verdict};
 use crate::verifier::Verifier;
-use harness_hooks::DelegationResult;
 
 /// Everything that judges an attempt, in order.
 #[derive(Debug, Default)]
@@ -21,54 +26,96 @@ pub struct Pipeline {
     stages: Vec<Box<dyn Check>>,
 }
 
+/// What the stages of one delegation are built from, besides its sections: what the session
+/// compiled and loaded for it.
+pub(crate) struct Materials<'a> {
+    /// The delegation, as `delegation.pre` hooks left it.
+    pub(crate) delegation: &'a Delegation,
+    /// Its workspace.
+    pub(crate) workspace: &'a Workspace,
+    /// The inline verifier, compiled.
+    pub(crate) verifier: Option<Verifier>,
+    /// The hooks, loaded.
+    pub(crate) policy: Option<&'a Policy>,
+    /// The delegate's kind and model, matched by hooks' `delegates:` globs.
+    pub(crate) names: &'a [String],
+    /// The critic's delegate and its read-only tools, when the delegation has a critic.
+    pub(crate) critic: Option<(Box<dyn Delegate>, Toolbox)>,
+}
+
 impl Pipeline {
     /// Creates a pipeline: an optional inline verifier, then the `delegation.post_verify` hooks
     /// of `policy` that match `names` (the delegate's kind and model).
     pub fn new(verifier: Option<Verifier>, policy: Option<Policy>, names: Vec<String>) -> Self {
-        Self::with_checks(
-            Stages {
-                verifier,
-                ..Stages::default()
-            },
-            policy,
-            names,
-        )
+        let stages = [
+            verifier.map(|v| Box::new(InlineVerifier(v)) as Box<dyn Check>),
+            policy
+                .and_then(|p| PostVerifyHooks::from_policy(&p, &names))
+                .map(|h| Box::new(h) as Box<dyn Check>),
+        ];
+        Pipeline {
+            stages: stages.into_iter().flatten().collect(),
+        }
     }
 
-    /// As [`Pipeline::new`], led by the delegation's scope, command checks and criteria: the
-    /// strongest, deterministic signal first.
-    pub(crate) fn with_checks(given: Stages, policy: Option<Policy>, names: Vec<String>) -> Self {
-        let Stages {
-            scope,
-            checks,
-            criteria,
-            plan,
-            citations,
+    /// The pipeline of a delegation, in authority order: scope, checks, criteria, plan,
+    /// citations, the inline verifier, `delegation.post_verify` hooks, the critic. Each stage is
+    /// built from its own section and is left out when the section is absent.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) for a scope that does not compile;
+    /// [`ErrorKind::Check`](crate::ErrorKind::Check) when the scope baseline or the checks'
+    /// private HOME cannot be made.
+    pub(crate) async fn for_delegation(made: Materials<'_>) -> Result<(Self, Vec<String>)> {
+        let Materials {
+            delegation,
+            workspace,
             verifier,
-        } = given;
-        let mut stages: Vec<Box<dyn Check>> = Vec::new();
-        if let Some(scope) = scope {
-            stages.push(Box::new(scope));
-        }
-        if let Some(checks) = checks.filter(|c| !c.checks.is_empty()) {
-            stages.push(Box::new(checks));
-        }
-        if let Some(criteria) = criteria.filter(|c| !c.criteria.is_empty()) {
-            stages.push(Box::new(criteria));
-        }
-        if let Some(plan) = plan.filter(|p| !p.steps.is_empty()) {
-            stages.push(Box::new(plan));
-        }
-        if let Some(citations) = citations {
-            stages.push(Box::new(citations));
-        }
-        if let Some(verifier) = verifier {
-            stages.push(Box::new(InlineVerifier(verifier)));
-        }
-        if let Some(policy) = policy.filter(|p| p.applies(Event::DelegationPostVerify, &names)) {
-            stages.push(Box::new(PostVerifyHooks { policy, names }));
-        }
-        Pipeline { stages }
+            policy,
+            names,
+            critic,
+        } = made;
+        let mut warnings = Vec::new();
+        let scope = match delegation.scope() {
+            Some(spec) => {
+                let file = delegation.source().display().to_string();
+                let stage = ScopeStage::from_spec(spec, workspace, &file).await?;
+                warnings.extend(stage.warnings().iter().cloned());
+                Some(stage)
+            }
+            None => None,
+        };
+        let critic = match (delegation.critic(), critic) {
+            (Some(spec), Some((delegate, toolbox))) => Critic::from_spec(
+                spec,
+                delegation.task(),
+                delegation.risk(),
+                delegate,
+                toolbox,
+                delegation.redact().clone(),
+            ),
+            _ => None,
+        };
+        let boxed = |stage: Box<dyn Check>| Some(stage);
+        let stages: [Option<Box<dyn Check>>; 8] = [
+            scope.and_then(|s| boxed(Box::new(s))),
+            CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?
+                .and_then(|s| boxed(Box::new(s))),
+            CriteriaStage::from_spec(delegation.criteria(), workspace)
+                .and_then(|s| boxed(Box::new(s))),
+            PlanStage::from_spec(delegation.plan()).and_then(|s| boxed(Box::new(s))),
+            CitationStage::from_spec(delegation.citations_required(), workspace)
+                .and_then(|s| boxed(Box::new(s))),
+            verifier.and_then(|v| boxed(Box::new(InlineVerifier(v)))),
+            policy
+                .and_then(|p| PostVerifyHooks::from_policy(p, names))
+                .and_then(|s| boxed(Box::new(s))),
+            critic.and_then(|c| boxed(Box::new(c))),
+        ];
+        let pipeline = Pipeline {
+            stages: stages.into_iter().flatten().collect(),
+        };
+        Ok((pipeline, warnings))
     }
 
     /// Returns true when anything verifies; otherwise delegations are `skipped`.
@@ -77,8 +124,8 @@ impl Pipeline {
     }
 
     /// Judges one attempt. Returns the Result as the stages left it (a post-verify `modify`
-    /// rewrites it for the caller), and the verdict: `pass` or `retry` (the loop decides when
-    /// the budget makes a retry a `fail`), `None` when nothing is configured to verify.
+    /// rewrites it for the caller), and the verdict: `pass` or `retry` (the decision step says
+    /// when the budget makes a retry a `fail`), `None` when nothing is configured to verify.
     ///
     /// # Errors
     /// [`ErrorKind::Verifier`](crate::ErrorKind::Verifier) or
@@ -89,15 +136,19 @@ impl Pipeline {
         result: DelegationResult,
     ) -> (DelegationResult, Result<Option<Verdict>>) {
         let events = crate::events::Emitter::detached();
-        let judged = self.judge_attempt(result, &events).await;
+        let judged = self.judge_attempt(result, &[], Vec::new(), &events).await;
         (judged.result, judged.verdict)
     }
 
-    /// Judges one attempt as [`Pipeline::judge`] does, keeping what the loop needs besides;
-    /// the stages tell `events` what they do.
+    /// Judges one attempt as [`Pipeline::judge`] does, keeping what the loop needs besides.
+    /// `earlier` are the verdicts of the attempts before it; `carried` are findings made during
+    /// the attempt (per-tool verifiers), added after the deterministic stages; the stages tell
+    /// `events` what they do.
     pub(crate) async fn judge_attempt(
         &self,
         result: DelegationResult,
+        earlier: &[&Verdict],
+        mut carried: Vec<Finding>,
         events: &crate::events::Emitter<'_>,
     ) -> Judgement {
         if !self.is_active() {
@@ -106,11 +157,15 @@ impl Pipeline {
                 verdict: Ok(None),
                 diff: Vec::new(),
                 fatal: None,
+                usage: Usage::default(),
             };
         }
         let attempt = result.attempt;
-        let mut subject = Subject::new(result, events);
+        let mut subject = Subject::new(result, earlier, events);
         for stage in &self.stages {
+            if stage.is_opinion() {
+                subject.findings.append(&mut carried);
+            }
             subject.share_evidence();
             if let Err(e) = stage.check(&mut subject).await {
                 return Judgement {
@@ -118,11 +173,15 @@ impl Pipeline {
                     verdict: Err(e),
                     diff: subject.diff,
                     fatal: None,
+                    usage: subject.usage,
                 };
             }
             if subject.fatal.is_some() {
                 break;
             }
+        }
+        if subject.fatal.is_none() {
+            subject.findings.append(&mut carried);
         }
         subject.share_evidence();
         let decision = if subject.fatal.is_some() {
@@ -137,7 +196,7 @@ impl Pipeline {
             decision,
             findings: subject.findings,
             evidence: subject.evidence,
-            critic: None,
+            critic: subject.critic,
             logs: subject.logs,
         };
         Judgement {
@@ -145,19 +204,9 @@ impl Pipeline {
             verdict: Ok(Some(verdict)),
             diff: subject.diff,
             fatal: subject.fatal,
+            usage: subject.usage,
         }
     }
-}
-
-/// The deterministic stages and the verifier a pipeline is built from, each optional.
-#[derive(Debug, Default)]
-pub(crate) struct Stages {
-    pub(crate) scope: Option<ScopeStage>,
-    pub(crate) checks: Option<CommandChecks>,
-    pub(crate) criteria: Option<CriteriaStage>,
-    pub(crate) plan: Option<PlanStage>,
-    pub(crate) citations: Option<CitationStage>,
-    pub(crate) verifier: Option<Verifier>,
 }
 
 /// What judging one attempt left.
@@ -172,4 +221,12 @@ pub(crate) struct Judgement {
     /// The error that ends the delegation now (a scope violation under `on_violation: fail`);
     /// the verdict's decision is then `fail`.
     pub(crate) fatal: Option<Error>,
+    /// Tokens the stages spent (the critic's).
+    pub(crate) usage: Usage,
+}
+
+impl std::fmt::Debug for Materials<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Materials").finish_non_exhaustive()
+    }
 }

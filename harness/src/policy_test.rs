@@ -421,7 +421,7 @@ impl FileRunner {
         let delegation = Assembler::new(Overrides::default())
             .file(&full)
             .map_err(|e| e.to_string())?;
-        let verify = delegation.verify.ok_or_else(|| {
+        let verify = delegation.verify().cloned().ok_or_else(|| {
             format!("{name} has no `verify` or `verify_file`: there is no verifier to test")
         })?;
         let origin = match &verify.path {
@@ -437,8 +437,8 @@ impl FileRunner {
         Ok(LoadedVerifier {
             name: verify.name,
             source: verify.source,
-            args: delegation.args,
-            hosts: delegation.allow_hosts,
+            args: delegation.args().clone(),
+            hosts: delegation.allow_hosts().to_vec(),
             origin,
         })
     }

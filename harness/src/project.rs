@@ -51,17 +51,17 @@ struct RawDefaults {
     #[serde(default)]
     max_verify_retries: Option<u32>,
     #[serde(default)]
-    checks: Option<Vec<crate::spec::RawCheck>>,
+    checks: Option<Vec<crate::checks::RawCheck>>,
     #[serde(default)]
     criteria: Option<Vec<serde_json::Value>>,
     #[serde(default)]
     require_checks: Option<bool>,
     #[serde(default)]
-    scope: Option<crate::spec::RawScope>,
+    scope: Option<crate::scope::RawScope>,
     #[serde(default)]
     stuck_after: Option<u32>,
     #[serde(default)]
-    critic: Option<crate::spec::RawCritic>,
+    critic: Option<crate::checks::RawCritic>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -119,7 +119,7 @@ pub struct ProjectPolicy {
     pub max_verify_retries: Option<u32>,
     /// The other `verification_defaults` (checks, criteria, require_checks, scope,
     /// stuck_after): each used when a delegation does not give that key.
-    pub(crate) defaults: crate::spec::Gates,
+    pub(crate) defaults: crate::gates::Gates,
     /// `commands.isolation: bwrap`: `run_command` children run under bubblewrap.
     pub isolate_commands: bool,
     /// The budgets every script (verifier, hook, scripted delegate) runs under.
@@ -131,7 +131,7 @@ pub struct ProjectPolicy {
     pub overrides: OverridePolicy,
     /// `verification_defaults.critic`: the reviewer of delegations that name none (scripts
     /// relative to `.harness/`).
-    pub(crate) critic: Option<crate::spec::CriticSpec>,
+    pub(crate) critic: Option<crate::checks::CriticSpec>,
 }
 
 impl ProjectPolicy {
@@ -167,11 +167,11 @@ impl ProjectPolicy {
         let defaults = raw.verification_defaults.unwrap_or_default();
         if let Some(n) = defaults
             .max_verify_retries
-            .filter(|n| *n > crate::spec::MAX_VERIFY_RETRIES)
+            .filter(|n| *n > crate::delegation::MAX_VERIFY_RETRIES)
         {
             return Err(Error::config(format!(
                 "project policy {file}: `verification_defaults.max_verify_retries` must be at most {}, got {n}",
-                crate::spec::MAX_VERIFY_RETRIES
+                crate::delegation::MAX_VERIFY_RETRIES
             )));
         }
         let at = format!("project policy {file}: `verification_defaults`");
@@ -189,15 +189,17 @@ impl ProjectPolicy {
         };
         let critic = defaults
             .critic
-            .map(|c| crate::spec::critic_spec(&at, c, &read, base))
+            .map(|c| crate::checks::CriticSpec::parse(&at, c, &read, base))
             .transpose()?;
-        let gates = crate::spec::Gates::parse(
-            &format!("project policy {file}: `verification_defaults`"),
-            defaults.checks,
-            defaults.criteria,
-            defaults.require_checks,
-            defaults.scope,
-            defaults.stuck_after,
+        let gates = crate::gates::Gates::parse(
+            &at,
+            crate::gates::RawGates {
+                checks: defaults.checks,
+                criteria: defaults.criteria,
+                require_checks: defaults.require_checks,
+                scope: defaults.scope,
+                stuck_after: defaults.stuck_after,
+            },
         )?;
         let given = raw.limits.unwrap_or_default();
         let mut limits = Limits::default();

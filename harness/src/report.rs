@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind};
 use crate::redact::Redactor;
 use crate::retry::{RETRY_TEMPLATE_VERSION, retry_template_sha256};
 use crate::verdict::{Decision, Finding, Verdict};
-use harness_hooks::{DelegationResult, Request};
+use harness_hooks::{CriticReview, DelegationResult, Evidence, Request};
 
 /// The outcome of one delegation (DESIGN §4.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -129,9 +129,48 @@ pub struct Report {
     pub started_at: std::time::SystemTime,
     /// How long it took.
     pub duration: std::time::Duration,
+    /// The trace its spans belong to, when the process exports traces (see
+    /// [`Runtime::with_trace_ids`](crate::Runtime::with_trace_ids)).
+    #[serde(default)]
+    pub trace_id: Option<String>,
+}
+
+impl AttemptRecord {
+    /// Attempt `attempt`, begun: nothing produced, judged or spent yet.
+    pub(crate) fn new(attempt: u32) -> Self {
+        AttemptRecord {
+            attempt,
+            result: None,
+            verdict: None,
+            retry_prompt: None,
+            usage: Usage::default(),
+            duration: std::time::Duration::ZERO,
+        }
+    }
 }
 
 impl Report {
+    /// The report of delegation `id` as it starts: outcome `skipped` until the run says
+    /// otherwise, no attempts, the request as the delegation file gave it.
+    pub(crate) fn started(id: String, delegate_kind: &str, request: Request) -> Report {
+        Report {
+            id,
+            request: Some(request),
+            outcome: Outcome::Skipped,
+            delegate_kind: delegate_kind.to_owned(),
+            model: None,
+            attempts: Vec::new(),
+            error: None,
+            delivered: None,
+            warnings: Vec::new(),
+            events: Vec::new(),
+            debt: Vec::new(),
+            started_at: std::time::SystemTime::now(),
+            duration: std::time::Duration::ZERO,
+            trace_id: None,
+        }
+    }
+
     /// The report of a delegation that never ran to an outcome of its own (a queued job
     /// dead-lettered after every delivery failed): outcome `error` of `error`'s kind, no
     /// attempts, and the one `DelegationCompleted` event saying so — a record like any other,
@@ -161,6 +200,7 @@ impl Report {
             debt: Vec::new(),
             started_at: std::time::SystemTime::now(),
             duration: std::time::Duration::ZERO,
+            trace_id: None,
         }
     }
 
@@ -206,7 +246,7 @@ impl Report {
                 redactor.scrub_string(&mut tool_result.content);
             }
             for record in &mut result.evidence {
-                redactor.scrub_json(record);
+                scrub_evidence(redactor, record);
             }
         }
         for attempt in &mut self.attempts {
@@ -220,8 +260,21 @@ impl Report {
                 for line in &mut verdict.logs {
                     redactor.scrub_string(line);
                 }
-                for value in verdict.evidence.iter_mut().chain(verdict.critic.as_mut()) {
-                    redactor.scrub_json(value);
+                for record in &mut verdict.evidence {
+                    scrub_evidence(redactor, record);
+                }
+                if let Some(review) = &mut verdict.critic {
+                    let texts = [
+                        &mut review.reasoning,
+                        &mut review.feedback,
+                        &mut review.error,
+                    ];
+                    for text in texts.into_iter().flatten() {
+                        redactor.scrub_string(text);
+                    }
+                    for value in review.extra.values_mut() {
+                        redactor.scrub_json(value);
+                    }
                 }
             }
         }
@@ -335,6 +388,22 @@ impl Report {
     }
 }
 
+/// Scrubs the words of an evidence record: its method, target, proof, output and extra keys.
+fn scrub_evidence(redactor: &Redactor, record: &mut Evidence) {
+    let texts = [
+        &mut record.method,
+        &mut record.target,
+        &mut record.proof,
+        &mut record.output_tail,
+    ];
+    for text in texts.into_iter().flatten() {
+        redactor.scrub_string(text);
+    }
+    for value in record.extra.values_mut() {
+        redactor.scrub_json(value);
+    }
+}
+
 fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -368,8 +437,8 @@ struct HistoryJson<'a> {
     attempt: u32,
     decision: Option<&'static str>,
     findings: &'a [Finding],
-    evidence: &'a [Value],
-    critic: Option<&'a Value>,
+    evidence: &'a [Evidence],
+    critic: Option<&'a CriticReview>,
     retry_prompt: Option<&'a str>,
 }
 
@@ -518,6 +587,7 @@ mod tests {
             debt: Vec::new(),
             started_at: std::time::SystemTime::UNIX_EPOCH,
             duration: Duration::from_millis(3_001),
+            trace_id: None,
         };
         let mut errored = failed.clone();
         errored.outcome = Outcome::Error(ErrorKind::Timeout);

@@ -157,7 +157,7 @@ impl RetryContext {
             .critic
             .as_ref()
             .filter(|_| blocking.iter().any(|f| f.source == Source::Critic))
-            .and_then(|c| c["feedback"].as_str())
+            .and_then(|c| c.feedback.as_deref())
             .map(str::trim)
             .filter(|f| !f.is_empty())
             .map(str::to_owned);

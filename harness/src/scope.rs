@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use harness_hooks::Changes;
+use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
@@ -54,7 +55,46 @@ pub enum OnViolation {
     Retry,
 }
 
+/// `scope:` as written, in a delegation file or a project policy's `verification_defaults`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScope {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    ignore: Vec<String>,
+    #[serde(default)]
+    on_violation: Option<String>,
+}
+
 impl ScopeSpec {
+    /// Validates `scope:` as written in `file`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the key: a glob that does not
+    /// compile, an unknown `on_violation`.
+    pub(crate) fn parse(file: &str, raw: RawScope) -> Result<Self> {
+        let on_violation = match raw.on_violation.as_deref() {
+            None | Some("fail") => OnViolation::Fail,
+            Some("retry") => OnViolation::Retry,
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "{file}: `scope.on_violation` is {other:?}; use `fail` (the default: end the delegation) or `retry` (tell the delegate and let it retry)"
+                )));
+            }
+        };
+        let spec = ScopeSpec {
+            allow: raw.allow,
+            deny: raw.deny,
+            ignore: raw.ignore,
+            on_violation,
+        };
+        spec.validate(file)?;
+        Ok(spec)
+    }
+
     /// Checks every glob and pattern compiles; `at` names the file and key in messages.
     ///
     /// # Errors

@@ -10,9 +10,14 @@ use std::time::Duration;
 use harness_builtins::{PathError, Workspace};
 use serde_json::{Map, Value, json};
 
+use crate::config::ReadScript;
 use crate::conversation::ToolSpec;
 use crate::error::{Error, Result};
 use crate::guard::PolicyGuard;
+use crate::verifier::VerifySource;
+
+/// Per-tool verifiers: the tool's name and its script.
+pub(crate) type ToolVerifiers = Vec<(String, VerifySource)>;
 
 /// Largest file `read_file` returns.
 const MAX_READ_BYTES: u64 = 1024 * 1024;
@@ -58,6 +63,47 @@ impl Tool {
         Tool::ALL.into_iter().find(|t| t.name() == name)
     }
 
+    /// Validates `tools:` as written in `file` (the delegation file `source`): names, or
+    /// `{name, verify | verify_file}` mappings. Returns the names and the per-tool verifiers.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the entry: an unknown tool or
+    /// key, a verifier given twice or not at all.
+    pub(crate) fn parse_list(
+        file: &str,
+        source: &Path,
+        raw: Vec<Value>,
+        read: &ReadScript<'_>,
+    ) -> Result<(Vec<String>, ToolVerifiers)> {
+        let mut names = Vec::new();
+        let mut verifiers = Vec::new();
+        for (i, entry) in raw.into_iter().enumerate() {
+            let at = format!("{file}: `tools[{i}]`");
+            let name = match entry {
+                Value::String(name) => name,
+                Value::Object(map) => {
+                    let (name, verifier) = tool_verifier(&at, i, source, &map, read)?;
+                    verifiers.push((name.clone(), verifier));
+                    name
+                }
+                other => {
+                    return Err(Error::config(format!(
+                        "{at}: expected a tool name or {{name, verify}}, got {other}"
+                    )));
+                }
+            };
+            if Tool::from_name(&name).is_none() {
+                let known: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+                return Err(Error::config(format!(
+                    "{file}: `tools`: unknown tool {name:?} (known tools: {})",
+                    known.join(", ")
+                )));
+            }
+            names.push(name);
+        }
+        Ok((names, verifiers))
+    }
+
     /// Returns the description and argument schema offered to the model.
     pub fn spec(self) -> ToolSpec {
         let (description, parameters) = match self {
@@ -84,6 +130,50 @@ impl Tool {
             parameters,
         }
     }
+}
+
+/// Reads a `{name, verify | verify_file}` entry of `tools:` (entry `i`, at `at`).
+fn tool_verifier(
+    at: &str,
+    i: usize,
+    source: &Path,
+    map: &Map<String, Value>,
+    read: &ReadScript<'_>,
+) -> Result<(String, VerifySource)> {
+    if let Some(key) = map
+        .keys()
+        .find(|k| !["name", "verify", "verify_file"].contains(&k.as_str()))
+    {
+        return Err(Error::config(format!(
+            "{at}: unknown key `{key}`; a tool is a name or {{name, verify | verify_file}}"
+        )));
+    }
+    let Some(Value::String(name)) = map.get("name") else {
+        return Err(Error::config(format!(
+            "{at}: `name` is missing or not a string"
+        )));
+    };
+    let verifier = match (map.get("verify"), map.get("verify_file")) {
+        (Some(Value::String(script)), None) if !script.trim().is_empty() => VerifySource {
+            name: format!("{}#tools.{name}.verify", source.display()),
+            path: None,
+            source: script.clone(),
+        },
+        (None, Some(Value::String(rel))) => {
+            VerifySource::read(read, &format!("tools[{i}].verify_file"), Path::new(rel))?
+        }
+        (None, None) => {
+            return Err(Error::config(format!(
+                "{at} ({name}): give `verify` (a script defining `def run(call, result):`) or `verify_file`, or write the tool as a plain name"
+            )));
+        }
+        _ => {
+            return Err(Error::config(format!(
+                "{at} ({name}): give one of `verify` (an inline script) and `verify_file` (a path), as a non-empty string"
+            )));
+        }
+    };
+    Ok((name.clone(), verifier))
 }
 
 /// What one tool call returned to the delegate.

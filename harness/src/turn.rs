@@ -8,7 +8,7 @@ use tracing::field::Empty;
 use crate::conversation::{Message, Usage};
 use crate::delegate::TurnRequest;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ralph::{Event, Observer};
+use crate::events::{Emitter, RunEvent};
 use crate::session::Session;
 use crate::telemetry;
 use crate::tools::ToolOutput;
@@ -27,20 +27,18 @@ use harness_hooks::{DelegationResult, ToolCall, ToolResult};
 pub(crate) async fn attempt(
     session: &mut Session,
     attempt: u32,
-    id: &str,
-    observer: &dyn Observer,
-    events: &crate::events::Emitter<'_>,
+    events: &Emitter<'_>,
     usage: &mut Usage,
 ) -> Result<DelegationResult> {
     let mut tool_calls = Vec::new();
     let mut tool_results = Vec::new();
-    let max_turns = session.delegation.max_turns;
+    let max_turns = session.delegation.max_turns();
     for turn in 0..max_turns {
         let mut answer = Box::pin(model_call(session, attempt, turn)).await?;
         usage.add(answer.usage);
         if let Some(id) = session.delegate.session() {
             if session.delegate_session.as_deref() != Some(id) {
-                events.emit(crate::events::RunEvent::DelegateSession {
+                events.emit(RunEvent::DelegateSession {
                     session_id: id.to_owned(),
                 });
                 session.delegate_session = Some(id.to_owned());
@@ -50,9 +48,7 @@ pub(crate) async fn attempt(
         if !observed.is_empty() {
             record_observed(
                 session,
-                attempt,
                 observed,
-                observer,
                 events,
                 &mut tool_calls,
                 &mut tool_results,
@@ -66,7 +62,7 @@ pub(crate) async fn attempt(
                 tool_calls: Vec::new(),
             });
             return Ok(DelegationResult {
-                id: id.to_owned(),
+                id: events.run_id().to_owned(),
                 parent_id: None,
                 attempt,
                 response,
@@ -105,7 +101,7 @@ pub(crate) async fn attempt(
             tool_calls: calls.clone(),
         });
         for call in calls {
-            events.emit(crate::events::RunEvent::ToolCalled {
+            events.emit(RunEvent::ToolCalled {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 observed: false,
@@ -113,7 +109,7 @@ pub(crate) async fn attempt(
             let (call, output) = Box::pin(call_tool(session, call)).await?;
             let output = verify_tool(session, &call, output, events).await?;
             let log = (&mut tool_calls, &mut tool_results);
-            returned(session, attempt, call, output, observer, events, log);
+            returned(session, call, output, events, log);
         }
     }
     Err(Error::new(
@@ -133,10 +129,8 @@ pub(crate) async fn attempt(
 /// [`ErrorKind::Verifier`] when a tool's verifier is broken.
 async fn record_observed(
     session: &mut Session,
-    attempt: u32,
     observed: Vec<crate::delegate::ObservedCall>,
-    observer: &dyn Observer,
-    events: &crate::events::Emitter<'_>,
+    events: &Emitter<'_>,
     tool_calls: &mut Vec<ToolCall>,
     tool_results: &mut Vec<ToolResult>,
 ) -> Result<()> {
@@ -154,7 +148,7 @@ async fn record_observed(
         tool_calls: calls.clone(),
     });
     for (call, seen) in calls.into_iter().zip(observed) {
-        events.emit(crate::events::RunEvent::ToolCalled {
+        events.emit(RunEvent::ToolCalled {
             call_id: call.id.clone(),
             name: call.name.clone(),
             observed: true,
@@ -165,7 +159,7 @@ async fn record_observed(
         };
         let output = verify_tool(session, &call, output, events).await?;
         let log = (&mut *tool_calls, &mut *tool_results);
-        returned(session, attempt, call, output, observer, events, log);
+        returned(session, call, output, events, log);
     }
     Ok(())
 }
@@ -174,21 +168,18 @@ async fn record_observed(
 /// `tool_calls` and `tool_results`.
 fn returned(
     session: &mut Session,
-    attempt: u32,
     call: ToolCall,
     output: ToolOutput,
-    observer: &dyn Observer,
-    events: &crate::events::Emitter<'_>,
+    events: &Emitter<'_>,
     (tool_calls, tool_results): (&mut Vec<ToolCall>, &mut Vec<ToolResult>),
 ) {
-    events.emit(crate::events::RunEvent::ToolReturned {
+    events.emit(RunEvent::ToolReturned {
         call_id: call.id.clone(),
         name: call.name.clone(),
         is_error: output.is_error,
     });
-    observer.on_event(&Event::ToolCalled {
-        attempt,
-        call: &call,
+    events.progress(RunEvent::ToolFinished {
+        call: call.clone(),
         is_error: output.is_error,
     });
     session.messages.push(Message::Tool {
@@ -275,7 +266,7 @@ async fn verify_tool(
     session: &mut Session,
     call: &ToolCall,
     output: ToolOutput,
-    events: &crate::events::Emitter<'_>,
+    events: &Emitter<'_>,
 ) -> Result<ToolOutput> {
     let Some(verifier) = session.tool_verifiers.get(&call.name) else {
         return Ok(output);
@@ -291,7 +282,7 @@ async fn verify_tool(
     if outcome.verified {
         return Ok(output);
     }
-    events.emit(crate::events::RunEvent::ToolVerificationFailed {
+    events.emit(RunEvent::ToolVerificationFailed {
         call_id: call.id.clone(),
         name: call.name.clone(),
         reason: outcome.reason.clone(),

@@ -4,8 +4,8 @@
 
 use std::fmt;
 
+use harness_hooks::{CriticReview, Evidence};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// Which stage of the pipeline produced a finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -200,9 +200,9 @@ pub struct Verdict {
     /// Every finding, in pipeline order.
     pub findings: Vec<Finding>,
     /// Evidence records of this attempt's checks (DESIGN §4.7).
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<Evidence>,
     /// The critic's review, when a critic ran.
-    pub critic: Option<Value>,
+    pub critic: Option<CriticReview>,
     /// Lines the inline verifier logged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,

@@ -1,16 +1,82 @@
 //! The inline verifier contract (DESIGN §4.3): `run(result)` judged strictly, failing closed.
+//! The `verify` / `verify_file` keys (and a tool's own) are read here too, into a
+//! [`VerifySource`].
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use harness_builtins::{Engine, Sandbox, Script};
+use harness_hooks::{DelegationResult, Evidence};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::ReadScript;
 use crate::error::{Error, ErrorKind, Result};
-use harness_hooks::DelegationResult;
+
+/// A verifier's name (for messages) and source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySource {
+    /// The file name, or `<file>#verify` for an inline script.
+    pub name: String,
+    /// The `verify_file` it was read from; `None` for an inline script.
+    pub path: Option<PathBuf>,
+    /// The Starlark source.
+    pub source: String,
+}
+
+impl VerifySource {
+    /// Reads a delegation file's `verify` (an inline script, `Some(None)` when the key is
+    /// present but empty) and `verify_file` (read by `read`); `source` is the delegation file.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`]: both keys, an empty script, an unreadable file.
+    pub(crate) fn from_keys(
+        file: &str,
+        source: &Path,
+        inline: Option<Option<String>>,
+        path: Option<PathBuf>,
+        read: &ReadScript<'_>,
+    ) -> Result<Option<Self>> {
+        let inline = match inline {
+            Some(Some(script)) if !script.trim().is_empty() => Some(script),
+            Some(_) => {
+                return Err(Error::config(format!(
+                    "{file}: `verify` is empty; give a Starlark script defining `def run(result):`, or remove the key"
+                )));
+            }
+            None => None,
+        };
+        Ok(match (inline, path) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config(format!(
+                    "{file}: give `verify` (inline script) or `verify_file` (a path), not both"
+                )));
+            }
+            // Named after the file, not the batch line: the name is part of the compiled-script
+            // cache key, so identical inline verifiers on many lines compile once.
+            (Some(script), None) => Some(VerifySource {
+                name: format!("{}#verify", source.display()),
+                path: None,
+                source: script,
+            }),
+            (None, Some(rel)) => Some(VerifySource::read(read, "verify_file", &rel)?),
+            (None, None) => None,
+        })
+    }
+
+    /// Reads the script a `key` names at `rel` with `read`.
+    pub(crate) fn read(read: &ReadScript<'_>, key: &str, rel: &Path) -> Result<Self> {
+        let (path, source) = read(key, rel)?;
+        Ok(VerifySource {
+            name: path.display().to_string(),
+            path: Some(path),
+            source,
+        })
+    }
+}
 
 /// The verdict on one attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerifyOutcome {
     /// True when the claimed work checks out.
     pub verified: bool,
@@ -19,7 +85,7 @@ pub struct VerifyOutcome {
     /// Evidence records the verifier returned (`"evidence": [...]`, DESIGN §4.7), completed
     /// with `source: "verify"` and the time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<Evidence>,
 }
 
 /// The reason given when a verifier returns a bare `False`.
@@ -266,58 +332,20 @@ fn interpret(name: &str, value: Value) -> Result<VerifyOutcome> {
     Ok(outcome)
 }
 
-/// The keys of an evidence record (DESIGN §4.7).
-const EVIDENCE_KEYS: [&str; 12] = [
-    "criterion",
-    "source",
-    "method",
-    "target",
-    "required",
-    "result",
-    "proof",
-    "exit_code",
-    "duration_ms",
-    "output_tail",
-    "subject_sha256",
-    "at",
-];
-
-/// Checks one evidence record a verifier returned and completes it: every key present, `source`
-/// `verify`, `at` now unless given. A record needs `criterion` and `result`.
-fn evidence_record(record: &Value) -> std::result::Result<Value, String> {
+/// Reads one evidence record a verifier returned and completes it: `source` `verify`,
+/// `required` true and `at` now unless given. A record needs `criterion` and `result`; keys the
+/// record type does not name are kept.
+fn evidence_record(record: &Value) -> std::result::Result<Evidence, String> {
     let Value::Object(given) = record else {
         return Err(format!("is {}, not a dict", describe(record)));
     };
-    if let Some(key) = given.keys().find(|k| !EVIDENCE_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "has unknown key {key:?} (an evidence record has {})",
-            EVIDENCE_KEYS.join(", ")
-        ));
+    let mut record = Evidence::from_map(given.clone())?;
+    "verify".clone_into(&mut record.source);
+    if record.at.is_none() {
+        record.at =
+            Some(humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string());
     }
-    match given.get("criterion") {
-        Some(Value::String(name)) if !name.trim().is_empty() => {}
-        _ => {
-            return Err("needs `criterion`, a non-empty string naming what was checked".to_owned());
-        }
-    }
-    match given.get("result").and_then(Value::as_str) {
-        Some("pass" | "fail" | "error" | "timeout") => {}
-        _ => return Err("needs `result`: \"pass\", \"fail\", \"error\" or \"timeout\"".to_owned()),
-    }
-    let mut out = serde_json::Map::new();
-    for key in EVIDENCE_KEYS {
-        let value = match (key, given.get(key)) {
-            ("source", _) => Value::String("verify".to_owned()),
-            ("required", None) => Value::Bool(true),
-            ("at", None | Some(Value::Null)) => Value::String(
-                humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-            ),
-            (_, Some(value)) => value.clone(),
-            (_, None) => Value::Null,
-        };
-        out.insert(key.to_owned(), value);
-    }
-    Ok(Value::Object(out))
+    Ok(record)
 }
 
 fn describe(value: &Value) -> String {

@@ -24,11 +24,13 @@
 mod decision;
 mod dispatcher;
 mod event;
+mod evidence;
 mod hook;
 mod payload;
 
 pub use decision::{Action, Decision, merge};
 pub use dispatcher::{Dispatch, HookError, HookRun, HookSet, Resume, SPAN_HOOK, Step, engine};
 pub use event::Event;
+pub use evidence::{CriticOutcome, CriticReview, Evidence, EvidenceResult};
 pub use hook::{Hook, Matcher, Problem};
 pub use payload::{Changes, DelegateInfo, DelegationResult, Request, ToolCall, ToolResult};

@@ -87,12 +87,12 @@ pub struct DelegationResult {
     /// pipeline order: verifiers and hooks read what the commands found. Absent or `null`
     /// reads as none (Results written before evidence existed).
     #[serde(default, deserialize_with = "null_as_empty")]
-    pub evidence: Vec<Value>,
+    pub evidence: Vec<crate::Evidence>,
 }
 
 /// Reads `null` as an empty list.
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
-    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<crate::Evidence>, D::Error> {
+    Ok(Option::<Vec<crate::Evidence>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Workspace paths (relative, `/`-separated) added, modified and deleted, each sorted.

@@ -74,10 +74,8 @@ pub struct JobResult {
     pub batch: String,
     /// Its batch line.
     pub line: usize,
-    /// How it went.
+    /// How it went (with the trace id of its spans, when the worker exported them).
     pub report: Report,
-    /// The trace id of its spans, when the worker exported them.
-    pub trace_id: Option<String>,
     /// The worker that ran it.
     pub worker: String,
 }

@@ -72,7 +72,7 @@ impl NatsQueue {
                 Ok(client) => break client,
                 Err(e) if tries < 8 => {
                     tries += 1;
-                    eprintln!("queue {url}: cannot reach NATS ({e}); retrying in {wait:?}");
+                    tracing::warn!("queue {url}: cannot reach NATS ({e}); retrying in {wait:?}");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(8));
                 }
@@ -157,7 +157,7 @@ impl NatsQueue {
             match sent.await {
                 Ok(()) => return Ok(()),
                 Err(e) if attempt < 9 => {
-                    eprintln!(
+                    tracing::warn!(
                         "queue {}: publishing to {subject} failed ({e}); retrying",
                         self.url
                     );

@@ -124,7 +124,6 @@ where
                 drop(sink(BatchOutcome {
                     line: item.line,
                     report: Err(e),
-                    trace_id: None,
                 }));
                 continue;
             }
@@ -169,7 +168,7 @@ where
             heard = Instant::now();
         } else if !hinted && heard.elapsed() >= QUIET_HINT {
             hinted = true;
-            eprintln!(
+            tracing::warn!(
                 "no reports for {}s with {} delegation(s) out: is a worker running? (harness worker --queue {}); Ctrl-C stops waiting, and --resume {} takes it up again",
                 QUIET_HINT.as_secs(),
                 state.pending.len(),
@@ -276,13 +275,11 @@ fn batch_outcome(outcome: &Outcome, kind: &str) -> BatchOutcome {
             let result = result.as_ref().clone();
             BatchOutcome {
                 line: result.line,
-                trace_id: result.trace_id,
                 report: Ok(result.report),
             }
         }
         Outcome::Dead(dead) => BatchOutcome {
             line: dead.line.unwrap_or(0),
-            trace_id: None,
             report: match &dead.id {
                 Some(id) => Ok(harness::Report::not_run(id.clone(), kind, dead.error())),
                 None => Err(dead.error()),

@@ -46,13 +46,13 @@ struct Tally {
 
 /// Runs jobs from `queue` until `stop` resolves: then no new job is leased, and running ones are
 /// cancelled and given back to the queue (another worker runs them from the start). `observer`
-/// sees every delegation's progress; `trace_id` names the trace of a finished one.
+/// sees every delegation's events. Problems (an unreachable queue, a report that cannot be sent)
+/// are `tracing` warnings; each finished job is an `info` event.
 pub async fn work(
     queue: Arc<dyn Queue>,
     runtime: Arc<Runtime>,
     settings: WorkerSettings,
     observer: Arc<dyn Observer + Send + Sync>,
-    trace_id: fn(&tracing::Span) -> Option<String>,
     stop: impl Future<Output = ()>,
 ) -> WorkerSummary {
     let tally = Arc::new(Tally::default());
@@ -74,8 +74,7 @@ pub async fn work(
             Ok(None) => continue,
             Err(e) => {
                 // The queue is unreachable or locked: say so, wait, try again.
-                tracing::warn!(queue = %queue.describe(), "worker: cannot lease: {e}");
-                eprintln!(
+                tracing::warn!(
                     "worker: cannot lease from {}: {e}; retrying",
                     queue.describe()
                 );
@@ -96,7 +95,6 @@ pub async fn work(
                 &runtime,
                 &settings,
                 &*observer,
-                trace_id,
                 &tally,
                 lease,
                 async move {
@@ -117,13 +115,11 @@ pub async fn work(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_one(
     queue: &dyn Queue,
     runtime: &Runtime,
     settings: &WorkerSettings,
     observer: &dyn Observer,
-    trace_id: fn(&tracing::Span) -> Option<String>,
     tally: &Tally,
     lease: Lease,
     stopped: impl Future<Output = ()>,
@@ -132,9 +128,9 @@ async fn run_one(
     let job = match &lease.job {
         Ok(job) => job.clone(),
         Err(why) => {
-            eprintln!("worker: dead-lettering an unreadable job: {why}");
+            tracing::warn!("worker: dead-lettering an unreadable job: {why}");
             if let Err(e) = queue.dead_letter(&lease, why).await {
-                eprintln!("worker: cannot dead-letter it: {e}");
+                tracing::warn!("worker: cannot dead-letter it: {e}");
             }
             tally.dead.fetch_add(1, SeqCst);
             return;
@@ -162,7 +158,7 @@ async fn run_one(
         loop {
             tokio::time::sleep(settings.heartbeat).await;
             if let Err(e) = queue.heartbeat(&lease).await {
-                eprintln!("worker: cannot renew the lease of {}: {e}", job.id);
+                tracing::warn!("worker: cannot renew the lease of {}: {e}", job.id);
             }
         }
     };
@@ -172,12 +168,7 @@ async fn run_one(
         cancelled.store(true, SeqCst);
         "the worker is stopping".to_owned()
     };
-    let capture = Capture {
-        inner: observer,
-        trace_id,
-        trace: std::sync::Mutex::new(None),
-    };
-    let run = runtime.run_as(job.id.clone(), &delegation, &capture, stop);
+    let run = runtime.run_as(job.id.clone(), &delegation, observer, stop);
     let report = tokio::select! {
         report = run => report,
         () = heartbeat => unreachable!("the heartbeat never ends"),
@@ -192,7 +183,7 @@ async fn run_one(
             )
             .await
         {
-            eprintln!("worker: cannot give {} back: {e}", job.id);
+            tracing::warn!("worker: cannot give {} back: {e}", job.id);
         }
         tally.released.fetch_add(1, SeqCst);
         return;
@@ -202,19 +193,14 @@ async fn run_one(
         batch: job.batch.clone(),
         line: job.line,
         report,
-        trace_id: capture
-            .trace
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take(),
         worker: settings.name.clone(),
     };
-    eprintln!(
-        "worker: {} line {}: {} after {} attempt(s)",
-        job.id,
-        job.line,
-        result.report.outcome.as_str(),
-        result.report.attempts.len()
+    tracing::info!(
+        job.id = %job.id,
+        job.line = job.line,
+        outcome = result.report.outcome.as_str(),
+        attempts = result.report.attempts.len(),
+        "worker: job finished"
     );
     // The report must reach the queue: a few tries, then the lease runs out and the job is
     // delivered again (at least once).
@@ -225,29 +211,10 @@ async fn run_one(
                 return;
             }
             Err(e) => {
-                eprintln!("worker: cannot send the report of {} back: {e}", job.id);
+                tracing::warn!("worker: cannot send the report of {} back: {e}", job.id);
                 tokio::time::sleep(settings.retry_delay * (attempt + 1)).await;
             }
         }
-    }
-}
-
-/// Passes events on, keeping the trace id of the delegation's root span.
-struct Capture<'a> {
-    inner: &'a dyn Observer,
-    trace_id: fn(&tracing::Span) -> Option<String>,
-    trace: std::sync::Mutex<Option<String>>,
-}
-
-impl Observer for Capture<'_> {
-    fn on_event(&self, event: &harness::Event<'_>) {
-        if let harness::Event::Started { span, .. } = event {
-            *self
-                .trace
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = (self.trace_id)(span);
-        }
-        self.inner.on_event(event);
     }
 }
 
@@ -260,9 +227,9 @@ async fn give_back(
     why: &str,
 ) {
     use std::sync::atomic::Ordering::SeqCst;
-    eprintln!("worker: job failed (delivery {}): {why}", lease.deliveries);
+    tracing::warn!("worker: job failed (delivery {}): {why}", lease.deliveries);
     if let Err(e) = queue.release(lease, settings.retry_delay, why).await {
-        eprintln!("worker: cannot give it back: {e}");
+        tracing::warn!("worker: cannot give it back: {e}");
     }
     tally.released.fetch_add(1, SeqCst);
 }

@@ -109,9 +109,14 @@ fn main() {
             usage: Usage::default(),
             result: Some(json!({"id": "d-bench", "attempt": 0, "response": answer,
                                 "tool_calls": [], "tool_results": []})),
-            verdict: Some(
-                json!({"attempt": 0, "decision": "pass", "findings": [], "evidence": []}),
-            ),
+            verdict: Some(harness::Verdict {
+                attempt: 0,
+                decision: harness::Decision::Pass,
+                findings: Vec::new(),
+                evidence: Vec::new(),
+                critic: None,
+                logs: Vec::new(),
+            }),
             retry_prompt: None,
         }],
         usage: Usage::default(),

@@ -92,13 +92,13 @@ pub fn export(record: &Record) -> Value {
         .map(crate::journal::RecordedAttempt::evidence)
         .unwrap_or_default()
         .iter()
-        .filter(|e| e["method"] == json!("file_exists") && e["subject_sha256"].is_string())
+        .filter(|e| e.method.as_deref() == Some("file_exists") && e.subject_sha256.is_some())
         .map(|e| {
             json!({
-                "id": e["criterion"],
-                "path": e["target"],
-                "sha256": e["subject_sha256"],
-                "bytes": e["subject_bytes"],
+                "id": e.criterion,
+                "path": e.target,
+                "sha256": e.subject_sha256,
+                "bytes": e.subject_bytes,
             })
         })
         .collect();
@@ -506,13 +506,16 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
         let calls = last
             .and_then(|a| a["result"]["tool_calls"].as_array())
             .unwrap_or(&empty);
-        let evidence = last
+        let ran: Vec<&str> = last
             .and_then(|a| a["verdict"]["evidence"].as_array())
-            .unwrap_or(&empty);
+            .unwrap_or(&empty)
+            .iter()
+            .filter_map(|e| e["criterion"].as_str())
+            .collect();
         for (i, raw) in steps.iter().enumerate() {
             match plan_step(raw) {
                 Err(why) => check.fail("missing_field", format!("plan step {i}"), why),
-                Ok(step) if !step.taken(calls, evidence) => check.fail(
+                Ok(step) if !step.taken(calls, &ran) => check.fail(
                     "required_step_absent",
                     format!("plan step {i}"),
                     format!(

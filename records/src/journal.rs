@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use harness::{Error, RETRY_TEMPLATE_VERSION, Report, Result, Usage};
+use harness::{Error, Evidence, RETRY_TEMPLATE_VERSION, Report, Result, Usage, Verdict};
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension as _, TransactionBehavior, params, params_from_iter,
 };
@@ -89,8 +89,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// What the [`Report`] does not know about its delegation and the journal records beside it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordMeta {
-    /// The trace id of the delegation's `delegation.execute` span, when traces were exported.
-    pub trace_id: Option<String>,
     /// The delegation file it was read from.
     pub source: Option<PathBuf>,
     /// The workspace root it ran in.
@@ -109,7 +107,7 @@ pub struct Filter {
 }
 
 /// One attempt as the journal holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordedAttempt {
     /// The attempt index, from 0.
     pub attempt: u32,
@@ -128,7 +126,7 @@ pub struct RecordedAttempt {
     pub result: Option<Value>,
     /// The pipeline's verdict on it (DESIGN §4.3: attempt, decision, findings, evidence,
     /// critic, logs).
-    pub verdict: Option<Value>,
+    pub verdict: Option<Verdict>,
     /// The retry prompt sent after it.
     pub retry_prompt: Option<String>,
 }
@@ -138,7 +136,7 @@ pub struct RecordedAttempt {
 /// Outcome and error kind are kept as their strings (`passed`, `verification_failed`, …) rather
 /// than enums: a journal outlives the build that wrote it and may hold kinds this build does not
 /// know.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     /// The delegation id.
     pub id: String,
@@ -181,11 +179,10 @@ pub struct Record {
 
 impl RecordedAttempt {
     /// The evidence records of its verdict (DESIGN §4.7); empty when it has none.
-    pub fn evidence(&self) -> &[Value] {
+    pub fn evidence(&self) -> &[Evidence] {
         self.verdict
             .as_ref()
-            .and_then(|v| v["evidence"].as_array())
-            .map(Vec::as_slice)
+            .map(|v| v.evidence.as_slice())
             .unwrap_or_default()
     }
 }
@@ -692,7 +689,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         tokens(usage.input_tokens),
         tokens(usage.output_tokens),
         tokens(usage.requests),
-        meta.trace_id,
+        report.trace_id,
         RETRY_TEMPLATE_VERSION,
         path_text(&meta.source),
         path_text(&meta.workdir),
@@ -738,15 +735,16 @@ fn json_text(value: &impl serde::Serialize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use harness::{
         AttemptRecord, Decision, DelegationResult, ErrorKind, Finding, Outcome, Request, Source,
         Verdict,
     };
 
-    /// A verdict from v1 reason lines (`verify: …`, `hook NAME: …`).
-    fn verdict(attempt: u32, passed: Option<bool>, lines: &[&str]) -> Option<Verdict> {
+    /// A verdict from v1 reason lines (`verify: …`, `hook NAME: …`), for tests of what reads
+    /// verdicts.
+    pub(crate) fn verdict(attempt: u32, passed: Option<bool>, lines: &[&str]) -> Option<Verdict> {
         let passed = passed?;
         let findings = lines
             .iter()
@@ -819,6 +817,7 @@ mod tests {
             debt: Vec::new(),
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(1234),
+            trace_id: None,
         }
     }
 
@@ -842,25 +841,22 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("runs.db");
         let meta = RecordMeta {
-            trace_id: Some("0af7651916cd43dd8448eb211c80319c".to_owned()),
             source: Some(PathBuf::from("delegation.yaml")),
             workdir: Some(PathBuf::from("/w")),
         };
+        let trace_id = "0af7651916cd43dd8448eb211c80319c";
         {
             let mut journal = Journal::open(&path).expect("open");
-            journal
-                .record(
-                    &report(
-                        "d-1",
-                        Outcome::Passed,
-                        &[
-                            (Some(false), &["verify: a.txt does not exist"]),
-                            (Some(true), &[]),
-                        ],
-                    ),
-                    &meta,
-                )
-                .expect("record");
+            let mut first = report(
+                "d-1",
+                Outcome::Passed,
+                &[
+                    (Some(false), &["verify: a.txt does not exist"]),
+                    (Some(true), &[]),
+                ],
+            );
+            first.trace_id = Some(trace_id.to_owned());
+            journal.record(&first, &meta).expect("record");
             journal
                 .record(
                     &report("d-2", Outcome::Error(ErrorKind::Verifier), &[(None, &[])]),
@@ -888,7 +884,7 @@ mod tests {
             one.started_at,
             UNIX_EPOCH + Duration::from_secs(1_700_000_000)
         );
-        assert_eq!(one.trace_id.as_deref(), meta.trace_id.as_deref());
+        assert_eq!(one.trace_id.as_deref(), Some(trace_id));
         assert_eq!(one.retry_template_version, RETRY_TEMPLATE_VERSION);
         assert_eq!(one.source.as_deref(), Some("delegation.yaml"));
         assert_eq!(one.workdir.as_deref(), Some("/w"));
@@ -1111,8 +1107,8 @@ mod tests {
             Some("Verification failed: no a.txt")
         );
         let verdict = first.verdict.as_ref().expect("a verdict");
-        assert_eq!(verdict["decision"], "retry");
-        assert_eq!(verdict["findings"][0]["message"], "no a.txt");
+        assert_eq!(verdict.decision, harness::Decision::Retry);
+        assert_eq!(verdict.findings[0].message, "no a.txt");
         // The last attempt keeps what the caller was given, not what the delegate said.
         let last = kept.attempts[1].result.as_ref().expect("a result");
         assert_eq!(last["response"], "[redacted by hook]");

@@ -164,6 +164,7 @@ mod tests {
             debt: Vec::new(),
             started_at: std::time::SystemTime::now(),
             duration: Duration::ZERO,
+            trace_id: None,
         }
     }
 

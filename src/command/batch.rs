@@ -13,7 +13,6 @@ use serde_json::json;
 use crate::args::BatchArgs;
 use crate::exit;
 use crate::settings;
-use harness_telemetry as telemetry;
 
 #[derive(Default)]
 struct Counts {
@@ -51,7 +50,7 @@ pub async fn run(args: BatchArgs) -> u8 {
             Err(e) => return exit::fail(&e, false),
         },
     };
-    let runtime = match Runtime::new() {
+    let runtime = match Runtime::with_trace_ids(Some(harness_telemetry::trace_id)) {
         Ok(runtime) => runtime,
         Err(e) => return exit::fail(&e, false),
     };
@@ -109,7 +108,7 @@ pub async fn run(args: BatchArgs) -> u8 {
                     serde_json::to_string(&Line {
                         report: report.json(),
                         line,
-                        trace_id: outcome.trace_id.as_deref(),
+                        trace_id: report.trace_id.as_deref(),
                     })
                     .expect("a report always serialises")
                 } else {
@@ -164,7 +163,6 @@ pub async fn run(args: BatchArgs) -> u8 {
         }
         if let (Some(journal), Ok(report)) = (&journal, outcome.report) {
             let meta = RecordMeta {
-                trace_id: outcome.trace_id,
                 source: Some(format!("{}:{line}", source.display()).into()),
                 workdir: None,
             };
@@ -184,7 +182,7 @@ pub async fn run(args: BatchArgs) -> u8 {
         None => {
             let mut sink = sink;
             let sink = |outcome| drop(sink(outcome));
-            run_batch(&runtime, reader, &settings, telemetry::trace_id, stop, sink).await
+            run_batch(&runtime, reader, &settings, stop, sink).await
         }
         Some(queue) => {
             let absolute =

@@ -1,9 +1,8 @@
 //! `harness run`: one delegation, with progress on stderr.
 
 use std::io::Write as _;
-use std::sync::OnceLock;
 
-use harness::{Assembler, Delegation, Error, Event, Outcome, Report, Runtime};
+use harness::{Assembler, Delegation, Error, EventRecord, Outcome, Report, RunEvent, Runtime};
 
 use crate::args::RunArgs;
 use crate::exit;
@@ -33,15 +32,9 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::for_error(e.kind());
         }
     };
-    let trace_id = OnceLock::new();
-    let observer = |event: &Event<'_>| {
-        if let Event::Started { span, .. } = event {
-            if let Some(id) = telemetry::trace_id(span) {
-                let _ = trace_id.set(id);
-            }
-        }
-        if let Event::Recorded(record) = event {
-            events.write(record);
+    let observer = |event: &EventRecord| {
+        if event.event.is_recorded() {
+            events.write(event);
         }
         if !json_output {
             print_event(&delegation, event);
@@ -50,11 +43,11 @@ pub async fn run(args: RunArgs) -> u8 {
     let report = runtime
         .run_until(&delegation, &observer, settings::shutdown_signal())
         .await;
-    let trace_id = trace_id.into_inner();
+    let trace_id = report.trace_id.clone();
     if let Some(e) = events.finish() {
         eprintln!("warning: {e}");
     }
-    let journal = record_in_journal(&args, &delegation, &report, trace_id.clone()).await;
+    let journal = record_in_journal(&args, &delegation, &report).await;
     let code = match report.outcome {
         Outcome::Passed | Outcome::PassedWithDebt | Outcome::Skipped => exit::OK,
         Outcome::Failed(_) => exit::NOT_VERIFIED,
@@ -171,23 +164,25 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
         journal.as_ref().map(|located| located.path.as_path()),
     ))
     .file(&args.file)?;
-    Ok((delegation, Runtime::new()?))
+    Ok((
+        delegation,
+        Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?,
+    ))
 }
 
 /// Prints one step of the run on stderr, secrets scrubbed as in the final report.
-fn print_event(delegation: &Delegation, event: &Event<'_>) {
-    let total = delegation.max_verify_retries + 1;
-    let redact = &delegation.redact;
-    match event {
-        Event::Started { .. } => {}
-        Event::AttemptStarted { attempt } => {
+fn print_event(delegation: &Delegation, record: &EventRecord) {
+    let total = delegation.max_attempts();
+    let redact = delegation.redact();
+    match &record.event {
+        RunEvent::AttemptStarted => {
             eprintln!(
                 "attempt {}/{total}: delegating to {}",
-                attempt + 1,
-                delegation.delegate.kind()
+                record.attempt + 1,
+                delegation.delegate().kind()
             );
         }
-        Event::ToolCalled { call, is_error, .. } => {
+        RunEvent::ToolFinished { call, is_error } => {
             let status = if *is_error { "error" } else { "ok" };
             let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
             eprintln!(
@@ -196,69 +191,65 @@ fn print_event(delegation: &Delegation, event: &Event<'_>) {
                 redact.scrub(&arguments)
             );
         }
-        Event::Responded {
+        RunEvent::Responded {
             response,
             redacted_later: false,
-            ..
         } => eprintln!("  response: {}", one_line(&redact.scrub(response), 160)),
         // delegation.post hooks may redact it: never echo it before they have run.
-        Event::Responded { response, .. } => eprintln!(
+        RunEvent::Responded { response, .. } => eprintln!(
             "  response: ({} characters, shown after the delegation.post hooks)",
             response.chars().count()
         ),
-        Event::Judged { verdict, .. } => {
-            if let Some(critic) = &verdict.critic {
-                let noted = verdict
-                    .findings
-                    .iter()
-                    .filter(|f| f.source == harness::Source::Critic && !f.blocking)
-                    .count();
-                eprintln!(
-                    "  critic {}: {}{}",
-                    critic["reviewer"].as_str().unwrap_or("?"),
-                    critic["outcome"].as_str().unwrap_or("?"),
-                    if noted > 0 {
-                        format!(" ({noted} non-blocking finding(s), kept as debt)")
-                    } else {
-                        String::new()
-                    }
-                );
-            }
-            if verdict.passed() {
-                eprintln!("  verified");
-            } else {
-                eprintln!("  NOT VERIFIED:");
-                for reason in verdict.reasons() {
-                    eprintln!("    {}", redact.scrub(&reason));
+        RunEvent::CriticCompleted {
+            outcome,
+            reviewer,
+            findings,
+            blocking,
+        } => {
+            let noted = findings - blocking;
+            eprintln!(
+                "  critic {reviewer}: {outcome}{}",
+                if noted > 0 {
+                    format!(" ({noted} non-blocking finding(s), kept as debt)")
+                } else {
+                    String::new()
                 }
+            );
+        }
+        // The reasons are scrubbed already.
+        RunEvent::VerificationCompleted { outcome, .. } if outcome == "pass" => {
+            eprintln!("  verified");
+        }
+        RunEvent::VerificationCompleted { reasoning, .. } => {
+            eprintln!("  NOT VERIFIED:");
+            for reason in reasoning.lines() {
+                eprintln!("    {reason}");
             }
         }
-        Event::Recorded(record) => {
-            if let harness::events::RunEvent::CheckCompleted {
-                check_name,
-                passed,
-                exit_code,
-                duration_ms,
-                required,
-            } = &record.event
-            {
-                let how = match (passed, exit_code) {
-                    (true, _) => "passed".to_owned(),
-                    (false, Some(code)) => format!("failed (exit {code})"),
-                    (false, None) => "failed".to_owned(),
-                };
-                let advisory = if *required { "" } else { " [advisory]" };
-                eprintln!(
-                    "  check {check_name}: {how} in {:.1} s{advisory}",
-                    *duration_ms as f64 / 1000.0
-                );
-            }
+        RunEvent::CheckCompleted {
+            check_name,
+            passed,
+            exit_code,
+            duration_ms,
+            required,
+        } => {
+            let how = match (passed, exit_code) {
+                (true, _) => "passed".to_owned(),
+                (false, Some(code)) => format!("failed (exit {code})"),
+                (false, None) => "failed".to_owned(),
+            };
+            let advisory = if *required { "" } else { " [advisory]" };
+            eprintln!(
+                "  check {check_name}: {how} in {:.1} s{advisory}",
+                *duration_ms as f64 / 1000.0
+            );
         }
-        Event::Retrying { next_attempt, .. } => eprintln!(
+        RunEvent::RetryContextAssembled { .. } => eprintln!(
             "  retrying: sending the verification reasons back to the same delegate ({} of {} retries)",
-            next_attempt,
+            record.attempt + 1,
             total - 1
         ),
+        _ => {}
     }
 }
 
@@ -335,7 +326,6 @@ async fn record_in_journal(
     args: &RunArgs,
     delegation: &Delegation,
     report: &Report,
-    trace_id: Option<String>,
 ) -> Result<Option<std::path::PathBuf>, Error> {
     if args.no_journal {
         return Ok(None);
@@ -345,9 +335,8 @@ async fn record_in_journal(
         .path;
     let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let meta = harness_records::RecordMeta {
-        trace_id,
-        source: Some(absolute(&delegation.source)),
-        workdir: Some(absolute(&delegation.workdir)),
+        source: Some(absolute(delegation.source())),
+        workdir: Some(absolute(delegation.workdir())),
     };
     let report = report.clone();
     let journal = path.clone();

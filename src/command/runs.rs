@@ -209,34 +209,28 @@ fn print_changes(changes: &serde_json::Value) {
 }
 
 /// Prints the attempt's evidence records as a table: criterion, result, proof.
-fn print_evidence(evidence: &[serde_json::Value]) {
+fn print_evidence(evidence: &[harness::Evidence]) {
     if evidence.is_empty() {
         return;
     }
-    let cell = |record: &serde_json::Value, key: &str| {
-        record[key].as_str().unwrap_or("-").replace('\n', " ")
-    };
+    let cell = |text: &str| text.replace('\n', " ");
     let width = evidence
         .iter()
-        .map(|r| cell(r, "criterion").chars().count())
+        .map(|r| r.criterion.chars().count())
         .max()
         .unwrap_or(0)
         .clamp(9, 40);
     println!("     {:<width$}  {:<7}  PROOF", "CRITERION", "RESULT");
     for record in evidence {
-        let mut name = cell(record, "criterion");
+        let mut name = cell(&record.criterion);
         if name.chars().count() > width {
             name = name.chars().take(width - 1).collect::<String>() + "…";
         }
-        let advisory = if record["required"] == serde_json::Value::Bool(false) {
-            " (advisory)"
-        } else {
-            ""
-        };
+        let advisory = if record.required { "" } else { " (advisory)" };
         println!(
             "     {name:<width$}  {:<7}  {}{advisory}",
-            cell(record, "result"),
-            cell(record, "proof")
+            record.result.as_str(),
+            cell(record.proof.as_deref().unwrap_or("-"))
         );
     }
 }

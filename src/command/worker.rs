@@ -21,7 +21,7 @@ pub async fn run(args: WorkerArgs) -> u8 {
         Ok(queue) => queue,
         Err(e) => return exit::fail(&e, false),
     };
-    let runtime = match Runtime::new() {
+    let runtime = match Runtime::with_trace_ids(Some(harness_telemetry::trace_id)) {
         Ok(runtime) => Arc::new(runtime),
         Err(e) => return exit::fail(&e, false),
     };
@@ -41,18 +41,23 @@ pub async fn run(args: WorkerArgs) -> u8 {
         let why = settings::shutdown_signal().await;
         eprintln!("\n{why}: no new jobs; giving running ones back to the queue");
     };
-    let summary = harness_queue::work(
-        queue,
-        runtime,
-        settings,
-        Arc::new(|_: &harness::Event<'_>| {}),
-        harness_telemetry::trace_id,
-        stop,
-    )
-    .await;
+    let summary =
+        harness_queue::work(queue, runtime, settings, Arc::new(print_finished), stop).await;
     eprintln!(
         "worker stopped: {} completed, {} given back, {} dead-lettered",
         summary.completed, summary.released, summary.dead
     );
     exit::OK
+}
+
+/// Prints each delegation this worker finishes.
+fn print_finished(record: &harness::EventRecord) {
+    if let harness::RunEvent::DelegationCompleted { outcome, kind } = &record.event {
+        let kind = kind.as_deref().map_or(String::new(), |k| format!(" ({k})"));
+        eprintln!(
+            "worker: {}: {outcome}{kind} after {} attempt(s)",
+            record.run_id,
+            record.attempt + 1
+        );
+    }
 }

@@ -1,16 +1,20 @@
 //! Stage 2: deterministic checks (DESIGN §4.7) — the user's own commands (tests, lint, build),
 //! judged by exit code, each leaving an evidence record. A required check that fails fails the
 //! attempt; an advisory one is said, never held against it. A check that cannot start is a
-//! broken policy (kind `check`), never a pass.
+//! broken policy (kind `check`), never a pass. The `checks:` section is parsed here too
+//! ([`CheckSpec::parse_list`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use harness_hooks::{Evidence, EvidenceResult};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::{Check, Subject};
+use crate::config::{seconds, string_only};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
@@ -44,7 +48,108 @@ pub struct CheckSpec {
     pub parallel: bool,
 }
 
+/// One `checks:` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCheck {
+    #[serde(deserialize_with = "string_only")]
+    name: String,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    argv: Option<Vec<String>>,
+    #[serde(default)]
+    required: Option<bool>,
+    #[serde(default)]
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    env: Option<Map<String, Value>>,
+    #[serde(default)]
+    parallel: Option<bool>,
+}
+
 impl CheckSpec {
+    /// A shell command run as a check named `name` (`run:`, and command criteria).
+    pub(crate) fn shell(name: &str, command: &str, timeout: Duration, criterion: bool) -> Self {
+        CheckSpec {
+            name: name.to_owned(),
+            argv: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
+            required: true,
+            timeout,
+            env: Vec::new(),
+            criterion,
+            parallel: false,
+        }
+    }
+
+    /// Validates `checks:` entries as written in `file` into runnable specs, naming the entry
+    /// and the key at fault.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`]: an empty or repeated name, neither or both of `run` and `argv`, a
+    /// bad timeout or environment variable.
+    pub(crate) fn parse_list(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
+        let mut specs: Vec<CheckSpec> = Vec::new();
+        for (i, check) in raw.into_iter().enumerate() {
+            let at = format!("{file}: `checks[{i}]`");
+            let name = check.name.trim().to_owned();
+            if name.is_empty() {
+                return Err(Error::config(format!(
+                    "{at}: `name` is empty; name the check (it labels findings and evidence)"
+                )));
+            }
+            if specs.iter().any(|s| s.name == name) {
+                return Err(Error::config(format!(
+                    "{at}: a check named {name:?} is already defined; names must be unique"
+                )));
+            }
+            let argv = match (check.run, check.argv) {
+                (Some(run), None) if !run.trim().is_empty() => {
+                    vec!["sh".to_owned(), "-c".to_owned(), run]
+                }
+                (None, Some(argv)) if argv.first().is_some_and(|p| !p.trim().is_empty()) => argv,
+                (Some(_), Some(_)) => {
+                    return Err(Error::config(format!(
+                        "{at} ({name}): give `run` (a shell command) or `argv` (a program and its arguments), not both"
+                    )));
+                }
+                _ => {
+                    return Err(Error::config(format!(
+                        "{at} ({name}): give `run` (a shell command) or `argv` (a non-empty list: program, arguments)"
+                    )));
+                }
+            };
+            let timeout = seconds(&at, "timeout_s", check.timeout_s, 300.0)?;
+            let mut env = Vec::new();
+            for (key, value) in check.env.unwrap_or_default() {
+                let valid = !key.is_empty()
+                    && !key.starts_with(|c: char| c.is_ascii_digit())
+                    && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                let Value::String(value) = value else {
+                    return Err(Error::config(format!(
+                        "{at} ({name}): `env.{key}` must be a string"
+                    )));
+                };
+                if !valid {
+                    return Err(Error::config(format!(
+                        "{at} ({name}): `env` name {key:?} is not a valid variable name"
+                    )));
+                }
+                env.push((key, value));
+            }
+            specs.push(CheckSpec {
+                name,
+                argv,
+                required: check.required.unwrap_or(true),
+                timeout,
+                env,
+                criterion: false,
+                parallel: check.parallel.unwrap_or(false),
+            });
+        }
+        Ok(specs)
+    }
+
     /// How it runs, for evidence: `sh -c 'cargo test'` or the argv joined.
     fn method(&self) -> String {
         match self.argv.as_slice() {
@@ -59,13 +164,46 @@ impl CheckSpec {
 /// The delegation's checks as a pipeline stage.
 #[derive(Debug)]
 pub(crate) struct CommandChecks {
-    pub(crate) checks: Vec<CheckSpec>,
+    checks: Vec<CheckSpec>,
     /// The workspace root: the checks' working directory.
-    pub(crate) root: PathBuf,
+    root: PathBuf,
     /// The checks' private HOME, removed with the delegation.
-    pub(crate) home: Arc<tempfile::TempDir>,
+    home: Arc<tempfile::TempDir>,
     /// Scrubs output before it is kept or quoted.
-    pub(crate) redact: Redactor,
+    redact: Redactor,
+}
+
+impl CommandChecks {
+    /// The stage running `checks` in `workspace`; `None` when there are none.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Check`] when the checks' private HOME cannot be made.
+    pub(crate) fn from_spec(
+        checks: &[CheckSpec],
+        workspace: &harness_builtins::Workspace,
+        redact: &Redactor,
+    ) -> Result<Option<Self>> {
+        if checks.is_empty() {
+            return Ok(None);
+        }
+        // Not the HOME `run_command` children get: a delegate could plant configuration there
+        // (`.gitconfig`, `.cargo/config.toml`, `.npmrc`) that changes what its judges do.
+        let home = tempfile::Builder::new()
+            .prefix("harness-check-home-")
+            .tempdir()
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Check,
+                    format!("cannot make the private HOME for checks: {e}"),
+                )
+            })?;
+        Ok(Some(CommandChecks {
+            checks: checks.to_vec(),
+            root: workspace.root().to_path_buf(),
+            home: Arc::new(home),
+            redact: redact.clone(),
+        }))
+    }
 }
 
 impl Check for CommandChecks {
@@ -161,15 +299,21 @@ impl CommandChecks {
         let seconds = run.duration.as_secs_f64();
         let (result, proof) = match (run.timed_out, run.exit_code) {
             (true, _) => (
-                "timeout",
+                EvidenceResult::Timeout,
                 format!(
                     "killed after its timeout of {} s",
                     check.timeout.as_secs_f64()
                 ),
             ),
-            (false, Some(0)) => ("pass", format!("exit 0 in {seconds:.1} s")),
-            (false, Some(code)) => ("fail", format!("exit {code} in {seconds:.1} s")),
-            (false, None) => ("fail", format!("killed by a signal after {seconds:.1} s")),
+            (false, Some(0)) => (EvidenceResult::Pass, format!("exit 0 in {seconds:.1} s")),
+            (false, Some(code)) => (
+                EvidenceResult::Fail,
+                format!("exit {code} in {seconds:.1} s"),
+            ),
+            (false, None) => (
+                EvidenceResult::Fail,
+                format!("killed by a signal after {seconds:.1} s"),
+            ),
         };
         let mut output = run.stdout;
         if !run.stderr.is_empty() {
@@ -189,28 +333,25 @@ impl CommandChecks {
         } else {
             Source::Check
         };
-        subject.evidence.push(json!({
-            "criterion": check.name,
-            "source": source.as_str(),
-            "method": check.method(),
-            "target": null,
-            "required": check.required,
-            "result": result,
-            "proof": proof,
-            "exit_code": run.exit_code,
-            "duration_ms": u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
-            "output_tail": &output[tail_start..],
-            "subject_sha256": null,
-            "at": at,
-        }));
+        let duration_ms = u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX);
+        subject.evidence.push(Evidence {
+            method: Some(check.method()),
+            required: check.required,
+            proof: Some(proof.clone()),
+            exit_code: run.exit_code.map(i64::from),
+            duration_ms: Some(duration_ms),
+            output_tail: Some(output[tail_start..].to_owned()),
+            at: Some(at),
+            ..Evidence::new(check.name.clone(), source.as_str(), result)
+        });
         subject.emit(RunEvent::CheckCompleted {
             check_name: check.name.clone(),
-            passed: result == "pass",
+            passed: result == EvidenceResult::Pass,
             exit_code: run.exit_code,
             duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
             required: check.required,
         });
-        if result == "pass" {
+        if result == EvidenceResult::Pass {
             return;
         }
         let lines: Vec<&str> = output.lines().collect();

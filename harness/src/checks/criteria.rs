@@ -2,19 +2,26 @@
 //! an evidence record: `file_exists` (a regular, non-empty file), `no_placeholders` (no TODO,
 //! TBD, FIXME, XXX, `[INSERT]`, `[IMPLEMENT]`, `todo!()`, `unimplemented!()` in the files a glob
 //! names) and `endpoint` (an HTTP GET answering with a status and, optionally, a body substring).
-//! Command criteria run as checks do.
+//! Command criteria run as checks do. The `criteria:` section is parsed here too
+//! ([`Criterion::parse_list`]).
 
 use std::path::Path;
 use std::sync::LazyLock;
+use std::time::Duration;
 
-use serde_json::json;
+use harness_hooks::{Evidence, EvidenceResult};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Check, Subject};
+use super::{Check, CheckSpec, Subject};
+use crate::config::seconds;
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
 use crate::verdict::{Finding, Source};
+
+/// The criterion kinds, for messages.
+const CRITERIA_HINT: &str = "\"file_exists:PATH\", \"no_placeholders:GLOB\", \"endpoint:URL\" or {endpoint: URL, status: 200, body_contains: \"…\", timeout_s: 5}, or {command: \"…\", name: compiles | lint_passes | tests_pass | …}";
 
 /// Files larger than this are not scanned for placeholders (and not hashed for evidence).
 const MAX_SCANNED_BYTES: u64 = 4 * 1024 * 1024;
@@ -55,6 +62,74 @@ pub enum Criterion {
 }
 
 impl Criterion {
+    /// Validates `criteria:` entries as written in `file`: the command criteria (run as checks)
+    /// and the others.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] naming the entry, what is wrong and the kinds there are.
+    pub(crate) fn parse_list(file: &str, raw: Vec<Value>) -> Result<(Vec<CheckSpec>, Vec<Self>)> {
+        let mut out = Vec::new();
+        let mut checks: Vec<CheckSpec> = Vec::new();
+        for (i, entry) in raw.into_iter().enumerate() {
+            let at = format!("{file}: `criteria[{i}]`");
+            let bad = |why: String| {
+                Error::config(format!("{at}: {why} (a criterion is {CRITERIA_HINT})"))
+            };
+            let (kind, target) = match &entry {
+                Value::String(text) => match text.split_once(':') {
+                    Some((kind, target)) => (
+                        kind.trim().to_owned(),
+                        Value::String(target.trim().to_owned()),
+                    ),
+                    None => return Err(bad(format!("{text:?} has no `kind:target` form"))),
+                },
+                Value::Object(map) if map.contains_key("command") => {
+                    let check = command(map, &at).map_err(bad)?;
+                    if checks.iter().any(|c| c.name == check.name) {
+                        return Err(bad(format!(
+                            "a criterion named {:?} is already defined",
+                            check.name
+                        )));
+                    }
+                    checks.push(check);
+                    continue;
+                }
+                Value::Object(map) if map.contains_key("endpoint") => {
+                    out.push(endpoint_spec(map).map_err(bad)?);
+                    continue;
+                }
+                Value::Object(map) if map.len() == 1 => {
+                    let (kind, target) = map.iter().next().expect("one entry");
+                    (kind.clone(), target.clone())
+                }
+                other => return Err(bad(format!("{other} is not a criterion"))),
+            };
+            let Some(target) = target
+                .as_str()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+            else {
+                return Err(bad(format!("`{kind}` needs a path or glob")));
+            };
+            out.push(match kind.as_str() {
+                "file_exists" => Criterion::FileExists(target),
+                "endpoint" => {
+                    let mut map = Map::new();
+                    map.insert("endpoint".to_owned(), Value::String(target));
+                    endpoint_spec(&map).map_err(bad)?
+                }
+                "no_placeholders" => {
+                    globset::Glob::new(&target)
+                        .map_err(|e| bad(format!("the glob {target:?} does not compile: {e}")))?;
+                    Criterion::NoPlaceholders(target)
+                }
+                other => return Err(bad(format!("unknown criterion kind {other:?}"))),
+            });
+        }
+        Ok((checks, out))
+    }
+
     /// The criterion's name in findings and evidence, e.g. `file_exists:src/lib.rs`.
     pub fn name(&self) -> String {
         match self {
@@ -74,19 +149,119 @@ impl Criterion {
     }
 }
 
+/// Validates a command criterion, `{command, name, timeout_s}`.
+fn command(map: &Map<String, Value>, at: &str) -> std::result::Result<CheckSpec, String> {
+    let command = map
+        .get("command")
+        .and_then(Value::as_str)
+        .filter(|c| !c.trim().is_empty());
+    let name = map
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.trim().is_empty());
+    let (Some(command), Some(name)) = (command, name) else {
+        return Err("a command criterion needs `command` (a shell command) and `name`".to_owned());
+    };
+    if let Some(key) = map
+        .keys()
+        .find(|k| !["command", "name", "timeout_s"].contains(&k.as_str()))
+    {
+        return Err(format!("unknown key `{key}` in a command criterion"));
+    }
+    let timeout = seconds(
+        at,
+        "timeout_s",
+        map.get("timeout_s").and_then(Value::as_f64),
+        300.0,
+    )
+    .map_err(|e| e.message().to_owned())?;
+    Ok(CheckSpec::shell(name, command, timeout, true))
+}
+
+/// Validates the mapping form of an `endpoint` criterion.
+fn endpoint_spec(map: &Map<String, Value>) -> std::result::Result<Criterion, String> {
+    if let Some(key) = map
+        .keys()
+        .find(|k| !["endpoint", "status", "body_contains", "timeout_s"].contains(&k.as_str()))
+    {
+        return Err(format!("unknown key `{key}` in an endpoint criterion"));
+    }
+    let url = map
+        .get("endpoint")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or_default();
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() => {}
+        Ok(_) => {
+            return Err(format!(
+                "the endpoint {url:?} is not an http(s) URL with a host"
+            ));
+        }
+        Err(e) => return Err(format!("the endpoint {url:?} is not a URL: {e}")),
+    }
+    let status = match map.get("status") {
+        None => 200,
+        Some(value) => match value.as_u64().and_then(|n| u16::try_from(n).ok()) {
+            Some(n) if (100..=599).contains(&n) => n,
+            _ => {
+                return Err(format!(
+                    "`status` is {value}; give an HTTP status, 100 to 599"
+                ));
+            }
+        },
+    };
+    let body_contains = match map.get("body_contains") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+        Some(other) => {
+            return Err(format!(
+                "`body_contains` is {other}; give a non-empty string"
+            ));
+        }
+    };
+    let timeout = match map.get("timeout_s") {
+        None => Duration::from_secs(5),
+        Some(value) => match value
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
+        {
+            Some(s) => Duration::from_secs_f64(s),
+            None => {
+                return Err(format!(
+                    "`timeout_s` is {value}; give seconds, more than 0 and at most 3600"
+                ));
+            }
+        },
+    };
+    Ok(Criterion::Endpoint {
+        url: url.to_owned(),
+        status,
+        body_contains,
+        timeout,
+    })
+}
+
 /// The delegation's criteria as a pipeline stage.
 #[derive(Debug)]
 pub(crate) struct CriteriaStage {
-    pub(crate) criteria: Vec<Criterion>,
-    pub(crate) workspace: harness_builtins::Workspace,
+    criteria: Vec<Criterion>,
+    workspace: harness_builtins::Workspace,
     /// For `endpoint` criteria (made only when there are some): no redirects, no proxy from
     /// the environment.
     http: Option<reqwest::Client>,
 }
 
 impl CriteriaStage {
-    /// A stage judging `criteria` in `workspace`.
-    pub(crate) fn new(criteria: Vec<Criterion>, workspace: harness_builtins::Workspace) -> Self {
+    /// A stage judging `criteria` in `workspace`; `None` when there are none.
+    pub(crate) fn from_spec(
+        criteria: &[Criterion],
+        workspace: &harness_builtins::Workspace,
+    ) -> Option<Self> {
+        if criteria.is_empty() {
+            return None;
+        }
+        let (criteria, workspace) = (criteria.to_vec(), workspace.clone());
         let http = criteria
             .iter()
             .any(|c| matches!(c, Criterion::Endpoint { .. }))
@@ -97,11 +272,11 @@ impl CriteriaStage {
                     .build()
                     .unwrap_or_default()
             });
-        CriteriaStage {
+        Some(CriteriaStage {
             criteria,
             workspace,
             http,
-        }
+        })
     }
 }
 
@@ -109,7 +284,7 @@ impl CriteriaStage {
 /// hash when it has one.
 struct Judged {
     passed: bool,
-    result: &'static str,
+    result: EvidenceResult,
     proof: String,
     /// The file's SHA-256 and size, for a `file_exists` that passed (the export's evidence files).
     sha256: Option<String>,
@@ -172,21 +347,16 @@ impl Check for CriteriaStage {
                     required: true,
                 });
                 let (method, target) = criterion.method_and_target();
-                subject.evidence.push(json!({
-                    "criterion": criterion.name(),
-                    "source": "criterion",
-                    "method": method,
-                    "target": target,
-                    "required": true,
-                    "result": judged.result,
-                    "proof": judged.proof,
-                    "exit_code": null,
-                    "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-                    "output_tail": null,
-                    "subject_sha256": judged.sha256,
-                    "subject_bytes": judged.bytes,
-                    "at": at,
-                }));
+                subject.evidence.push(Evidence {
+                    method: Some(method.to_owned()),
+                    target: Some(target.to_owned()),
+                    proof: Some(judged.proof.clone()),
+                    duration_ms: Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX)),
+                    subject_sha256: judged.sha256,
+                    subject_bytes: judged.bytes,
+                    at: Some(at.clone()),
+                    ..Evidence::new(criterion.name(), "criterion", judged.result)
+                });
                 if !judged.passed {
                     subject.findings.push(Finding::blocking(
                         Source::Criterion,
@@ -211,7 +381,7 @@ fn judge(workspace: &harness_builtins::Workspace, criterion: &Criterion) -> Judg
 fn fail(proof: String) -> Judged {
     Judged {
         passed: false,
-        result: "fail",
+        result: EvidenceResult::Fail,
         proof,
         sha256: None,
         bytes: None,
@@ -229,7 +399,7 @@ fn file_exists(workspace: &harness_builtins::Workspace, path: &str) -> Judged {
         Ok(meta) if meta.len() == 0 => fail(format!("{path} is empty")),
         Ok(meta) => Judged {
             passed: true,
-            result: "pass",
+            result: EvidenceResult::Pass,
             proof: format!("{path} exists, {} bytes", meta.len()),
             sha256: (meta.len() <= MAX_SCANNED_BYTES)
                 .then(|| sha256_of(&full))
@@ -295,7 +465,7 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
     if count == 0 {
         Judged {
             passed: true,
-            result: "pass",
+            result: EvidenceResult::Pass,
             proof: format!("no placeholders in {scanned} file(s) matching {glob}"),
             sha256: None,
             bytes: None,
@@ -339,14 +509,14 @@ async fn endpoint(
     match tokio::time::timeout(timeout, request).await {
         Err(_) => Judged {
             passed: false,
-            result: "timeout",
+            result: EvidenceResult::Timeout,
             proof: format!("GET {url} did not answer within {timeout:?}"),
             sha256: None,
             bytes: None,
         },
         Ok(Err(e)) => Judged {
             passed: false,
-            result: "fail",
+            result: EvidenceResult::Fail,
             proof: format!("GET {url} failed: {}", error_chain(&e)),
             sha256: None,
             bytes: None,
@@ -363,7 +533,7 @@ async fn endpoint(
                 )),
                 _ => Judged {
                     passed: true,
-                    result: "pass",
+                    result: EvidenceResult::Pass,
                     proof: match body_contains {
                         Some(needle) => {
                             format!("GET {url} answered {got}; the body contains {needle:?}")

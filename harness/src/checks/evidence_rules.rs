@@ -1,18 +1,41 @@
 //! Stage 2b: what the answer and the attempt must contain, beyond what the checks ran (DESIGN
 //! §4.13): citations for every claim under `citations: required`, and the plan's required
-//! steps. The same rules judge a recorded run in `harness audit`.
+//! steps. The same rules judge a recorded run in `harness audit`. The `plan:` section is parsed
+//! here too ([`PlanStep::parse_list`]).
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::{Check, Subject};
 use crate::delegate::BoxFuture;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::tools::Tool;
 use crate::verdict::{Finding, Source};
 
 /// `citations: required`: every claim line of the answer cites its evidence.
 #[derive(Debug)]
 pub(crate) struct CitationStage {
-    pub(crate) workspace: harness_builtins::Workspace,
+    workspace: harness_builtins::Workspace,
+}
+
+impl CitationStage {
+    /// The stage for `citations: required` in `workspace`; `None` when citations are off.
+    pub(crate) fn from_spec(
+        required: bool,
+        workspace: &harness_builtins::Workspace,
+    ) -> Option<Self> {
+        required.then(|| CitationStage {
+            workspace: workspace.clone(),
+        })
+    }
+}
+
+/// `plan:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlan {
+    #[serde(default)]
+    required_steps: Vec<Map<String, Value>>,
 }
 
 impl Check for CitationStage {
@@ -64,6 +87,55 @@ impl PartialEq for PlanStep {
 }
 
 impl PlanStep {
+    /// Validates `plan.required_steps` as written in `file`: each `{tool: NAME, args: {KEY:
+    /// REGEX}}` or `{check: NAME}`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the step and what is wrong.
+    pub(crate) fn parse_list(file: &str, raw: RawPlan) -> Result<Vec<PlanStep>> {
+        let mut steps = Vec::new();
+        for (i, step) in raw.required_steps.into_iter().enumerate() {
+            let at = format!("{file}: `plan.required_steps[{i}]`");
+            if let Some(key) = step
+                .keys()
+                .find(|k| !["tool", "args", "check"].contains(&k.as_str()))
+            {
+                return Err(Error::config(format!(
+                    "{at}: unknown key `{key}`; a step is {{tool: NAME, args: {{ARG: REGEX}}}} or {{check: NAME}}"
+                )));
+            }
+            match (step.get("tool"), step.get("check")) {
+                (Some(Value::String(tool)), None) => {
+                    if Tool::from_name(tool).is_none() {
+                        return Err(Error::config(format!("{at}: unknown tool {tool:?}")));
+                    }
+                    let args = match step.get("args") {
+                        None => Vec::new(),
+                        Some(Value::Object(map)) => arg_patterns(&at, map)?,
+                        Some(_) => {
+                            return Err(Error::config(format!(
+                                "{at}: `args` must map argument names to regular expressions"
+                            )));
+                        }
+                    };
+                    steps.push(PlanStep::Tool {
+                        name: tool.clone(),
+                        args,
+                    });
+                }
+                (None, Some(Value::String(check))) if step.get("args").is_none() => {
+                    steps.push(PlanStep::Check(check.clone()));
+                }
+                _ => {
+                    return Err(Error::config(format!(
+                        "{at}: give `tool` (with optional `args`) or `check`, as a name"
+                    )));
+                }
+            }
+        }
+        Ok(steps)
+    }
+
     /// The step in words, for findings: `tool run_command with argv ~ "cargo test.*"`.
     pub fn describe(&self) -> String {
         match self {
@@ -90,8 +162,9 @@ impl PlanStep {
         }
     }
 
-    /// Whether the attempt with these tool calls and evidence took this step.
-    pub fn taken(&self, tool_calls: &[Value], evidence: &[Value]) -> bool {
+    /// Whether the attempt with these tool calls took this step, when the checks and criteria
+    /// named `ran` ran in it.
+    pub fn taken(&self, tool_calls: &[Value], ran: &[&str]) -> bool {
         match self {
             PlanStep::Tool { name, args } => tool_calls.iter().any(|call| {
                 call["name"].as_str() == Some(name.as_str())
@@ -110,17 +183,43 @@ impl PlanStep {
                         pattern.is_match(&text)
                     })
             }),
-            PlanStep::Check(name) => evidence
-                .iter()
-                .any(|e| e["criterion"].as_str() == Some(name.as_str())),
+            PlanStep::Check(name) => ran.contains(&name.as_str()),
         }
     }
+}
+
+/// Compiles a step's `args` patterns, each anchored to the whole value.
+fn arg_patterns(at: &str, map: &Map<String, Value>) -> Result<Vec<(String, String, regex::Regex)>> {
+    let mut args = Vec::new();
+    for (key, pattern) in map {
+        let Value::String(pattern) = pattern else {
+            return Err(Error::config(format!(
+                "{at}: `args.{key}` must be a regular expression (a string)"
+            )));
+        };
+        let compiled = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+            Error::config(format!(
+                "{at}: `args.{key}` {pattern:?} does not compile: {e}"
+            ))
+        })?;
+        args.push((key.clone(), pattern.clone(), compiled));
+    }
+    Ok(args)
 }
 
 /// `plan.required_steps`: each must be taken in the attempt.
 #[derive(Debug)]
 pub(crate) struct PlanStage {
-    pub(crate) steps: Vec<PlanStep>,
+    steps: Vec<PlanStep>,
+}
+
+impl PlanStage {
+    /// The stage requiring `steps`; `None` when there are none.
+    pub(crate) fn from_spec(steps: &[PlanStep]) -> Option<Self> {
+        (!steps.is_empty()).then(|| PlanStage {
+            steps: steps.to_vec(),
+        })
+    }
 }
 
 impl Check for PlanStage {
@@ -130,8 +229,13 @@ impl Check for PlanStage {
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
+            let ran: Vec<&str> = subject
+                .evidence
+                .iter()
+                .map(|e| e.criterion.as_str())
+                .collect();
             for step in &self.steps {
-                if !step.taken(&calls, &subject.evidence) {
+                if !step.taken(&calls, &ran) {
                     subject.findings.push(Finding::blocking(
                         Source::Plan,
                         "required_step",

@@ -12,9 +12,22 @@ use crate::verdict::{Finding, Source};
 /// The post-verify hooks that match the delegate, as a pipeline stage.
 #[derive(Debug)]
 pub(crate) struct PostVerifyHooks {
-    pub(crate) policy: Policy,
+    policy: Policy,
     /// The delegate's kind and model, matched by hooks' `delegates:` globs.
-    pub(crate) names: Vec<String>,
+    names: Vec<String>,
+}
+
+impl PostVerifyHooks {
+    /// The `delegation.post_verify` hooks of `policy` that match `names` (the delegate's kind
+    /// and model); `None` when there are none.
+    pub(crate) fn from_policy(policy: &Policy, names: &[String]) -> Option<Self> {
+        policy
+            .applies(Event::DelegationPostVerify, names)
+            .then(|| PostVerifyHooks {
+                policy: policy.clone(),
+                names: names.to_vec(),
+            })
+    }
 }
 
 impl Check for PostVerifyHooks {

@@ -4,28 +4,34 @@
 
 mod commands;
 mod criteria;
+mod critic;
 mod evidence_rules;
 mod hooks;
 mod scope;
 mod verifier;
 
 pub use commands::CheckSpec;
-pub(crate) use commands::CommandChecks;
+pub(crate) use commands::{CommandChecks, RawCheck};
 pub(crate) use criteria::CriteriaStage;
 pub use criteria::Criterion;
+pub(crate) use critic::{Critic, RawCritic};
+pub use critic::{
+    CriticSpec, CriticWhen, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256,
+};
 pub use evidence_rules::PlanStep;
-pub(crate) use evidence_rules::{CitationStage, PlanStage};
+pub(crate) use evidence_rules::{CitationStage, PlanStage, RawPlan};
 pub(crate) use hooks::PostVerifyHooks;
 pub(crate) use scope::ScopeStage;
 pub(crate) use verifier::InlineVerifier;
 
+use harness_hooks::{CriticReview, DelegationResult, Evidence};
 use serde_json::Value;
 
+use crate::conversation::Usage;
 use crate::delegate::BoxFuture;
 use crate::error::Result;
 use crate::events::{Emitter, RunEvent};
-use crate::verdict::Finding;
-use harness_hooks::DelegationResult;
+use crate::verdict::{Finding, Verdict};
 
 /// One attempt under judgement, handed from stage to stage.
 #[derive(Debug)]
@@ -37,7 +43,7 @@ pub(crate) struct Subject<'e> {
     /// What the stages found so far, in pipeline order.
     pub(crate) findings: Vec<Finding>,
     /// Evidence records (DESIGN §4.7).
-    pub(crate) evidence: Vec<Value>,
+    pub(crate) evidence: Vec<Evidence>,
     /// Lines scripts logged.
     pub(crate) logs: Vec<String>,
     /// Unified diffs of what the delegation changed (when a scope baseline was taken).
@@ -45,13 +51,24 @@ pub(crate) struct Subject<'e> {
     /// Set by a stage that ends the delegation at once (a scope violation under
     /// `on_violation: fail`): the stages after it do not run.
     pub(crate) fatal: Option<crate::error::Error>,
+    /// The critic's review, when it reviewed the attempt.
+    pub(crate) critic: Option<CriticReview>,
+    /// Tokens the stages spent (the critic's model calls).
+    pub(crate) usage: Usage,
+    /// The verdicts of the attempts before this one, oldest first.
+    pub(crate) earlier: &'e [&'e Verdict],
     /// Where stages say what they are doing (`CheckStarted`, `ScopeValidated`, …).
     pub(crate) events: &'e Emitter<'e>,
 }
 
 impl<'e> Subject<'e> {
-    /// Starts judging `result`, telling `events` what happens.
-    pub(crate) fn new(result: DelegationResult, events: &'e Emitter<'e>) -> Self {
+    /// Starts judging `result`, after the attempts judged in `earlier`, telling `events` what
+    /// happens.
+    pub(crate) fn new(
+        result: DelegationResult,
+        earlier: &'e [&'e Verdict],
+        events: &'e Emitter<'e>,
+    ) -> Self {
         Subject {
             value: result.to_value(),
             result,
@@ -60,6 +77,9 @@ impl<'e> Subject<'e> {
             logs: Vec::new(),
             diff: Vec::new(),
             fatal: None,
+            critic: None,
+            usage: Usage::default(),
+            earlier,
             events,
         }
     }
@@ -74,7 +94,10 @@ impl<'e> Subject<'e> {
         if self.result.evidence.len() != self.evidence.len() {
             self.result.evidence = self.evidence.clone();
             if let Some(object) = self.value.as_object_mut() {
-                object.insert("evidence".to_owned(), Value::Array(self.evidence.clone()));
+                object.insert(
+                    "evidence".to_owned(),
+                    serde_json::to_value(&self.evidence).expect("evidence always serialises"),
+                );
             }
         }
     }
@@ -88,4 +111,11 @@ pub(crate) trait Check: Send + Sync + std::fmt::Debug {
     /// The stage's broken-policy kind (`verifier`, `hook`, …): the delegation stops without a
     /// retry, because nothing a broken judge says counts.
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>>;
+
+    /// Returns true for a stage that gives an opinion rather than a fact (the critic): it runs
+    /// after every deterministic stage, and what those stages carried (per-tool findings) is in
+    /// the subject before it.
+    fn is_opinion(&self) -> bool {
+        false
+    }
 }

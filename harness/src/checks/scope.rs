@@ -9,15 +9,49 @@ use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
-use crate::scope::{OnViolation, Scope, Snapshot};
+use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot};
 use crate::verdict::{Finding, Source};
 
 /// The scope and its baseline as a pipeline stage.
 #[derive(Debug)]
 pub(crate) struct ScopeStage {
-    pub(crate) scope: Arc<Scope>,
+    scope: Arc<Scope>,
     /// The workspace before attempt 0.
-    pub(crate) baseline: Arc<Snapshot>,
+    baseline: Arc<Snapshot>,
+}
+
+impl ScopeStage {
+    /// Compiles `spec` for `workspace` and takes the baseline, before attempt 0: a walk of the
+    /// workspace, on a blocking thread. `file` names where the scope was written.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for a glob that does not compile; [`ErrorKind::Check`] when the
+    /// walk cannot run.
+    pub(crate) async fn from_spec(
+        spec: &ScopeSpec,
+        workspace: &harness_builtins::Workspace,
+        file: &str,
+    ) -> Result<Self> {
+        let scope = Arc::new(Scope::compile(spec, workspace.root(), file)?);
+        let walker = Arc::clone(&scope);
+        let baseline = tokio::task::spawn_blocking(move || walker.snapshot())
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Check,
+                    format!("the scope snapshot failed to run: {e}"),
+                )
+            })?;
+        Ok(ScopeStage {
+            scope,
+            baseline: Arc::new(baseline),
+        })
+    }
+
+    /// What the baseline's walk could not read, for the caller.
+    pub(crate) fn warnings(&self) -> &[String] {
+        &self.baseline.warnings
+    }
 }
 
 impl Check for ScopeStage {

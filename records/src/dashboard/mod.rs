@@ -12,7 +12,7 @@ use std::time::Duration;
 use regex::{Captures, Regex};
 use serde_json::{Value, json};
 
-use harness::Usage;
+use harness::{Source, Usage};
 
 use crate::journal::Record;
 
@@ -30,7 +30,9 @@ const MAX_REASON_CHARS: usize = 200;
 /// A failure reason with its variable parts replaced, and how often it occurred.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReasonCount {
-    /// Where it came from: `verify`, `hook NAME`, or `other` when it had no known prefix.
+    /// Where it came from, as the finding names it: `verify`, `hook NAME`, `check NAME`,
+    /// `criterion NAME`, `scope PATH`, `critic SEVERITY`, … (`other` for records from before
+    /// verdicts were kept).
     pub source: String,
     /// The reason with numbers, quoted strings, paths, URLs and ids replaced by placeholders.
     pub reason: String,
@@ -226,21 +228,20 @@ impl KindStats {
                     .attempts
                     .last()
                     .and_then(|a| a.verdict.as_ref())
-                    .and_then(|v| v["findings"].as_array())
-                    .map_or(0, |findings| {
-                        findings
+                    .map_or(0, |v| {
+                        v.findings
                             .iter()
-                            .filter(|f| f["source"] == json!("critic"))
+                            .filter(|f| f.source == Source::Critic)
                             .count()
                     });
             }
             for attempt in &record.attempts {
-                let critic = attempt.verdict.as_ref().map(|v| &v["critic"]);
-                if let Some(critic) = critic.filter(|c| c.is_object()) {
-                    let outcome = if critic["available"] == json!(false) {
-                        "unavailable"
+                let critic = attempt.verdict.as_ref().and_then(|v| v.critic.as_ref());
+                if let Some(critic) = critic {
+                    let outcome = if critic.available {
+                        critic.outcome.as_str()
                     } else {
-                        critic["outcome"].as_str().unwrap_or("unknown")
+                        "unavailable"
                     };
                     *stats.critic.entry(outcome.to_owned()).or_default() += 1;
                 }
@@ -269,28 +270,37 @@ impl KindStats {
                 }
             }
             for attempt in &record.attempts {
-                let mut hooks_here = Vec::new();
-                for raw in &attempt.reasons {
-                    let (source, reason) = split_reason(raw);
+                let mut hooks_here: Vec<&str> = Vec::new();
+                let mut count = |source: String, message: &str| {
                     let entry = reasons
-                        .entry((source.to_owned(), normalise(reason)))
-                        .or_insert_with(|| (0, reason.to_owned()));
+                        .entry((source, normalise(message)))
+                        .or_insert_with(|| (0, message.to_owned()));
                     entry.0 += 1;
-                    if let Some(hook) = source.strip_prefix("hook ") {
-                        if !hooks_here.contains(&hook) {
-                            hooks_here.push(hook);
+                };
+                match &attempt.verdict {
+                    // Grouped by where each blocking finding came from, as the verdict says.
+                    Some(verdict) => {
+                        for finding in verdict.blocking() {
+                            count(finding.label(), &finding.message);
+                            if finding.source == Source::Hook
+                                && !hooks_here.contains(&finding.name.as_str())
+                            {
+                                hooks_here.push(&finding.name);
+                            }
+                        }
+                    }
+                    // Records from before verdicts were kept hold reason lines only.
+                    None => {
+                        for reason in &attempt.reasons {
+                            count("other".to_owned(), reason);
                         }
                     }
                 }
                 for hook in hooks_here {
                     *hooks.entry(hook.to_owned()).or_default() += 1;
                 }
-                for record in attempt.evidence() {
-                    if record["result"].as_str().is_some_and(|r| r != "pass") {
-                        if let Some(name) = record["criterion"].as_str() {
-                            *checks.entry(name.to_owned()).or_default() += 1;
-                        }
-                    }
+                for record in attempt.evidence().iter().filter(|e| !e.passed()) {
+                    *checks.entry(record.criterion.clone()).or_default() += 1;
                 }
             }
         }
@@ -466,19 +476,6 @@ fn truncate(text: &str, max: usize) -> String {
     }
 }
 
-/// Splits `verify: …` / `hook NAME: …` into the source and the reason; `other` otherwise.
-fn split_reason(raw: &str) -> (&str, &str) {
-    if let Some(rest) = raw.strip_prefix("verify: ") {
-        return ("verify", rest);
-    }
-    if raw.starts_with("hook ") {
-        if let Some(end) = raw.find(": ") {
-            return (&raw[..end], &raw[end + 2..]);
-        }
-    }
-    ("other", raw)
-}
-
 /// Compiles a pattern that is a constant of this module.
 fn pattern(re: &str) -> Regex {
     Regex::new(re).expect("the normalisation patterns are valid")
@@ -589,22 +586,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn split_reason_finds_the_source() {
-        let cases = [
-            ("verify: a.txt missing", ("verify", "a.txt missing")),
-            (
-                "hook no-claims: claims a file",
-                ("hook no-claims", "claims a file"),
-            ),
-            ("hook odd name: it: broke", ("hook odd name", "it: broke")),
-            ("something else", ("other", "something else")),
-        ];
-        for (raw, want) in cases {
-            assert_eq!(split_reason(raw), want, "splitting {raw:?}");
-        }
-    }
-
-    #[test]
     fn spreads_use_the_nearest_rank() {
         let cases: [(&[u64], Spread); 4] = [
             (
@@ -671,7 +652,7 @@ pub(crate) mod tests {
                     duration: Duration::from_millis(50),
                     usage: Usage::default(),
                     result: None,
-                    verdict: None,
+                    verdict: crate::journal::tests::verdict(i as u32, *passed, reasons),
                     retry_prompt: None,
                 })
                 .collect(),
@@ -766,6 +747,55 @@ pub(crate) mod tests {
         let json = dashboard.to_json();
         assert_eq!(json["kinds"][1]["pass_at_attempt"], json!([1, 1, 0]));
         assert_eq!(json["total"]["outcomes"]["error"], 3);
+    }
+
+    #[test]
+    fn failures_group_by_the_source_and_name_their_findings_carry() {
+        use harness::{Decision, Finding, Source, Verdict};
+        let mut failed = record(
+            "d-9",
+            "openai",
+            "failed",
+            Some("verification_failed"),
+            &[(Some(false), &[]), (Some(false), &[])],
+        );
+        let findings = [
+            Finding::blocking(Source::Check, "tests", "`sh -c 'make test'` failed: exit 2"),
+            Finding::blocking(
+                Source::Criterion,
+                "file_exists:a.txt",
+                "a.txt does not exist",
+            ),
+            Finding::blocking(Source::Scope, "Cargo.lock", "inside `scope.deny`"),
+            Finding::blocking(Source::Critic, "missing_ac", "no tests for the parser"),
+            Finding::advisory(Source::Check, "fmt", "never counted: not blocking"),
+        ];
+        for attempt in &mut failed.attempts {
+            attempt.verdict = Some(Verdict {
+                attempt: attempt.attempt,
+                decision: Decision::Retry,
+                findings: findings.to_vec(),
+                evidence: Vec::new(),
+                critic: None,
+                logs: Vec::new(),
+            });
+        }
+        let stats = &Dashboard::build(&[failed]).total;
+        let sources: Vec<(&str, &str, usize)> = stats
+            .top_reasons
+            .iter()
+            .map(|r| (r.source.as_str(), r.reason.as_str(), r.count))
+            .collect();
+        assert_eq!(
+            sources,
+            [
+                ("check tests", "<str> failed: exit <n>", 2),
+                ("criterion file_exists:a.txt", "<path> does not exist", 2),
+                ("critic missing_ac", "no tests for the parser", 2),
+                ("scope Cargo.lock", "inside <str>", 2),
+            ]
+        );
+        assert!(stats.top_reasons.iter().all(|r| r.source != "other"));
     }
 
     #[test]

@@ -153,7 +153,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             e.message()
         ))
     })?;
-    let runtime = Runtime::new()?;
+    let runtime = Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
     let queue = match &args.queue {
         None => None,
         Some(url) => Some(Queued {
@@ -428,7 +428,7 @@ async fn submit(
     let queued = app.queue.as_ref().map(|_| QueuedRun {
         source: source.clone(),
         workdir: inside.clone(),
-        kind: delegation.delegate.kind().to_owned(),
+        kind: delegation.delegate().kind().to_owned(),
     });
     let (sender, _) = broadcast::channel(LIVE_BUFFER);
     app.live
@@ -476,15 +476,15 @@ async fn submit(
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .spawn(async move {
             let app = task_app;
-            let observer = |event: &harness::Event<'_>| {
-                if let harness::Event::Recorded(record) = event {
+            let observer = |record: &harness::EventRecord| {
+                if record.event.is_recorded() {
                     let mut live = app
                         .live
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     if let Some(live) = live.get_mut(&record.run_id) {
-                        live.seen.push((*record).clone());
-                        let _ = live.sender.send((*record).clone());
+                        live.seen.push(record.clone());
+                        let _ = live.sender.send(record.clone());
                     }
                 }
             };
@@ -503,7 +503,6 @@ async fn submit(
                 &app.writer,
                 report,
                 RecordMeta {
-                    trace_id: None,
                     source: Some(source),
                     workdir: Some(inside),
                 },
@@ -587,10 +586,8 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
             }
         };
         let settled = harness_queue::settle(&*queued.queue, deliveries, |outcome| {
-            let (report, trace_id) = match outcome {
-                harness_queue::Outcome::Done(result) => {
-                    (result.report.clone(), result.trace_id.clone())
-                }
+            let report = match outcome {
+                harness_queue::Outcome::Done(result) => result.report.clone(),
                 harness_queue::Outcome::Dead(dead) => {
                     let Some(id) = dead.id.clone() else {
                         eprintln!(
@@ -602,7 +599,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                     let kind = app
                         .queued_run(&id)
                         .map_or_else(|| "queued".to_owned(), |q| q.kind);
-                    (harness::Report::not_run(id, &kind, dead.error()), None)
+                    harness::Report::not_run(id, &kind, dead.error())
                 }
             };
             if recorded.contains(&report.id) {
@@ -610,7 +607,6 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
             }
             let run = app.queued_run(&report.id);
             let meta = RecordMeta {
-                trace_id,
                 source: run.as_ref().map(|r| r.source.clone()),
                 workdir: run.map(|r| r.workdir),
             };

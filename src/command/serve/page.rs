@@ -11,7 +11,6 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use harness_records::{Journal, OverrideRequest, OverrideType};
-use serde_json::Value;
 
 use super::{ApiError, Shared, read};
 
@@ -140,10 +139,9 @@ const show = (e) => {{
     }
     // Findings of the last attempt.
     let last = record.attempts.last();
-    let findings: Vec<&Value> = last
+    let findings: Vec<&harness::Finding> = last
         .and_then(|a| a.verdict.as_ref())
-        .and_then(|v| v["findings"].as_array())
-        .map(|f| f.iter().collect())
+        .map(|v| v.findings.iter().collect())
         .unwrap_or_default();
     body.push_str("<h2>Findings</h2>");
     if findings.is_empty() {
@@ -153,13 +151,12 @@ const show = (e) => {{
             "<table id=\"findings\"><tr><th>Severity</th><th>Source</th><th>Message</th></tr>",
         );
         for f in findings {
-            let blocking = f["blocking"].as_bool().unwrap_or(false);
             body.push_str(&format!(
                 "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
-                if blocking { "blocking" } else { "advisory" },
-                esc(f["severity"].as_str().unwrap_or("-")),
-                esc(f["source"].as_str().unwrap_or("-")),
-                esc(f["message"].as_str().unwrap_or("-")),
+                if f.blocking { "blocking" } else { "advisory" },
+                esc(f.severity.as_str()),
+                esc(f.source.as_str()),
+                esc(&f.message),
             ));
         }
         body.push_str("</table>");
@@ -175,10 +172,10 @@ const show = (e) => {{
         for e in evidence {
             body.push_str(&format!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(e["criterion"].as_str().unwrap_or("-")),
-                esc(e["source"].as_str().unwrap_or("-")),
-                esc(e["result"].as_str().unwrap_or("-")),
-                esc(e["proof"].as_str().unwrap_or("")),
+                esc(&e.criterion),
+                esc(&e.source),
+                esc(e.result.as_str()),
+                esc(e.proof.as_deref().unwrap_or("")),
             ));
         }
         body.push_str("</table>");

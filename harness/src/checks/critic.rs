@@ -1,21 +1,32 @@
-//! The independent critic (DESIGN §4.9): a reviewer that reads the builder's work after every
-//! deterministic stage passed, in a fresh conversation with read-only tools, and answers one JSON
-//! object. It ranks below every deterministic stage: its blocking findings send the attempt back
-//! with its feedback, its other findings become debt, a `HARD_FAIL` ends the run as
-//! `critic_rejected` — and its word alone never passes a run. A reviewer that cannot be read
-//! (prose, two objects, an unknown severity, a crash, a timeout) is recorded as `SOFT_FAIL` with
-//! a non-blocking "critic unavailable" finding, never as a pass of its own.
+//! Stage 5: the independent critic (DESIGN §4.9) — a reviewer that reads the builder's work
+//! after every deterministic stage passed, in a fresh conversation with read-only tools, and
+//! answers one JSON object. It ranks below every deterministic stage: it runs only when no
+//! blocking finding came before it, its blocking findings send the attempt back with its
+//! feedback, its other findings become debt, a `HARD_FAIL` ends the run as `critic_rejected` —
+//! and its word alone never passes a run. A reviewer that cannot be read (prose, two objects, an
+//! unknown severity, a crash, a timeout) is recorded as `SOFT_FAIL` with a non-blocking "critic
+//! unavailable" finding, never as a pass of its own.
+//!
+//! The `critic:` section of a delegation file (or of a project policy's
+//! `verification_defaults`) is parsed here too, by [`CriticSpec::parse`].
 
+use std::path::Path;
 use std::sync::LazyLock;
 
-use harness_hooks::{DelegationResult, ToolCall};
-use serde_json::{Value, json};
+use harness_hooks::{CriticOutcome, CriticReview, DelegationResult, ToolCall};
+use serde::Deserialize;
+use serde_json::Value;
+use tracing::Instrument as _;
 
+use super::{Check, Subject};
+use crate::config::ReadScript;
 use crate::conversation::{Message, ToolSpec, Usage};
-use crate::delegate::{Delegate, TurnRequest};
-use crate::spec::{CriticSpec, CriticWhen};
+use crate::decision::OnExhausted;
+use crate::delegate::{BoxFuture, Delegate, DelegateConfig, RawDelegate, TurnRequest};
+use crate::error::{Error, Result};
+use crate::events::RunEvent;
 use crate::tools::Toolbox;
-use crate::verdict::{Finding, Severity, Source, Verdict};
+use crate::verdict::{Finding, Severity, Source};
 
 /// The review prompt's version; bump it whenever the text changes.
 pub const REVIEW_TEMPLATE_VERSION: &str = "review-v1";
@@ -56,6 +67,8 @@ and retrying will not help.";
 
 /// Lines of the diff quoted in the review prompt, at most.
 const MAX_DIFF_LINES: usize = 500;
+/// Turns a reviewer may take (reading files) before its verdict, unless `critic.max_turns` says.
+const DEFAULT_MAX_TURNS: u32 = 10;
 
 static TEMPLATE_SHA256: LazyLock<String> =
     LazyLock::new(|| harness_builtins::sha256_hex(REVIEW_TEMPLATE.as_bytes()));
@@ -65,60 +78,123 @@ pub fn review_template_sha256() -> &'static str {
     &TEMPLATE_SHA256
 }
 
-/// What the critic concluded.
+/// When the critic reviews an attempt (`critic.when`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// The work is done.
-    Pass,
-    /// It can be fixed: the builder tries again with the feedback.
-    SoftFail,
-    /// It must not be accepted.
-    HardFail,
+pub enum CriticWhen {
+    /// Every attempt the deterministic stages passed.
+    Always,
+    /// Only risky ones: `risk: true`, delegated work (`parent_id`), more than 5 files or 300
+    /// lines changed.
+    Risky,
+    /// Never (a default switched off).
+    Never,
 }
 
-impl Outcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "PASS",
-            Outcome::SoftFail => "SOFT_FAIL",
-            Outcome::HardFail => "HARD_FAIL",
+/// The independent reviewer of a delegation (DESIGN §4.9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticSpec {
+    /// Who reviews; `None`: the same kind as the delegate, in a fresh conversation.
+    pub delegate: Option<DelegateConfig>,
+    /// When it reviews.
+    pub when: CriticWhen,
+    /// What the work must satisfy, in the reviewer's prompt.
+    pub criteria: String,
+    /// What a spent budget does when only the critic objects.
+    pub on_exhausted: OnExhausted,
+    /// Turns the reviewer may take (reading files) before its verdict.
+    pub max_turns: u32,
+}
+
+/// `critic:` as written, in a delegation file or a project policy's `verification_defaults`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCritic {
+    #[serde(default)]
+    delegate: Option<RawDelegate>,
+    #[serde(default)]
+    when: Option<String>,
+    #[serde(default)]
+    criteria: Option<String>,
+    #[serde(default)]
+    on_exhausted: Option<String>,
+    #[serde(default)]
+    max_turns: Option<u32>,
+}
+
+impl CriticSpec {
+    /// Validates `critic:` as written in `file`; scripts its delegate names are read by `read`,
+    /// relative to `base`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the key and the values it takes.
+    pub(crate) fn parse(
+        file: &str,
+        raw: RawCritic,
+        read: &ReadScript<'_>,
+        base: &Path,
+    ) -> Result<CriticSpec> {
+        let delegate = raw
+            .delegate
+            .map(|d| DelegateConfig::parse(file, "critic.delegate", d, read, base))
+            .transpose()?;
+        let when = match raw.when.as_deref() {
+            None | Some("risky") => CriticWhen::Risky,
+            Some("always") => CriticWhen::Always,
+            Some("never") => CriticWhen::Never,
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "{file}: `critic.when` is {other:?}; use `always`, `risky` (the default: risk: true, delegated work, more than 5 files or 300 lines changed) or `never`"
+                )));
+            }
+        };
+        let on_exhausted = match raw.on_exhausted.as_deref() {
+            None | Some("debt") => OnExhausted::Debt,
+            Some("fail") => OnExhausted::Fail,
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "{file}: `critic.on_exhausted` is {other:?}; use `debt` (the default: passed_with_debt, a human reviews) or `fail`"
+                )));
+            }
+        };
+        let max_turns = raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+        if max_turns == 0 {
+            return Err(Error::config(format!(
+                "{file}: `critic.max_turns` must be at least 1"
+            )));
         }
+        Ok(CriticSpec {
+            delegate,
+            when,
+            criteria: raw.criteria.unwrap_or_default(),
+            on_exhausted,
+            max_turns,
+        })
     }
 }
 
-/// One review.
+/// What a review found.
 #[derive(Debug)]
-pub(crate) struct Review {
-    /// What it concluded.
-    pub(crate) outcome: Outcome,
-    /// Its findings, source `critic`: blocking for security, crash, data_loss,
-    /// wrong_algorithm, missing_ac (and a SOFT_FAIL's feedback); debt for the rest.
-    pub(crate) findings: Vec<Finding>,
+struct Review {
     /// The verdict's `critic` record.
-    pub(crate) record: Value,
-    /// Tokens the review cost.
-    pub(crate) usage: Usage,
-    /// What the reviewer said, for the message of a `HARD_FAIL`.
-    pub(crate) summary: String,
+    record: CriticReview,
+    /// Its findings, source `critic`: blocking for security, crash, data_loss, wrong_algorithm,
+    /// missing_ac (and a SOFT_FAIL's feedback); debt for the rest.
+    findings: Vec<Finding>,
 }
 
-/// What the reviewer sees of an attempt.
-#[derive(Debug)]
-pub(crate) struct ReviewInput<'a> {
-    pub(crate) task: &'a str,
-    pub(crate) result: &'a DelegationResult,
-    pub(crate) evidence: &'a [Value],
-    pub(crate) diff: &'a [String],
-    pub(crate) earlier: &'a [&'a Verdict],
-    pub(crate) risk: bool,
-}
-
-/// The reviewer of one delegation: its own delegate, a fresh conversation per review.
+/// The critic as a pipeline stage: its own delegate, a fresh conversation per review, read-only
+/// tools. It reviews only an attempt no earlier stage blocked, and only when its `when` says.
 pub(crate) struct Critic {
-    pub(crate) spec: CriticSpec,
+    spec: CriticSpec,
+    /// The task as the reviewer reads it (after `delegation.pre` hooks).
+    task: String,
+    /// The caller marked the work risky (`risk: true`).
+    risk: bool,
     /// Secrets never reach the reviewer: the prompt is scrubbed as the retry prompt is.
     redact: crate::redact::Redactor,
-    delegate: Box<dyn Delegate>,
+    /// One review at a time: the delegate keeps state across turns.
+    delegate: tokio::sync::Mutex<Box<dyn Delegate>>,
+    reviewer: String,
     toolbox: Toolbox,
     tool_specs: Vec<ToolSpec>,
 }
@@ -132,77 +208,78 @@ impl std::fmt::Debug for Critic {
 }
 
 impl Critic {
-    /// A critic of `spec`, played by `delegate`, reading through `toolbox` (read-only tools).
-    pub(crate) fn new(
-        spec: CriticSpec,
+    /// The critic of `spec` for `task`, played by `delegate`, reading through `toolbox`
+    /// (read-only tools); `None` when it never reviews (`when: never`).
+    pub(crate) fn from_spec(
+        spec: &CriticSpec,
+        task: &str,
+        risk: bool,
         delegate: Box<dyn Delegate>,
         toolbox: Toolbox,
         redact: crate::redact::Redactor,
-    ) -> Self {
-        Critic {
-            redact,
-            tool_specs: toolbox.specs(),
-            spec,
-            delegate,
-            toolbox,
+    ) -> Option<Self> {
+        if spec.when == CriticWhen::Never {
+            return None;
         }
-    }
-
-    /// The reviewer's name: its model, else its kind.
-    pub(crate) fn reviewer(&self) -> String {
-        self.delegate
-            .model()
-            .map_or_else(|| self.delegate.kind().to_owned(), str::to_owned)
-    }
-
-    /// Whether it reviews at all.
-    pub(crate) fn active(&self) -> bool {
-        self.spec.when != CriticWhen::Never
+        Some(Critic {
+            reviewer: delegate
+                .model()
+                .map_or_else(|| delegate.kind().to_owned(), str::to_owned),
+            tool_specs: toolbox.specs(),
+            spec: spec.clone(),
+            task: task.to_owned(),
+            risk,
+            redact,
+            delegate: tokio::sync::Mutex::new(delegate),
+            toolbox,
+        })
     }
 
     /// Whether it reviews this attempt: always, or when it is risky.
-    pub(crate) fn wants(&self, input: &ReviewInput<'_>) -> bool {
+    fn wants(&self, result: &DelegationResult, diff: &[String]) -> bool {
         match self.spec.when {
             CriticWhen::Never => false,
             CriticWhen::Always => true,
             CriticWhen::Risky => {
-                let files = input
-                    .result
+                let files = result
                     .changes
                     .as_ref()
                     .map_or(0, |c| c.added.len() + c.modified.len() + c.deleted.len());
-                let lines = changed_lines(input.diff);
-                input.risk || input.result.parent_id.is_some() || files > 5 || lines > 300
+                let lines = changed_lines(diff);
+                self.risk || result.parent_id.is_some() || files > 5 || lines > 300
             }
         }
     }
 
     /// Reviews one attempt. Never fails: a reviewer that breaks is a `SOFT_FAIL` with a
     /// non-blocking "critic unavailable" finding.
-    pub(crate) async fn review(&mut self, input: &ReviewInput<'_>) -> Review {
-        let mut prompt = prompt(&self.spec.criteria, input);
+    async fn review(&self, subject: &Subject<'_>, usage: &mut Usage) -> Review {
+        let mut prompt = prompt(&self.spec.criteria, &self.task, subject);
         self.redact.scrub_string(&mut prompt);
-        let mut usage = Usage::default();
         let answer = self
-            .converse(prompt, input.result.attempt, &mut usage)
-            .await;
-        let reviewer = self.reviewer();
-        let base = json!({
-            "reviewer": reviewer,
-            "prompt_version": REVIEW_TEMPLATE_VERSION,
-            "prompt_sha256": review_template_sha256(),
-        });
-        match answer.and_then(|text| parse(&text)) {
+            .converse(prompt, subject.result.attempt, usage)
+            .await
+            .and_then(|text| parse(&text));
+        let mut record = CriticReview {
+            reviewer: self.reviewer.clone(),
+            prompt_version: REVIEW_TEMPLATE_VERSION.to_owned(),
+            prompt_sha256: review_template_sha256().to_owned(),
+            outcome: CriticOutcome::SoftFail,
+            available: false,
+            reasoning: None,
+            feedback: None,
+            confidence: None,
+            error: None,
+            extra: serde_json::Map::new(),
+        };
+        match answer {
             Ok(parsed) => {
-                let mut record = base;
-                record["outcome"] = json!(parsed.outcome.as_str());
-                record["available"] = json!(true);
-                record["reasoning"] = json!(parsed.reasoning);
-                record["feedback"] = json!(parsed.feedback);
-                record["confidence"] = json!(parsed.confidence);
+                record.outcome = parsed.outcome;
+                record.available = true;
+                record.confidence = parsed.confidence;
                 let mut findings = parsed.findings;
                 let blocking = findings.iter().any(|f| f.blocking);
-                if parsed.outcome == Outcome::SoftFail && !blocking {
+                if parsed.outcome == CriticOutcome::SoftFail && !blocking {
                     // A SOFT_FAIL always sends the attempt back, with its feedback.
                     let feedback = if parsed.feedback.trim().is_empty() {
                         parsed.reasoning.clone()
@@ -213,37 +290,21 @@ impl Critic {
                     finding.severity = Severity::Other;
                     findings.push(finding);
                 }
-                let summary = [parsed.reasoning.as_str(), parsed.feedback.as_str()]
-                    .iter()
-                    .filter(|s| !s.trim().is_empty())
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                Review {
-                    outcome: parsed.outcome,
-                    findings,
-                    record,
-                    usage,
-                    summary,
-                }
+                record.reasoning = Some(parsed.reasoning);
+                record.feedback = Some(parsed.feedback);
+                Review { record, findings }
             }
             Err(why) => {
-                let mut record = base;
-                record["outcome"] = json!("SOFT_FAIL");
-                record["available"] = json!(false);
-                record["error"] = json!(why);
                 let mut finding = Finding::advisory(
                     Source::Critic,
                     "unavailable",
                     format!("critic unavailable: {why}"),
                 );
                 finding.severity = Severity::Other;
+                record.error = Some(why);
                 Review {
-                    outcome: Outcome::SoftFail,
-                    findings: vec![finding],
                     record,
-                    usage,
-                    summary: why,
+                    findings: vec![finding],
                 }
             }
         }
@@ -251,16 +312,16 @@ impl Critic {
 
     /// One fresh conversation: the prompt, the reviewer's reads, its final answer.
     async fn converse(
-        &mut self,
+        &self,
         prompt: String,
         attempt: u32,
         usage: &mut Usage,
-    ) -> Result<String, String> {
+    ) -> std::result::Result<String, String> {
+        let mut delegate = self.delegate.lock().await;
         let mut messages = vec![Message::User(prompt)];
         let mut calls = 0u32;
         for turn in 0..self.spec.max_turns {
-            let answer = self
-                .delegate
+            let answer = delegate
                 .turn(TurnRequest {
                     messages: &messages,
                     attempt,
@@ -312,6 +373,36 @@ impl Critic {
     }
 }
 
+impl Check for Critic {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            if subject.findings.iter().any(|f| f.blocking)
+                || !self.wants(&subject.result, &subject.diff)
+            {
+                return Ok(());
+            }
+            let span = tracing::info_span!("critic", critic.reviewer = self.reviewer.as_str());
+            let mut usage = Usage::default();
+            let review = self.review(subject, &mut usage).instrument(span).await;
+            subject.usage.add(usage);
+            subject.emit(RunEvent::CriticCompleted {
+                outcome: review.record.outcome.as_str().to_owned(),
+                reviewer: self.reviewer.clone(),
+                findings: review.findings.len(),
+                blocking: review.findings.iter().filter(|f| f.blocking).count(),
+            });
+            crate::telemetry::record_critic(review.record.outcome.as_str());
+            subject.findings.extend(review.findings);
+            subject.critic = Some(review.record);
+            Ok(())
+        })
+    }
+
+    fn is_opinion(&self) -> bool {
+        true
+    }
+}
+
 /// Lines added or removed in unified diffs.
 fn changed_lines(diff: &[String]) -> usize {
     diff.iter()
@@ -323,8 +414,8 @@ fn changed_lines(diff: &[String]) -> usize {
         .count()
 }
 
-/// Fills the review template.
-fn prompt(criteria: &str, input: &ReviewInput<'_>) -> String {
+/// Fills the review template for the attempt in `subject`.
+fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
     let or_none = |text: String| {
         if text.trim().is_empty() {
             "(none)".to_owned()
@@ -332,20 +423,20 @@ fn prompt(criteria: &str, input: &ReviewInput<'_>) -> String {
             text
         }
     };
-    let evidence = input
+    let evidence = subject
         .evidence
         .iter()
         .map(|e| {
             format!(
                 "- {} [{}]: {}",
-                e["criterion"].as_str().unwrap_or("?"),
-                e["result"].as_str().unwrap_or("?"),
-                e["proof"].as_str().unwrap_or("")
+                e.criterion,
+                e.result.as_str(),
+                e.proof.as_deref().unwrap_or("")
             )
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let lines: Vec<&str> = input.diff.iter().flat_map(|d| d.lines()).collect();
+    let lines: Vec<&str> = subject.diff.iter().flat_map(|d| d.lines()).collect();
     let mut diff = lines
         .iter()
         .take(MAX_DIFF_LINES)
@@ -358,7 +449,7 @@ fn prompt(criteria: &str, input: &ReviewInput<'_>) -> String {
             lines.len() - MAX_DIFF_LINES
         ));
     }
-    let prior = input
+    let prior = subject
         .earlier
         .iter()
         .flat_map(|v| {
@@ -369,9 +460,9 @@ fn prompt(criteria: &str, input: &ReviewInput<'_>) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     let values = [
-        ("{task}", input.task.to_owned()),
+        ("{task}", task.to_owned()),
         ("{criteria}", or_none(criteria.to_owned())),
-        ("{response}", or_none(input.result.response.clone())),
+        ("{response}", or_none(subject.result.response.clone())),
         ("{evidence}", or_none(evidence)),
         ("{diff}", or_none(diff)),
         ("{prior}", or_none(prior)),
@@ -383,7 +474,7 @@ fn prompt(criteria: &str, input: &ReviewInput<'_>) -> String {
 /// A reviewer's answer, read.
 #[derive(Debug)]
 struct Parsed {
-    outcome: Outcome,
+    outcome: CriticOutcome,
     reasoning: String,
     feedback: String,
     confidence: Option<f64>,
@@ -427,9 +518,9 @@ fn parse(text: &str) -> Result<Parsed, String> {
         ));
     };
     let outcome = match map.get("outcome").and_then(Value::as_str) {
-        Some("PASS") => Outcome::Pass,
-        Some("SOFT_FAIL") => Outcome::SoftFail,
-        Some("HARD_FAIL") => Outcome::HardFail,
+        Some("PASS") => CriticOutcome::Pass,
+        Some("SOFT_FAIL") => CriticOutcome::SoftFail,
+        Some("HARD_FAIL") => CriticOutcome::HardFail,
         other => {
             return Err(format!(
                 "the reviewer's `outcome` is {}; it must be PASS, SOFT_FAIL or HARD_FAIL",
@@ -541,7 +632,7 @@ mod tests {
 ```"#,
         )
         .expect("parses");
-        assert_eq!(parsed.outcome, Outcome::SoftFail);
+        assert_eq!(parsed.outcome, CriticOutcome::SoftFail);
         assert_eq!(parsed.findings.len(), 2);
         assert!(parsed.findings[0].blocking);
         assert_eq!(parsed.findings[0].severity, Severity::MissingAc);

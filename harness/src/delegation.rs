@@ -1,0 +1,359 @@
+//! A delegation ready to run: a delegation file with the project policy's defaults and the
+//! caller's overrides applied. Built only by the [`Assembler`](crate::Assembler); read through
+//! accessors, so what a delegation means is decided in one place.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use harness_builtins::Limits;
+use harness_hooks::{DelegateInfo, Request};
+use serde_json::Value;
+
+use crate::assembly::Overrides;
+use crate::checks::{CheckSpec, Criterion, CriticSpec, PlanStep};
+use crate::decision::{OnExhausted, Rules};
+use crate::delegate::DelegateConfig;
+use crate::error::{Error, Result};
+use crate::project::ProjectPolicy;
+use crate::redact::Redactor;
+use crate::scope::ScopeSpec;
+use crate::spec::DelegationFile;
+use crate::verifier::VerifySource;
+
+/// Default `max_verify_retries`.
+pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
+/// The most `max_verify_retries` a delegation may ask for, however it asks.
+pub const MAX_VERIFY_RETRIES: u32 = 100;
+/// The default `stuck_after`.
+pub const DEFAULT_STUCK_AFTER: u32 = 3;
+
+/// A validated delegation, ready to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delegation {
+    source: PathBuf,
+    task: String,
+    delegate: DelegateConfig,
+    tools: Vec<String>,
+    args: Value,
+    verify: Option<VerifySource>,
+    max_verify_retries: u32,
+    hooks: Option<Vec<PathBuf>>,
+    extra_hooks: Vec<PathBuf>,
+    workdir: PathBuf,
+    allow_hosts: Vec<String>,
+    allow_exec: Vec<String>,
+    allow_env: Vec<String>,
+    limits: Limits,
+    max_turns: u32,
+    timeout: Option<Duration>,
+    max_tokens: Option<u64>,
+    redact: Redactor,
+    trace_parent: Option<String>,
+    journal: Option<PathBuf>,
+    isolate_commands: bool,
+    checks: Vec<CheckSpec>,
+    criteria: Vec<Criterion>,
+    require_checks: bool,
+    scope: Option<ScopeSpec>,
+    stuck_after: u32,
+    critic: Option<CriticSpec>,
+    risk: bool,
+    citations_required: bool,
+    plan: Vec<PlanStep>,
+    tool_verifiers: Vec<(String, VerifySource)>,
+}
+
+impl Delegation {
+    /// `file` with the defaults of `project` (the policy of the workspace at `workdir`) and the
+    /// caller's `overrides` applied, key by key: a flag over the file over the project.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config): too many retries asked for, a check and
+    /// a command criterion of one name.
+    pub(crate) fn assemble(
+        file: DelegationFile,
+        project: &ProjectPolicy,
+        overrides: &Overrides,
+        workdir: PathBuf,
+    ) -> Result<Self> {
+        let label = &file.label;
+        let gates = file.gates.over(
+            &project.defaults,
+            label,
+            &workdir
+                .join(crate::project::PROJECT_POLICY)
+                .display()
+                .to_string(),
+        )?;
+        let (command_criteria, criteria) = gates.criteria.unwrap_or_default();
+        let mut checks = gates.checks.unwrap_or_default();
+        checks.extend(command_criteria);
+        for (source, retries) in [
+            ("--max-verify-retries", overrides.max_verify_retries),
+            ("`max_verify_retries`", file.max_verify_retries),
+        ] {
+            if let Some(n) = retries.filter(|n| *n > MAX_VERIFY_RETRIES) {
+                return Err(Error::config(format!(
+                    "{label}: {source} is {n}; at most {MAX_VERIFY_RETRIES} retries are allowed"
+                )));
+            }
+        }
+        let mut allow_hosts = file.allow_hosts;
+        allow_hosts.extend(overrides.allow_hosts.iter().cloned());
+        Ok(Delegation {
+            source: file.source,
+            task: file.task,
+            delegate: file.delegate,
+            tools: file.tools,
+            tool_verifiers: file.tool_verifiers,
+            args: file.args,
+            verify: file.verify,
+            max_verify_retries: overrides
+                .max_verify_retries
+                .or(file.max_verify_retries)
+                .or(project.max_verify_retries)
+                .unwrap_or(DEFAULT_MAX_VERIFY_RETRIES),
+            hooks: file.hooks,
+            extra_hooks: overrides.hooks.clone(),
+            workdir,
+            allow_hosts,
+            allow_exec: overrides.allow_exec.clone(),
+            allow_env: overrides.allow_env.clone(),
+            limits: project.limits.clone(),
+            max_turns: file.max_turns,
+            timeout: file.timeout,
+            max_tokens: file.max_tokens,
+            redact: project.redact.clone(),
+            trace_parent: overrides.trace_parent.clone(),
+            journal: overrides.journal.clone(),
+            isolate_commands: project.isolate_commands,
+            checks,
+            criteria,
+            require_checks: gates.require_checks.unwrap_or(false),
+            scope: gates.scope,
+            stuck_after: gates.stuck_after.unwrap_or(DEFAULT_STUCK_AFTER),
+            critic: file.critic.or_else(|| project.critic.clone()),
+            risk: file.risk,
+            citations_required: file.citations_required,
+            plan: file.plan,
+        })
+    }
+
+    /// Where it was read from.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// What the delegate is asked to do.
+    pub fn task(&self) -> &str {
+        &self.task
+    }
+
+    /// Who does it.
+    pub fn delegate(&self) -> &DelegateConfig {
+        &self.delegate
+    }
+
+    /// Tools offered to the delegate.
+    pub fn tools(&self) -> &[String] {
+        &self.tools
+    }
+
+    /// The verifier's `args`.
+    pub fn args(&self) -> &Value {
+        &self.args
+    }
+
+    /// The inline verifier, if any.
+    pub fn verify(&self) -> Option<&VerifySource> {
+        self.verify.as_ref()
+    }
+
+    /// Per-tool verifiers (`tools: [{name, verify | verify_file}]`): `run(call, result)` judges
+    /// each call of that tool as it returns.
+    pub fn tool_verifiers(&self) -> &[(String, VerifySource)] {
+        &self.tool_verifiers
+    }
+
+    /// Retries after a failed verification; total attempts are this plus one.
+    pub fn max_verify_retries(&self) -> u32 {
+        self.max_verify_retries
+    }
+
+    /// Attempts allowed in all: the retries plus one.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_verify_retries.saturating_add(1)
+    }
+
+    /// Hook files and directories: the file's `hooks:` list (`None` when it has none), then
+    /// the caller's.
+    pub fn hooks(&self) -> (Option<&[PathBuf]>, &[PathBuf]) {
+        (self.hooks.as_deref(), &self.extra_hooks)
+    }
+
+    /// The workspace root.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// Hosts verifiers and hooks may reach.
+    pub fn allow_hosts(&self) -> &[String] {
+        &self.allow_hosts
+    }
+
+    /// Programs verifiers and hooks may run with `exec.run`.
+    pub fn allow_exec(&self) -> &[String] {
+        &self.allow_exec
+    }
+
+    /// Environment variables verifiers and hooks may read with `env.get`.
+    pub fn allow_env(&self) -> &[String] {
+        &self.allow_env
+    }
+
+    /// The budgets every script of this delegation runs under (project policy `limits:`).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Turns allowed per attempt.
+    pub fn max_turns(&self) -> u32 {
+        self.max_turns
+    }
+
+    /// Wall-clock budget of the whole delegation.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// Token budget (input + output, all attempts) of the whole delegation.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.max_tokens
+    }
+
+    /// The secret patterns scrubbed from what the run reports (project policy `redact:`).
+    pub fn redact(&self) -> &Redactor {
+        &self.redact
+    }
+
+    /// The caller's W3C `traceparent`, made the parent of the delegation's root span.
+    pub fn trace_parent(&self) -> Option<&str> {
+        self.trace_parent.as_deref()
+    }
+
+    /// Run `run_command` children under bubblewrap (project policy `commands.isolation: bwrap`).
+    pub fn isolate_commands(&self) -> bool {
+        self.isolate_commands
+    }
+
+    /// Commands that judge every attempt by exit code, before the verifier (`checks:`, then the
+    /// command criteria of `criteria:`).
+    pub fn checks(&self) -> &[CheckSpec] {
+        &self.checks
+    }
+
+    /// Facts about the workspace every attempt must make true (`criteria:`).
+    pub fn criteria(&self) -> &[Criterion] {
+        &self.criteria
+    }
+
+    /// Without checks and criteria the delegation fails as `no_gate` (`require_checks: true`).
+    pub fn require_checks(&self) -> bool {
+        self.require_checks
+    }
+
+    /// What the delegate may change (`scope:`); `None`: no baseline is taken.
+    pub fn scope(&self) -> Option<&ScopeSpec> {
+        self.scope.as_ref()
+    }
+
+    /// The same blocking finding on this many consecutive attempts ends the loop as `stuck`
+    /// (0: never).
+    pub fn stuck_after(&self) -> u32 {
+        self.stuck_after
+    }
+
+    /// The independent reviewer (`critic:`), after the deterministic stages.
+    pub fn critic(&self) -> Option<&CriticSpec> {
+        self.critic.as_ref()
+    }
+
+    /// The caller marked the work risky (`risk: true`): a `when: risky` critic reviews it.
+    pub fn risk(&self) -> bool {
+        self.risk
+    }
+
+    /// Every claim of the answer must cite its evidence (`citations: required`).
+    pub fn citations_required(&self) -> bool {
+        self.citations_required
+    }
+
+    /// Steps every attempt must take (`plan.required_steps`).
+    pub fn plan(&self) -> &[PlanStep] {
+        &self.plan
+    }
+
+    /// What the decision step reads: the critic's `on_exhausted`, `stuck_after`, the token
+    /// budget.
+    pub(crate) fn rules(&self) -> Rules {
+        Rules {
+            on_exhausted: self
+                .critic
+                .as_ref()
+                .map_or(OnExhausted::Fail, |c| c.on_exhausted),
+            stuck_after: self.stuck_after,
+            max_tokens: self.max_tokens,
+        }
+    }
+
+    /// The harness's own files this delegation must not change (DESIGN §4.8): the delegation
+    /// file, the verifier and agent scripts, the hook files, and the `.harness/` of the
+    /// workspace at `root` (its resolved workdir).
+    pub(crate) fn protected_paths(&self, root: &Path) -> Vec<PathBuf> {
+        let mut protected = vec![root.join(".harness"), self.source.clone()];
+        protected.extend(self.verify.as_ref().and_then(|v| v.path.clone()));
+        if let DelegateConfig::Scripted { path, .. } = &self.delegate {
+            protected.push(path.clone());
+        }
+        protected.extend(self.hooks.iter().flatten().cloned());
+        protected.extend(self.extra_hooks.iter().cloned());
+        protected
+    }
+
+    /// The journals written beside the workspace at `root`: the caller's and the workspace's
+    /// own; refused to tools, never fingerprinted.
+    pub(crate) fn journals(&self, root: &Path) -> Vec<PathBuf> {
+        let mut journals: Vec<PathBuf> = self.journal.iter().cloned().collect();
+        journals.push(root.join(".harness").join("runs.db"));
+        journals
+    }
+
+    /// Returns true when the delegate can change files by other means than the harness's
+    /// refusing tools (a `run_command` child, an agent CLI): the policy is fingerprinted.
+    pub(crate) fn changes_files_itself(&self) -> bool {
+        self.delegate.runs_its_own_tools() || self.tools.iter().any(|t| t == "run_command")
+    }
+
+    /// The request as `delegation.pre` hooks see it.
+    pub(crate) fn request(&self, id: &str, model: Option<&str>) -> Request {
+        Request {
+            id: id.to_owned(),
+            task: self.task.clone(),
+            delegate: DelegateInfo {
+                kind: self.delegate.kind().to_owned(),
+                model: model.map(str::to_owned),
+            },
+            tools: self.tools.clone(),
+            args: self.args.as_object().cloned().unwrap_or_default(),
+            max_verify_retries: self.max_verify_retries,
+        }
+    }
+
+    /// Takes what a `delegation.pre` modify may change: the task, tools, args and retries.
+    pub(crate) fn apply(&mut self, request: Request) {
+        self.task = request.task;
+        self.tools = request.tools;
+        self.args = Value::Object(request.args);
+        self.max_verify_retries = request.max_verify_retries;
+    }
+}

@@ -1,0 +1,81 @@
+//! The gates a delegation file or a project policy's `verification_defaults` names — `checks`,
+//! `criteria`, `require_checks`, `scope`, `stuck_after` — validated, each `None` when not given,
+//! so that a request's keys override the project's defaults one by one.
+
+use serde_json::Value;
+
+use crate::checks::{CheckSpec, Criterion, RawCheck};
+use crate::error::{Error, Result};
+use crate::scope::{RawScope, ScopeSpec};
+
+/// The gates of one file, validated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Gates {
+    pub(crate) checks: Option<Vec<CheckSpec>>,
+    /// Command criteria (run as checks) and the others.
+    pub(crate) criteria: Option<(Vec<CheckSpec>, Vec<Criterion>)>,
+    pub(crate) require_checks: Option<bool>,
+    pub(crate) scope: Option<ScopeSpec>,
+    pub(crate) stuck_after: Option<u32>,
+}
+
+/// The gates' keys as written.
+#[derive(Debug, Default)]
+pub(crate) struct RawGates {
+    pub(crate) checks: Option<Vec<RawCheck>>,
+    pub(crate) criteria: Option<Vec<Value>>,
+    pub(crate) require_checks: Option<bool>,
+    pub(crate) scope: Option<RawScope>,
+    pub(crate) stuck_after: Option<u32>,
+}
+
+impl Gates {
+    /// Validates the raw keys, each by the module that owns it; `file` names where they were
+    /// written in messages.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the key at fault.
+    pub(crate) fn parse(file: &str, raw: RawGates) -> Result<Self> {
+        Ok(Gates {
+            checks: raw
+                .checks
+                .map(|c| CheckSpec::parse_list(file, c))
+                .transpose()?,
+            criteria: raw
+                .criteria
+                .map(|c| Criterion::parse_list(file, c))
+                .transpose()?,
+            require_checks: raw.require_checks,
+            scope: raw.scope.map(|s| ScopeSpec::parse(file, s)).transpose()?,
+            stuck_after: raw.stuck_after,
+        })
+    }
+
+    /// These gates, each key missing here taken from `defaults`; `file` and `defaults_file`
+    /// name both in messages.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when a check and a command criterion
+    /// end up with one name.
+    pub(crate) fn over(self, defaults: &Gates, file: &str, defaults_file: &str) -> Result<Gates> {
+        let gates = Gates {
+            checks: self.checks.or_else(|| defaults.checks.clone()),
+            criteria: self.criteria.or_else(|| defaults.criteria.clone()),
+            require_checks: self.require_checks.or(defaults.require_checks),
+            scope: self.scope.or_else(|| defaults.scope.clone()),
+            stuck_after: self.stuck_after.or(defaults.stuck_after),
+        };
+        let commands = gates.checks.iter().flatten();
+        let named = gates.criteria.iter().flat_map(|(c, _)| c.iter());
+        let mut seen = std::collections::HashSet::new();
+        for check in commands.chain(named) {
+            if !seen.insert(check.name.as_str()) {
+                return Err(Error::config(format!(
+                    "{file}: a check and a command criterion are both named {:?} (with the defaults of {defaults_file}); names must be unique",
+                    check.name
+                )));
+            }
+        }
+        Ok(gates)
+    }
+}

@@ -1,0 +1,111 @@
+//! The runtime: what every delegation of a process shares — the Starlark globals, the HTTP
+//! connection pool, compiled scripts and resolved workspaces — and the calls that run one
+//! delegation through the [Ralph loop](crate::ralph).
+
+use std::sync::Arc;
+
+use harness_builtins::{Engine, Script, Workspaces};
+
+use crate::cache::Cache;
+use crate::delegation::Delegation;
+use crate::error::{Error, Result};
+use crate::events::Observer;
+use crate::policy::Policy;
+use crate::report::Report;
+use crate::verifier::Verifier;
+
+/// Reads the trace id of a delegation's root span, when the process exports traces (the binary
+/// knows how; the runtime does not install a subscriber).
+pub type TraceIdReader = fn(&tracing::Span) -> Option<String>;
+
+/// What the runtime shares between delegations: the Starlark globals, the HTTP connection pool,
+/// compiled scripts and resolved workspaces.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) hook_engine: Arc<Engine>,
+    pub(crate) http: reqwest::Client,
+    pub(crate) hooks: Cache<Policy>,
+    pub(crate) verifiers: Cache<Verifier>,
+    pub(crate) scripts: Cache<(Arc<Script>, Arc<harness_builtins::Sandbox>)>,
+    pub(crate) workspaces: Workspaces,
+    pub(crate) trace_ids: Option<TraceIdReader>,
+}
+
+/// Runs delegations. Holds what is shared between them: the Starlark globals, the HTTP
+/// connection pool and compiled scripts.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+/// Returns a fresh delegation id, `d-` and 16 hex digits.
+pub fn new_id() -> String {
+    format!("d-{:016x}", fastrand::u64(..))
+}
+
+impl Runtime {
+    /// Creates a runtime.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) when the HTTP client cannot be built.
+    pub fn new() -> Result<Self> {
+        Self::with_trace_ids(None)
+    }
+
+    /// Creates a runtime whose reports carry the trace id `reader` reads off each delegation's
+    /// root span ([`Report::trace_id`]).
+    ///
+    /// # Errors
+    /// As [`Runtime::new`].
+    pub fn with_trace_ids(reader: Option<TraceIdReader>) -> Result<Self> {
+        let http = harness_builtins::http_client_builder()
+            .build()
+            .map_err(|e| Error::config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Runtime {
+            shared: Arc::new(Shared {
+                engine: Arc::new(Engine::new()),
+                hook_engine: Arc::new(harness_hooks::engine()),
+                http,
+                hooks: Cache::new(),
+                verifiers: Cache::new(),
+                scripts: Cache::new(),
+                workspaces: Workspaces::new(),
+                trace_ids: reader,
+            }),
+        })
+    }
+
+    /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the
+    /// report.
+    pub async fn run(&self, delegation: &Delegation, observer: &dyn Observer) -> Report {
+        self.run_until(delegation, observer, std::future::pending())
+            .await
+    }
+
+    /// Runs one delegation as [`Runtime::run`] does, unless `cancel` resolves first: then the
+    /// delegation is stopped where it is (its commands and their process groups are killed) and
+    /// the report, with the attempts made so far, ends in an error of kind `cancelled` whose
+    /// message is what `cancel` resolved to (e.g. "interrupted by SIGINT").
+    pub async fn run_until(
+        &self,
+        delegation: &Delegation,
+        observer: &dyn Observer,
+        cancel: impl Future<Output = String>,
+    ) -> Report {
+        self.run_as(new_id(), delegation, observer, cancel).await
+    }
+
+    /// Runs one delegation as [`Runtime::run_until`] does, under the id `id` given to it when it
+    /// was queued (`d-` and 16 hex digits), so that a delegation delivered twice is recorded
+    /// once.
+    pub async fn run_as(
+        &self,
+        id: String,
+        delegation: &Delegation,
+        observer: &dyn Observer,
+        cancel: impl Future<Output = String>,
+    ) -> Report {
+        crate::ralph::run(&self.shared, id, delegation, observer, cancel).await
+    }
+}
