@@ -129,7 +129,9 @@ pub async fn policy(
 /// Turns `--since` and `--kind` into a journal filter.
 /// Finds the journal a reading command (`report`, `runs`) opens, read-only: by the one rule of
 /// [`harness_records::locate`]. A journal that is not there is an error naming where it looked.
-pub fn journal_to_read(flag: Option<&std::path::Path>) -> Result<harness_records::Located, Error> {
+pub fn journal_to_read(
+    flag: Option<&std::path::Path>,
+) -> harness_records::Result<harness_records::Located> {
     let located = harness_records::locate(flag)?;
     if located.path.is_file() {
         return Ok(located);
@@ -145,18 +147,18 @@ pub fn journal_to_read(flag: Option<&std::path::Path>) -> Result<harness_records
             located.how()
         ),
     };
-    Err(Error::config(looked))
+    Err(harness_records::Error::journal(looked))
 }
 
 /// Opens the journal at `located` read-only on a blocking thread and runs `read` on it.
 pub async fn read_journal<T: Send + 'static>(
     located: &harness_records::Located,
-    read: impl FnOnce(&harness_records::Journal) -> Result<T, Error> + Send + 'static,
-) -> Result<T, Error> {
+    read: impl FnOnce(&harness_records::Journal) -> harness_records::Result<T> + Send + 'static,
+) -> harness_records::Result<T> {
     let path = located.path.clone();
     tokio::task::spawn_blocking(move || read(&harness_records::Journal::open_read_only(&path)?))
         .await
-        .map_err(|e| Error::config(format!("reading the journal failed: {e}")))?
+        .map_err(|e| harness_records::Error::journal(format!("reading the journal failed: {e}")))?
 }
 
 pub fn journal_filter(

@@ -41,13 +41,6 @@ pub enum ErrorKind {
     /// The critic rejected the work (`HARD_FAIL`), or still objected when the retry budget was
     /// spent under `critic.on_exhausted: fail`.
     CriticRejected,
-    /// A human override the project's `override_policy` does not allow.
-    OverrideNotAllowed,
-    /// A human override without the reason the policy requires.
-    ReasonRequired,
-    /// A human override that does not apply to the run: it passed, it was overridden already,
-    /// or the override's type does not match what failed.
-    IllegalTransition,
 }
 
 impl ErrorKind {
@@ -82,9 +75,6 @@ impl ErrorKind {
             ErrorKind::Stuck => "stuck",
             ErrorKind::Budget => "budget",
             ErrorKind::CriticRejected => "critic_rejected",
-            ErrorKind::OverrideNotAllowed => "override_not_allowed",
-            ErrorKind::ReasonRequired => "reason_required",
-            ErrorKind::IllegalTransition => "illegal_transition",
         }
     }
 }

@@ -9,10 +9,13 @@
 //! rebuilding the whole chain: store the head hash elsewhere (`harness audit-log verify
 //! --anchor`) and check against it later (`--check-anchor`).
 
+use std::path::Path;
 use std::time::SystemTime;
 
+use harness::OverridePolicy;
 use harness::events::{EventRecord, RunEvent};
-use harness::{Error, ErrorKind, OverridePolicy, Result};
+
+use crate::error::{Error, ErrorKind, Result};
 use rusqlite::{OptionalExtension as _, TransactionBehavior, params};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -252,12 +255,54 @@ fn fitting(outcome: &str, kind: Option<&str>, blocking: &[String]) -> (Vec<Overr
     }
 }
 
+/// Applies `request` to the journal at `path` under the `override_policy` of the workspace the
+/// run was judged in — the one override path of the CLI's `override`, the service's
+/// `POST …/override` and the review page's forms — and counts the decision or the refusal in
+/// the `harness.overrides` metric. Blocks: call it off the async workers.
+///
+/// # Errors
+/// As [`Journal::override_run`]; [`ErrorKind::Config`] when the workspace's project policy
+/// cannot be read.
+pub fn apply_override(path: &Path, request: &OverrideRequest) -> Result<Override> {
+    let done = (|| {
+        let mut journal = Journal::open(path)?;
+        // The policy of the workspace the run was judged in.
+        let workdir = journal
+            .get(&request.run_id)?
+            .and_then(|record| record.workdir);
+        let (policy, policy_at) = match &workdir {
+            Some(dir) => {
+                let file = Path::new(dir).join(harness::PROJECT_POLICY);
+                let at = if file.is_file() {
+                    format!("project policy {}", file.display())
+                } else {
+                    format!("the default override_policy; set it in {}", file.display())
+                };
+                (harness::ProjectPolicy::load(Path::new(dir))?.overrides, at)
+            }
+            None => (
+                OverridePolicy::default(),
+                "the default override_policy (the run recorded no workspace)".to_owned(),
+            ),
+        };
+        journal.override_run(request, &policy, &policy_at)
+    })();
+    match &done {
+        Ok(done) => harness::telemetry::record_override(&done.override_type, &done.decision),
+        Err(e) if e.kind().is_refusal() => {
+            harness::telemetry::record_override(request.override_type.as_str(), e.kind().as_str());
+        }
+        Err(_) => {}
+    }
+    done
+}
+
 impl Journal {
     /// Runs awaiting a human: `failed` and `passed_with_debt` runs without an override, newest
     /// first.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`] when the journal cannot be read.
+    /// [`ErrorKind::Journal`] when the journal cannot be read.
     pub fn review_queue(&self) -> Result<Vec<Pending>> {
         if self.schema_version()? < 4 {
             return self.pending_rows(
@@ -318,7 +363,7 @@ impl Journal {
     /// The override of run `id`, if it has one.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`] when the journal cannot be read.
+    /// [`ErrorKind::Journal`] when the journal cannot be read.
     pub fn override_of(&self, id: &str) -> Result<Option<Override>> {
         if self.schema_version()? < 4 {
             return Ok(None);
@@ -352,8 +397,8 @@ impl Journal {
     /// # Errors
     /// [`ErrorKind::IllegalTransition`] (the run does not await review, was overridden already,
     /// or failed on something this type does not cover), [`ErrorKind::OverrideNotAllowed`],
-    /// [`ErrorKind::ReasonRequired`]; [`ErrorKind::Config`] for an unknown run or a journal
-    /// that cannot be written.
+    /// [`ErrorKind::ReasonRequired`]; [`ErrorKind::Config`] for an unknown run,
+    /// [`ErrorKind::Journal`] for a journal that cannot be written.
     pub fn override_run(
         &mut self,
         request: &OverrideRequest,
@@ -562,7 +607,7 @@ impl Journal {
     /// rebuilt or cut back past it is broken.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`] when the journal cannot be read.
+    /// [`ErrorKind::Journal`] when the journal cannot be read.
     pub fn verify_audit_log(&self, anchor: Option<&str>) -> Result<AuditCheck> {
         let read = |e: rusqlite::Error| sql_error(&self.path, "cannot read the audit log of", &e);
         let mut check = AuditCheck {

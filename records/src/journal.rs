@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use harness::{Error, Evidence, RETRY_TEMPLATE_VERSION, Report, Result, Usage, Verdict};
+use harness::{Evidence, RETRY_TEMPLATE_VERSION, Report, Usage, Verdict};
+
+use crate::error::{Error, Result};
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension as _, TransactionBehavior, params, params_from_iter,
 };
@@ -285,14 +287,14 @@ impl Journal {
     /// migrates its schema forward to [`SCHEMA_VERSION`].
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the directory or database cannot be
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the directory or database cannot be
     /// created or opened, when it is not a SQLite database, or when it was written by a newer
     /// harness (schema version above [`SCHEMA_VERSION`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
-                Error::config(format!(
+                Error::journal(format!(
                     "journal {}: cannot create the directory {}: {e}",
                     path.display(),
                     parent.display()
@@ -313,12 +315,12 @@ impl Journal {
     /// (`harness report`, `harness runs`). A journal from an older harness is read as it is.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when there is no file at `path`, when
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when there is no file at `path`, when
     /// it is not a SQLite database (or a damaged one), or when a newer harness wrote it.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         if !path.is_file() {
-            return Err(Error::config(format!(
+            return Err(Error::journal(format!(
                 "no run journal at {} (`harness run` and `harness batch` record one; pass --journal PATH or set HARNESS_JOURNAL to read another)",
                 path.display()
             )));
@@ -342,7 +344,7 @@ impl Journal {
             return Err(newer_error(path, version));
         }
         if version == 0 {
-            return Err(Error::config(format!(
+            return Err(Error::journal(format!(
                 "journal {}: the file is an empty database, not a run journal; pass --journal with the journal's path",
                 path.display()
             )));
@@ -358,7 +360,7 @@ impl Journal {
     /// Returns the schema version of the open database.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when it cannot be read.
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when it cannot be read.
     pub fn schema_version(&self) -> Result<u32> {
         user_version(&self.conn).map_err(|e| self.error("cannot read the schema version of", &e))
     }
@@ -378,7 +380,7 @@ impl Journal {
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| self.error("cannot switch to WAL mode", &e))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Error::config(format!(
+            return Err(Error::journal(format!(
                 "journal {}: SQLite refused WAL mode (it is in {mode} mode); put the journal on a local file system",
                 self.path.display()
             )));
@@ -438,7 +440,7 @@ impl Journal {
     /// Records one finished delegation, with its attempts, in one transaction.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the write fails (disk full, read-only
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails (disk full, read-only
     /// file, a record with the same id already there); nothing of the delegation is written then.
     pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<()> {
         let mut failures = self.record_all([(report, meta)])?;
@@ -453,7 +455,7 @@ impl Journal {
     /// not be written, with why.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the transaction itself fails; then
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the transaction itself fails; then
     /// nothing of this call is written.
     pub fn record_all<'a>(
         &mut self,
@@ -509,7 +511,7 @@ impl Journal {
     /// Returns the records matching `filter`, newest first.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the journal cannot be read.
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
     pub fn list(&self, filter: &Filter) -> Result<Vec<Record>> {
         let mut clauses = Vec::new();
         let mut values: Vec<rusqlite::types::Value> = Vec::new();
@@ -539,7 +541,7 @@ impl Journal {
     /// Returns the record with this id, or `None` when there is none.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when the journal cannot be read.
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
         Ok(self
             .query("SELECT * FROM delegations WHERE id = ?1", params![id])?
@@ -651,14 +653,14 @@ fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
 }
 
 fn newer_error(path: &Path, version: u32) -> Error {
-    Error::config(format!(
+    Error::journal(format!(
         "journal {}: schema version {version} was written by a newer harness (this one reads up to version {SCHEMA_VERSION}); upgrade harness or pass --journal with another path",
         path.display()
     ))
 }
 
 pub(crate) fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
-    Error::config(format!(
+    Error::journal(format!(
         "journal {}: {what} the database: {e}",
         path.display()
     ))
@@ -684,7 +686,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         report.model,
         report.outcome.as_str(),
         report.error.as_ref().map(|e| e.kind().as_str()),
-        report.error.as_ref().map(Error::message),
+        report.error.as_ref().map(harness::Error::message),
         i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),
         tokens(usage.input_tokens),
         tokens(usage.output_tokens),
@@ -804,11 +806,11 @@ pub(crate) mod tests {
                 })
                 .collect(),
             error: match outcome {
-                Outcome::Failed(_) => Some(Error::new(
+                Outcome::Failed(_) => Some(harness::Error::new(
                     ErrorKind::VerificationFailed,
                     "verification failed on all 2 attempts",
                 )),
-                Outcome::Error(kind) => Some(Error::new(kind, "it broke")),
+                Outcome::Error(kind) => Some(harness::Error::new(kind, "it broke")),
                 _ => None,
             },
             delivered: None,
@@ -912,7 +914,7 @@ pub(crate) mod tests {
         let err = journal
             .record(&again, &RecordMeta::default())
             .expect_err("the id is taken");
-        assert_eq!(err.kind(), ErrorKind::Config);
+        assert_eq!(err.kind(), crate::ErrorKind::Journal);
         let kept = journal.get("d-1").expect("get").expect("there");
         assert_eq!(kept.outcome, "passed");
         assert_eq!(kept.attempts.len(), 1);
@@ -1004,7 +1006,7 @@ pub(crate) mod tests {
                 .expect("set the version");
         }
         let err = Journal::open(&path).expect_err("newer schema");
-        assert_eq!(err.kind(), ErrorKind::Config);
+        assert_eq!(err.kind(), crate::ErrorKind::Journal);
         assert!(err.message().contains("newer harness"), "{}", err.message());
     }
 
@@ -1018,7 +1020,7 @@ pub(crate) mod tests {
         )
         .expect("write");
         let err = Journal::open(&path).expect_err("not SQLite");
-        assert_eq!(err.kind(), ErrorKind::Config);
+        assert_eq!(err.kind(), crate::ErrorKind::Journal);
     }
 
     #[test]

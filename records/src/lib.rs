@@ -10,25 +10,28 @@
 //! for record in journal.list(&Filter::default())? {
 //!     println!("{} {}", record.id, record.outcome);
 //! }
-//! # Ok::<(), harness::Error>(())
+//! # Ok::<(), harness_records::Error>(())
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod authority;
 mod dashboard;
+mod error;
 mod export;
 mod journal;
 mod locate;
 mod writer;
 
 pub use authority::{
-    AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, canonical,
+    AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, apply_override,
+    canonical,
 };
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, escape_html,
     normalise,
 };
+pub use error::{Error, ErrorKind, Result};
 pub use export::{AuditFailure, RUN_SCHEMA, VerificationReport, audit, export};
 pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};

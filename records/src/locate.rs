@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use harness::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The environment variable naming the journal when no `--journal` is given.
 pub const JOURNAL_ENV: &str = "HARNESS_JOURNAL";
@@ -59,7 +59,7 @@ impl Located {
 /// `.harness/runs.db` from the current directory upward, else `./.harness/runs.db`.
 ///
 /// # Errors
-/// [`ErrorKind::Config`](harness::ErrorKind::Config) when the current directory cannot be read
+/// [`ErrorKind::Config`](crate::ErrorKind::Config) when the current directory cannot be read
 /// (only needed when neither the flag nor the variable names a journal).
 pub fn locate(flag: Option<&Path>) -> Result<Located> {
     let env = std::env::var_os(JOURNAL_ENV);

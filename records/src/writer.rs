@@ -7,7 +7,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use harness::{Report, Result};
+use harness::Report;
+
+use crate::error::{Error, Result};
 
 use crate::journal::{Journal, RecordMeta};
 
@@ -91,7 +93,7 @@ impl JournalWriter {
                 written
             })
             .map_err(|e| {
-                harness::Error::config(format!(
+                Error::journal(format!(
                     "journal {}: cannot start the writer thread: {e}",
                     path.display()
                 ))
@@ -130,6 +132,24 @@ impl JournalWriter {
                 "the journal writer for {} has stopped",
                 self.path.display()
             )));
+        }
+    }
+
+    /// Queues one finished delegation as [`JournalWriter::record`] does; the future resolves
+    /// once it is stored (`Ok`) or refused (`Err` with why).
+    pub fn stored(
+        &self,
+        report: Report,
+        meta: RecordMeta,
+    ) -> impl Future<Output = std::result::Result<(), String>> + Send + 'static {
+        let (told, stored) = tokio::sync::oneshot::channel();
+        self.record_then(report, meta, move |r| {
+            let _ = told.send(r);
+        });
+        async move {
+            stored
+                .await
+                .unwrap_or_else(|_| Err("the journal writer stopped".to_owned()))
         }
     }
 

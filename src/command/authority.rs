@@ -1,10 +1,8 @@
 //! `harness review`, `harness override` and `harness audit-log verify`: the human layer over the
 //! run journal (DESIGN §4.11).
 
-use std::path::Path;
 use std::time::SystemTime;
 
-use harness::{Error, ProjectPolicy};
 use harness_records::{Journal, OverrideRequest, OverrideType, Pending};
 use serde_json::json;
 
@@ -20,7 +18,7 @@ pub async fn review(args: ReviewArgs) -> u8 {
     }
 }
 
-async fn pending(args: &ReviewArgs) -> Result<(), Error> {
+async fn pending(args: &ReviewArgs) -> harness_records::Result<()> {
     let journal = settings::journal_to_read(args.journal.as_deref())?;
     let queue = settings::read_journal(&journal, Journal::review_queue).await?;
     let now = SystemTime::now();
@@ -86,7 +84,7 @@ pub async fn override_run(args: OverrideArgs) -> u8 {
     }
 }
 
-async fn decide(args: &OverrideArgs) -> Result<(), Error> {
+async fn decide(args: &OverrideArgs) -> harness_records::Result<()> {
     // Attribution is never guessed.
     let user = args
         .user
@@ -95,7 +93,7 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
         .map(|u| u.trim().to_owned())
         .filter(|u| !u.is_empty())
         .ok_or_else(|| {
-            Error::config(
+            harness_records::Error::config(
                 "who decides? pass --user NAME or set HARNESS_USER: an override is attributed, never guessed",
             )
         })?;
@@ -127,59 +125,18 @@ async fn decide(args: &OverrideArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Applies `request` to the journal at `path` under the `override_policy` of the workspace the
-/// run was judged in (the CLI's `override`, the service's `POST …/override` and the review
-/// page's forms alike), and counts the decision or the refusal in the `harness.overrides`
-/// metric.
+/// Applies `request` to the journal at `path` (see [`harness_records::apply_override`]) on a
+/// blocking thread.
 ///
 /// # Errors
-/// `override_not_allowed`, `reason_required`, `illegal_transition` when refused (and audited);
-/// `config` when the run is unknown or the journal cannot be written.
-pub async fn apply_override(
+/// As [`harness_records::apply_override`].
+async fn apply_override(
     path: std::path::PathBuf,
     request: OverrideRequest,
-) -> Result<harness_records::Override, Error> {
-    let override_type = request.override_type.as_str();
-    let done = tokio::task::spawn_blocking(move || {
-        let mut journal = Journal::open(&path)?;
-        // The policy of the workspace the run was judged in.
-        let workdir = journal
-            .get(&request.run_id)?
-            .and_then(|record| record.workdir);
-        let (policy, policy_at) = match &workdir {
-            Some(dir) => {
-                let file = Path::new(dir).join(harness::PROJECT_POLICY);
-                let at = if file.is_file() {
-                    format!("project policy {}", file.display())
-                } else {
-                    format!("the default override_policy; set it in {}", file.display())
-                };
-                (ProjectPolicy::load(Path::new(dir))?.overrides, at)
-            }
-            None => (
-                harness::OverridePolicy::default(),
-                "the default override_policy (the run recorded no workspace)".to_owned(),
-            ),
-        };
-        journal.override_run(&request, &policy, &policy_at)
-    })
-    .await
-    .map_err(|e| Error::config(format!("writing the journal failed: {e}")))?;
-    match &done {
-        Ok(done) => harness::telemetry::record_override(&done.override_type, &done.decision),
-        Err(e)
-            if matches!(
-                e.kind(),
-                harness::ErrorKind::OverrideNotAllowed
-                    | harness::ErrorKind::ReasonRequired
-                    | harness::ErrorKind::IllegalTransition
-            ) =>
-        {
-            harness::telemetry::record_override(override_type, e.kind().as_str());
-        }
-        Err(_) => {}
-    }
-    done
+) -> harness_records::Result<harness_records::Override> {
+    tokio::task::spawn_blocking(move || harness_records::apply_override(&path, &request))
+        .await
+        .map_err(|e| harness_records::Error::journal(format!("writing the journal failed: {e}")))?
 }
 
 /// `harness audit-log ...`.
@@ -192,7 +149,7 @@ pub async fn audit_log(command: AuditLogCommand) -> u8 {
     }
 }
 
-async fn verify(args: &AuditVerifyArgs) -> Result<u8, Error> {
+async fn verify(args: &AuditVerifyArgs) -> harness_records::Result<u8> {
     let journal = settings::journal_to_read(args.journal.as_deref())?;
     let anchor = args.check_anchor.clone();
     let check =

@@ -1,6 +1,8 @@
 //! `harness report`: the failure-mode dashboard over the run journal.
 
 use harness::Error;
+
+use crate::exit::Failure;
 use harness_records::{Dashboard, Located};
 use serde_json::json;
 
@@ -16,7 +18,7 @@ pub async fn run(args: ReportArgs) -> u8 {
     }
 }
 
-async fn report(args: &ReportArgs) -> Result<(), Error> {
+async fn report(args: &ReportArgs) -> Result<(), Failure> {
     let filter = settings::journal_filter(&args.select, None)?;
     let journal = settings::journal_to_read(args.select.journal.as_deref())?;
     let records = settings::read_journal(&journal, move |j| j.list(&filter)).await?;

@@ -83,7 +83,7 @@ pub async fn run(args: RunArgs) -> u8 {
     }
     // A run that is not on record is not a clean run, whatever its outcome.
     match unrecorded {
-        Some(e) if code == exit::OK => exit::for_error(e.kind()),
+        Some(e) if code == exit::OK => exit::Failed::exit_code(&e),
         _ => code,
     }
 }
@@ -326,12 +326,17 @@ async fn record_in_journal(
     args: &RunArgs,
     delegation: &Delegation,
     report: &Report,
-) -> Result<Option<std::path::PathBuf>, Error> {
+) -> harness_records::Result<Option<std::path::PathBuf>> {
     if args.no_journal {
         return Ok(None);
     }
     let path = harness_records::locate(args.journal.as_deref())
-        .map_err(|e| Error::config(format!("not recorded in the run journal: {}", e.message())))?
+        .map_err(|e| {
+            harness_records::Error::new(
+                e.kind(),
+                format!("not recorded in the run journal: {}", e.message()),
+            )
+        })?
         .path;
     let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let meta = harness_records::RecordMeta {
@@ -344,13 +349,20 @@ async fn record_in_journal(
         harness_records::Journal::open(&journal)?.record(&report, &meta)
     })
     .await
-    .unwrap_or_else(|e| Err(Error::config(format!("the journal writer failed: {e}"))))
+    .unwrap_or_else(|e| {
+        Err(harness_records::Error::journal(format!(
+            "the journal writer failed: {e}"
+        )))
+    })
     .map_err(|e| {
-        Error::config(format!(
-            "not recorded in the run journal {} (pass --journal PATH to a writable file, or --no-journal): {}",
-            path.display(),
-            e.message()
-        ))
+        harness_records::Error::new(
+            e.kind(),
+            format!(
+                "not recorded in the run journal {} (pass --journal PATH to a writable file, or --no-journal): {}",
+                path.display(),
+                e.message()
+            ),
+        )
     })?;
     Ok(Some(path))
 }

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use harness::Error;
+
+use crate::exit::Failure;
 use harness_records::Record;
 use serde_json::{Value, json};
 
@@ -23,7 +25,7 @@ pub async fn run(command: RunsCommand) -> u8 {
     }
 }
 
-async fn list(args: &RunsListArgs) -> Result<(), Error> {
+async fn list(args: &RunsListArgs) -> Result<(), Failure> {
     let filter = settings::journal_filter(&args.select, Some(args.limit))?;
     let journal = settings::journal_to_read(args.select.journal.as_deref())?;
     let records = settings::read_journal(&journal, move |j| j.list(&filter)).await?;
@@ -60,7 +62,7 @@ async fn list(args: &RunsListArgs) -> Result<(), Error> {
     Ok(())
 }
 
-async fn show(args: &RunsShowArgs) -> Result<(), Error> {
+async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     let id = args.id.clone();
     let journal = settings::journal_to_read(args.journal.as_deref())?;
     let found = settings::read_journal(&journal, move |j| {
@@ -74,10 +76,11 @@ async fn show(args: &RunsShowArgs) -> Result<(), Error> {
     })
     .await?;
     let Some((record, decided)) = found else {
-        return Err(Error::config(format!(
+        return Err(harness_records::Error::config(format!(
             "no delegation {} in the journal {journal} (`harness runs list` shows the recorded ids)",
             args.id,
-        )));
+        ))
+        .into());
     };
     // A human's decision stands beside the outcome, never in its place.
     let status = match &decided {
@@ -251,7 +254,7 @@ fn duration(d: Duration) -> String {
 }
 
 /// The run `id` of the journal `flag` finds, exported.
-async fn exported(flag: Option<&std::path::Path>, id: &str) -> Result<serde_json::Value, Error> {
+async fn exported(flag: Option<&std::path::Path>, id: &str) -> Result<serde_json::Value, Failure> {
     let journal = settings::journal_to_read(flag)?;
     let wanted = id.to_owned();
     let found = settings::read_journal(&journal, move |j| j.get(&wanted)).await?;
@@ -263,7 +266,7 @@ async fn exported(flag: Option<&std::path::Path>, id: &str) -> Result<serde_json
     Ok(harness_records::export(&record))
 }
 
-async fn export(args: &RunsExportArgs) -> Result<(), Error> {
+async fn export(args: &RunsExportArgs) -> Result<(), Failure> {
     let document = exported(args.journal.as_deref(), &args.id).await?;
     let text = serde_json::to_string_pretty(&document)
         .map_err(|e| Error::config(format!("cannot write the export: {e}")))?;
@@ -284,7 +287,7 @@ const MAX_AUDITED_BYTES: u64 = 256 * 1024 * 1024;
 /// `harness audit`: exit 0 valid, 1 invalid, 2 unreadable.
 pub async fn audit(args: AuditArgs) -> u8 {
     let document = if std::path::Path::new(&args.target).is_file() {
-        read_document(std::path::Path::new(&args.target))
+        read_document(std::path::Path::new(&args.target)).map_err(Failure::from)
     } else {
         exported(args.journal.as_deref(), &args.target).await
     };

@@ -1,6 +1,28 @@
-//! `harness serve`: the HTTP API (DESIGN §8) — submit delegations, follow their events as they
-//! happen, list the runs awaiting review, override them under the project's policy, read the
-//! dashboard — on axum, with a bearer token, confined workdirs and capped bodies.
+//! `harness serve` as a library: the HTTP API (DESIGN §8) — submit delegations, follow their
+//! events as they happen, list the runs awaiting review, override them under the project's
+//! policy, read the dashboard — the review page, and with a queue the collector that records
+//! what workers send back. On axum, with a bearer token, confined workdirs and capped bodies.
+//! The CLI reads its flags into [`Settings`] and starts it; the library never prints (what goes
+//! wrong while it serves is a `tracing` warning).
+//!
+//! ```no_run
+//! # async fn doc() -> Result<(), harness::Error> {
+//! let settings = harness_service::Settings {
+//!     listen: "127.0.0.1:8080".to_owned(),
+//!     root: "/srv/work".into(),
+//!     journal: "/srv/work/.harness/runs.db".into(),
+//!     queue: None,
+//!     token: None,
+//!     token_user: None,
+//! };
+//! let server = harness_service::Server::bind(settings, harness::Runtime::new()?).await?;
+//! println!("listening on http://{}", server.local_addr());
+//! let finished = server.run(async { "stopped".to_owned() }).await?;
+//! println!("recorded {} delegation(s)", finished.recorded);
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,22 +38,33 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use harness::events::EventRecord;
-use harness::{Assembler, Error, ErrorKind, Overrides, Runtime};
+use harness::{Assembler, Error, EventRecord, Overrides, RunEvent, Runtime};
 use harness_records::{Journal, JournalWriter, OverrideRequest, OverrideType, RecordMeta};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 mod page;
 
-use crate::args::ServeArgs;
-use crate::exit;
-use crate::settings;
-
 /// The largest request body accepted.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Events kept per running delegation for subscribers that arrive late.
 const LIVE_BUFFER: usize = 4096;
+
+/// What a server is started with.
+pub struct Settings {
+    /// The address to listen on, `HOST:PORT`.
+    pub listen: String,
+    /// The directory every submitted delegation's workdir must lie under.
+    pub root: PathBuf,
+    /// The run journal it records in.
+    pub journal: PathBuf,
+    /// Hand delegations to workers on this queue instead of running them here.
+    pub queue: Option<Arc<dyn harness_queue::Queue>>,
+    /// The bearer token every request must carry; `None` only on a loopback address.
+    pub token: Option<String>,
+    /// Who the token's requests are attributed to when an override names nobody.
+    pub token_user: Option<String>,
+}
 
 /// A delegation running in this server (or queued by it): its events so far and the channel of
 /// those to come.
@@ -100,10 +133,18 @@ impl IntoResponse for ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let status = match e.kind() {
-            ErrorKind::OverrideNotAllowed
-            | ErrorKind::ReasonRequired
-            | ErrorKind::IllegalTransition => StatusCode::CONFLICT,
-            ErrorKind::Config => StatusCode::BAD_REQUEST,
+            harness::ErrorKind::Config => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(status, e.kind().as_str().to_owned(), e.message().to_owned())
+    }
+}
+
+impl From<harness_records::Error> for ApiError {
+    fn from(e: harness_records::Error) -> Self {
+        let status = match e.kind() {
+            kind if kind.is_refusal() => StatusCode::CONFLICT,
+            harness_records::ErrorKind::Config => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError(status, e.kind().as_str().to_owned(), e.message().to_owned())
@@ -114,171 +155,195 @@ fn bad(kind: &str, message: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, kind.to_owned(), message.into())
 }
 
-/// Runs the command and returns its exit code.
-pub async fn run(args: ServeArgs) -> u8 {
-    match serve(args).await {
-        Ok(()) => exit::OK,
-        Err(e) => exit::fail(&e, false),
-    }
+/// A server bound to its address, not yet serving.
+pub struct Server {
+    app: Shared,
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
 }
 
-async fn serve(args: ServeArgs) -> Result<(), Error> {
-    let addr: SocketAddr = tokio::net::lookup_host(&args.listen)
-        .await
-        .ok()
-        .and_then(|mut found| found.next())
-        .ok_or_else(|| {
+/// How a server ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Why it stopped (what the shutdown future resolved to).
+    pub reason: String,
+    /// Delegations still queued for workers: their reports are recorded when a server starts
+    /// again with the same queue and journal.
+    pub still_queued: usize,
+    /// Delegations it recorded.
+    pub recorded: usize,
+}
+
+impl Server {
+    /// Checks `settings`, starts the journal writer and binds the listening socket.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config): an address that is not one, a
+    /// non-loopback address without a token, a `root` that is not a directory, a journal that
+    /// cannot be written, an address already in use.
+    pub async fn bind(settings: Settings, runtime: Runtime) -> Result<Server, Error> {
+        let addr: SocketAddr = tokio::net::lookup_host(&settings.listen)
+            .await
+            .ok()
+            .and_then(|mut found| found.next())
+            .ok_or_else(|| {
+                Error::config(format!(
+                    "--listen {:?}: not an address; write HOST:PORT, e.g. 127.0.0.1:8080",
+                    settings.listen
+                ))
+            })?;
+        if settings.token.is_none() && !addr.ip().is_loopback() {
+            return Err(Error::config(format!(
+                "--listen {addr} is reachable from other machines: set HARNESS_API_TOKEN (every request must then carry `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
+            )));
+        }
+        let root = settings
+            .root
+            .canonicalize()
+            .map_err(|e| Error::config(format!("--root {}: {e}", settings.root.display())))?;
+        let journal = settings.journal;
+        let writer = JournalWriter::start(&journal).map_err(|e| {
             Error::config(format!(
-                "--listen {:?}: not an address; write HOST:PORT, e.g. 127.0.0.1:8080",
-                args.listen
+                "the run journal {} cannot be written: {}",
+                journal.display(),
+                e.message()
             ))
         })?;
-    let token = std::env::var("HARNESS_API_TOKEN")
-        .ok()
-        .filter(|t| !t.trim().is_empty());
-    if token.is_none() && !addr.ip().is_loopback() {
-        return Err(Error::config(format!(
-            "--listen {addr} is reachable from other machines: set HARNESS_API_TOKEN (every request must then carry `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
-        )));
-    }
-    let root = args
-        .root
-        .canonicalize()
-        .map_err(|e| Error::config(format!("--root {}: {e}", args.root.display())))?;
-    let journal = harness_records::locate(args.journal.as_deref())?.path;
-    let writer = JournalWriter::start(&journal).map_err(|e| {
-        Error::config(format!(
-            "the run journal {} cannot be written: {}",
-            journal.display(),
-            e.message()
-        ))
-    })?;
-    let runtime = Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
-    let queue = match &args.queue {
-        None => None,
-        Some(url) => Some(Queued {
-            queue: harness_queue::open(url, harness_queue::QueueOptions::default()).await?,
+        let queue = settings.queue.map(|queue| Queued {
+            queue,
             batch: format!(
                 "b-{}",
                 &harness_builtins::sha256_hex(journal.to_string_lossy().as_bytes())[..16]
             ),
-        }),
-    };
-    let (stop, shutdown) = watch::channel(false);
-    let app = Arc::new(App {
-        root,
-        journal,
-        writer,
-        runtime,
-        token,
-        token_user: std::env::var("HARNESS_API_USER")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
-        live: Mutex::new(HashMap::new()),
-        shutdown,
-        tasks: Mutex::new(tokio::task::JoinSet::new()),
-        metrics: Metrics::default(),
-        queue,
-    });
-    if app.queue.is_some() {
-        let follower = Arc::clone(&app);
-        let shutdown = app.shutdown.clone();
-        app.tasks
+        });
+        let (stop, shutdown) = watch::channel(false);
+        let app = Arc::new(App {
+            root,
+            journal,
+            writer,
+            runtime,
+            token: settings.token,
+            token_user: settings.token_user,
+            live: Mutex::new(HashMap::new()),
+            shutdown,
+            tasks: Mutex::new(tokio::task::JoinSet::new()),
+            metrics: Metrics::default(),
+            queue,
+        });
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::config(format!("--listen {addr}: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::config(format!("--listen {addr}: {e}")))?;
+        Ok(Server {
+            app,
+            listener,
+            addr,
+            stop,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The directory submitted workdirs must lie under, resolved.
+    pub fn root(&self) -> &Path {
+        &self.app.root
+    }
+
+    /// The batch its queued delegations' reports come back under, when it queues.
+    pub fn batch(&self) -> Option<&str> {
+        self.app.queue.as_ref().map(|q| q.batch.as_str())
+    }
+
+    /// Serves until `shutdown` resolves (to the reason), then cancels every running delegation
+    /// and records it as such, and waits for the journal to have everything.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](harness::ErrorKind::Config) when serving itself fails.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = String> + Send + 'static,
+    ) -> Result<Finished, Error> {
+        let Server {
+            app,
+            listener,
+            stop,
+            ..
+        } = self;
+        if app.queue.is_some() {
+            let follower = Arc::clone(&app);
+            let shutdown = app.shutdown.clone();
+            app.tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .spawn(collect(follower, shutdown));
+        }
+        let router = Router::new()
+            .route(
+                "/healthz",
+                get(|| async { axum::Json(json!({"status": "ok"})) }),
+            )
+            .route("/metrics", get(metrics))
+            .route("/v1/delegations", post(submit).get(list))
+            .route("/v1/delegations/{id}", get(show))
+            .route("/v1/delegations/{id}/events", get(events))
+            .route("/v1/delegations/{id}/override", post(override_run))
+            .route("/v1/report", get(report))
+            .route("/", get(page::index))
+            .route("/runs/{id}", get(page::run_page))
+            .route("/runs/{id}/override", post(page::decide))
+            .route("/login", get(page::login_form).post(page::login))
+            .layer(middleware::from_fn_with_state(Arc::clone(&app), authorize))
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .with_state(Arc::clone(&app));
+        let why = Arc::new(Mutex::new(String::new()));
+        let said = Arc::clone(&why);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let reason = shutdown.await;
+                *said
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+            })
+            .await
+            .map_err(|e| Error::config(format!("serving failed: {e}")))?;
+        // Every running delegation is cancelled and recorded as such before the process ends.
+        let reason = why
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .spawn(collect(follower, shutdown));
-    }
-    let router = Router::new()
-        .route(
-            "/healthz",
-            get(|| async { axum::Json(json!({"status": "ok"})) }),
-        )
-        .route("/metrics", get(metrics))
-        .route("/v1/delegations", post(submit).get(list))
-        .route("/v1/delegations/{id}", get(show))
-        .route("/v1/delegations/{id}/events", get(events))
-        .route("/v1/delegations/{id}/override", post(override_run))
-        .route("/v1/report", get(report))
-        .route("/", get(page::index))
-        .route("/runs/{id}", get(page::run_page))
-        .route("/runs/{id}/override", post(page::decide))
-        .route("/login", get(page::login_form).post(page::login))
-        .layer(middleware::from_fn_with_state(Arc::clone(&app), authorize))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(Arc::clone(&app));
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| Error::config(format!("--listen {addr}: {e}")))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| Error::config(format!("--listen {addr}: {e}")))?;
-    eprintln!(
-        "harness serve: listening on http://{bound} (root {}, journal {}{})",
-        app.root.display(),
-        app.journal.display(),
-        if app.token.is_some() {
-            ", bearer token required"
-        } else {
-            ""
-        }
-    );
-    if let Some(queued) = &app.queue {
-        eprintln!(
-            "harness serve: queuing delegations on {} (batch {}) for harness worker --queue {}",
-            queued.queue.describe(),
-            queued.batch,
-            args.queue.as_deref().unwrap_or_default()
-        );
-    }
-    let why = Arc::new(Mutex::new(String::new()));
-    let said = Arc::clone(&why);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            let reason = settings::shutdown_signal().await;
-            *said
+            .clone();
+        let _ = stop.send(true);
+        let mut tasks = std::mem::take(
+            &mut *app
+                .tasks
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
-        })
-        .await
-        .map_err(|e| Error::config(format!("serving failed: {e}")))?;
-    // Every running delegation is cancelled and recorded as such before the process ends.
-    let reason = why
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
-    eprintln!("{reason}: cancelling running delegations and recording them");
-    let _ = stop.send(true);
-    let mut tasks = std::mem::take(
-        &mut *app
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    while tasks.join_next().await.is_some() {}
-    let still_queued = app
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .values()
-        .filter(|l| l.queued.is_some())
-        .count();
-    if still_queued > 0 {
-        eprintln!(
-            "{still_queued} delegation(s) still queued: their reports are recorded when the server starts again with the same --queue and --journal"
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
+        while tasks.join_next().await.is_some() {}
+        let still_queued = app
+            .live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter(|l| l.queued.is_some())
+            .count();
+        let Ok(app) = Arc::try_unwrap(app) else {
+            return Err(Error::config(
+                "internal error: the server's state is still shared at exit",
+            ));
+        };
+        let written = app.writer.finish();
+        Ok(Finished {
+            reason,
+            still_queued,
+            recorded: written.recorded,
+        })
     }
-    let Ok(app) = Arc::try_unwrap(app) else {
-        return Err(Error::config(
-            "internal error: the server's state is still shared at exit",
-        ));
-    };
-    let written = app.writer.finish();
-    eprintln!(
-        "recorded {} delegation(s) in {}",
-        written.recorded,
-        app.journal.display()
-    );
-    Ok(())
 }
 
 impl App {
@@ -318,8 +383,21 @@ impl App {
     }
 
     /// Applies an override (the API's and the review page's alike) and counts it for `/metrics`.
-    async fn decide(&self, request: OverrideRequest) -> Result<harness_records::Override, Error> {
-        let done = super::authority::apply_override(self.journal.clone(), request).await?;
+    async fn decide(
+        &self,
+        request: OverrideRequest,
+    ) -> Result<harness_records::Override, ApiError> {
+        let path = self.journal.clone();
+        let done =
+            tokio::task::spawn_blocking(move || harness_records::apply_override(&path, &request))
+                .await
+                .map_err(|e| {
+                    ApiError(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "internal".into(),
+                        format!("writing the journal failed: {e}"),
+                    )
+                })??;
         *self
             .metrics
             .overrides
@@ -499,8 +577,7 @@ async fn submit(
             app.count_finished(&report);
             // The live stream ends once the record is readable, so that a client that saw the
             // stream end finds the delegation in the journal.
-            let stored = super::store(
-                &app.writer,
+            let stored = app.writer.stored(
                 report,
                 RecordMeta {
                     source: Some(source),
@@ -508,7 +585,7 @@ async fn submit(
                 },
             );
             if let Err(why) = stored.await {
-                eprintln!("harness serve: {task_id} was not recorded: {why}");
+                tracing::error!("harness serve: {task_id} was not recorded: {why}");
             }
             app.live
                 .lock()
@@ -553,7 +630,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                 deliveries
             }
             Err(e) => {
-                eprintln!(
+                tracing::warn!(
                     "harness serve: cannot read reports from {}: {e}; retrying in {backoff:?}",
                     queued.queue.describe()
                 );
@@ -574,13 +651,13 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                     Ok(None) => None,
                     Err(e) => Some(Err(e)),
                 })
-                .collect::<harness::Result<std::collections::HashSet<String>>>()
+                .collect::<harness_records::Result<std::collections::HashSet<String>>>()
         })
         .await;
         let recorded = match recorded {
             Ok(recorded) => recorded,
             Err(ApiError(_, _, why)) => {
-                eprintln!("harness serve: cannot read the journal: {why}; retrying");
+                tracing::warn!("harness serve: cannot read the journal: {why}; retrying");
                 tokio::time::sleep(backoff).await;
                 continue;
             }
@@ -590,7 +667,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
                 harness_queue::Outcome::Done(result) => result.report.clone(),
                 harness_queue::Outcome::Dead(dead) => {
                     let Some(id) = dead.id.clone() else {
-                        eprintln!(
+                        tracing::warn!(
                             "harness serve: a dead letter naming no delegation: {}",
                             dead.reason
                         );
@@ -612,7 +689,7 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
             };
             app.count_finished(&report);
             let (id, events) = (report.id.clone(), report.events.clone());
-            let stored = super::store(&app.writer, report, meta);
+            let stored = app.writer.stored(report, meta);
             let app = Arc::clone(&app);
             Some(Box::pin(async move {
                 // Not stored: left in the queue, delivered again, recorded then.
@@ -625,10 +702,10 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
         match settled {
             Ok(left) => {
                 for why in left {
-                    eprintln!("harness serve: not recorded: {why}");
+                    tracing::error!("harness serve: not recorded: {why}");
                 }
             }
-            Err(e) => eprintln!("harness serve: cannot acknowledge a report: {e}"),
+            Err(e) => tracing::warn!("harness serve: cannot acknowledge a report: {e}"),
         }
     }
 }
@@ -662,7 +739,7 @@ fn confine(root: &Path, workdir: &Path) -> Result<PathBuf, ApiError> {
 
 async fn read<T: Send + 'static>(
     app: &Shared,
-    work: impl FnOnce(&Journal) -> harness::Result<T> + Send + 'static,
+    work: impl FnOnce(&Journal) -> harness_records::Result<T> + Send + 'static,
 ) -> Result<T, ApiError> {
     let path = app.journal.clone();
     tokio::task::spawn_blocking(move || work(&Journal::open_read_only(&path)?))
@@ -794,10 +871,7 @@ async fn events(
                 match receiver.recv().await {
                     Ok(record) if last.is_some_and(|l| record.seq <= l) => {}
                     Ok(record) => {
-                        let done = matches!(
-                            record.event,
-                            harness::events::RunEvent::DelegationCompleted { .. }
-                        );
+                        let done = matches!(record.event, RunEvent::DelegationCompleted { .. });
                         let event = to_sse(&record);
                         let next = if done { None } else { Some(receiver) };
                         return Some((event, (next, Some(record.seq))));

@@ -293,10 +293,7 @@ pub(super) async fn decide(
     };
     match app.decide(request).await {
         Ok(done) => Redirect::to(&format!("/runs/{id}?done={}", done.decision)).into_response(),
-        Err(e) => {
-            let status = ApiError::from(e.clone()).0;
-            refused(status, e.kind().as_str(), e.message())
-        }
+        Err(ApiError(status, kind, message)) => refused(status, &kind, &message),
     }
 }
 

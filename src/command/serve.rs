@@ -1,0 +1,75 @@
+//! `harness serve`: the HTTP API, the review page and, with `--queue`, the collector of what
+//! workers send back — the `harness-service` crate, started with the flags' settings.
+
+use harness::{Error, Runtime};
+
+use crate::args::ServeArgs;
+use crate::exit;
+use crate::settings;
+
+/// Runs the command and returns its exit code.
+pub async fn run(args: ServeArgs) -> u8 {
+    match serve(args).await {
+        Ok(()) => exit::OK,
+        Err(e) => exit::fail(&e, false),
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), Error> {
+    let journal = harness_records::locate(args.journal.as_deref())
+        .map_err(|e| Error::config(e.message()))?
+        .path;
+    let queue = match &args.queue {
+        None => None,
+        Some(url) => Some(harness_queue::open(url, harness_queue::QueueOptions::default()).await?),
+    };
+    let settings = harness_service::Settings {
+        listen: args.listen.clone(),
+        root: args.root.clone(),
+        journal: journal.clone(),
+        queue,
+        token: std::env::var("HARNESS_API_TOKEN")
+            .ok()
+            .filter(|t| !t.trim().is_empty()),
+        token_user: std::env::var("HARNESS_API_USER")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+    };
+    let tokened = settings.token.is_some();
+    let runtime = Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
+    let server = harness_service::Server::bind(settings, runtime).await?;
+    eprintln!(
+        "harness serve: listening on http://{} (root {}, journal {}{})",
+        server.local_addr(),
+        server.root().display(),
+        journal.display(),
+        if tokened {
+            ", bearer token required"
+        } else {
+            ""
+        }
+    );
+    if let (Some(batch), Some(url)) = (server.batch(), &args.queue) {
+        eprintln!(
+            "harness serve: queuing delegations on {url} (batch {batch}) for harness worker --queue {url}"
+        );
+    }
+    let shutdown = async {
+        let reason = settings::shutdown_signal().await;
+        eprintln!("{reason}: cancelling running delegations and recording them");
+        reason
+    };
+    let finished = server.run(shutdown).await?;
+    if finished.still_queued > 0 {
+        eprintln!(
+            "{} delegation(s) still queued: their reports are recorded when the server starts again with the same --queue and --journal",
+            finished.still_queued
+        );
+    }
+    eprintln!(
+        "recorded {} delegation(s) in {}",
+        finished.recorded,
+        journal.display()
+    );
+    Ok(())
+}
