@@ -13,9 +13,9 @@ use starlark::values::{Heap, Value};
 use crate::capabilities::{Capabilities, Surface};
 use crate::error::{Error, ErrorKind, Location};
 use crate::host::Host;
+use crate::intercept::Interceptor;
 use crate::limits::Limits;
 use crate::modules;
-use crate::testing::{Coverage, Mocks, PolicyRunner, Raw, triage};
 use crate::workspace::Workspace;
 
 /// The builtin globals a family of scripts sees. Build one per process (or per surface) and share
@@ -72,12 +72,8 @@ pub struct Sandbox {
     pub(crate) limits: Limits,
     pub(crate) http: OnceLock<Result<reqwest::Client, String>>,
     pub(crate) regexes: Mutex<HashMap<String, regex::Regex>>,
-    /// Policy tests: what `http` and `exec` answer instead of the network and programs.
-    pub(crate) mocks: Option<Mocks>,
-    /// Policy tests: where the statements that ran are counted.
-    pub(crate) coverage: Option<Arc<Coverage>>,
-    /// Policy tests: what `verifier(path)` and `hook(path)` load and call.
-    pub(crate) runner: Option<Arc<dyn PolicyRunner>>,
+    /// What stands between the scripts and the outside world, when a host put something there.
+    pub(crate) interceptor: Option<Arc<dyn Interceptor>>,
 }
 
 impl Sandbox {
@@ -95,33 +91,15 @@ impl Sandbox {
             limits,
             http: OnceLock::new(),
             regexes: Mutex::new(HashMap::new()),
-            mocks: None,
-            coverage: None,
-            runner: None,
+            interceptor: None,
         }
     }
 
-    /// Answers `http` and `exec` from `mocks` instead of the network and real programs (policy
-    /// tests). The capability checks still apply first; a URL or program without a mock is an
-    /// error, never a real request.
+    /// Puts `interceptor` between the scripts and the outside world: it answers `http` and
+    /// `exec` calls (after the capability checks) and watches each evaluation.
     #[must_use]
-    pub fn with_mocks(mut self, mocks: Mocks) -> Self {
-        self.mocks = Some(mocks);
-        self
-    }
-
-    /// Counts which statements of every script compiled and called in this sandbox run, into
-    /// `coverage` (policy tests).
-    #[must_use]
-    pub fn with_coverage(mut self, coverage: Arc<Coverage>) -> Self {
-        self.coverage = Some(coverage);
-        self
-    }
-
-    /// Lets test files call `verifier(path)` and `hook(path)`, served by `runner`.
-    #[must_use]
-    pub fn with_policy_runner(mut self, runner: Arc<dyn PolicyRunner>) -> Self {
-        self.runner = Some(runner);
+    pub fn with_interceptor(mut self, interceptor: Arc<dyn Interceptor>) -> Self {
+        self.interceptor = Some(interceptor);
         self
     }
 
@@ -216,8 +194,8 @@ impl Script {
                 Error::new(ErrorKind::Conversion, name, format!("global `{key}`: {m}"))
             })?;
         }
-        if let Some(coverage) = &sandbox.coverage {
-            coverage.register(name, &ast);
+        if let Some(interceptor) = sandbox.interceptor.as_ref().filter(|i| i.watches()) {
+            interceptor.parsed(name, &ast);
         }
         let host = Host::new(sandbox);
         let module = contained(name, || {
@@ -229,7 +207,7 @@ impl Script {
                     let mut eval = Evaluator::new(&module);
                     host.configure(&mut eval, name)?;
                     let evaluated = eval.eval_module(ast, &engine.globals);
-                    host.collect_coverage(&eval);
+                    host.evaluated(&eval);
                     if let Err(e) = evaluated {
                         return Err(host.classify(e, &eval, name));
                     }
@@ -360,16 +338,29 @@ impl Script {
         }
     }
 
-    /// Calls a test function: an assertion failure is told apart from a broken test.
-    pub(crate) fn invoke_raw(
-        &self,
-        host: &Host<'_>,
-        function: &str,
-    ) -> Result<serde_json::Value, Raw> {
+    /// Runs the test function `function` (no arguments) and tells how it ended — passed, failed
+    /// (`fail()` was called, or it returned `False`), or broken — with the lines it logged.
+    pub fn run_test(&self, sandbox: &Sandbox, function: &str) -> (TestOutcome, Vec<String>) {
+        let host = Host::new(sandbox);
         let name = self.name.as_str();
-        self.evaluate(host, function, &[], |e, eval| {
-            triage(e, |e| host.classify(e, eval, name))
-        })
+        let called = self.evaluate(&host, function, &[], |e, eval| {
+            // `fail()` (and a host's assertion globals) raise `starlark::ErrorKind::Fail`.
+            if let starlark::ErrorKind::Fail(message) = e.kind() {
+                let message = message.to_string().trim().to_owned();
+                return Raw::Failed(message, location(&e));
+            }
+            Raw::Broken(host.classify(e, eval, name))
+        });
+        let outcome = match called {
+            Ok(serde_json::Value::Bool(false)) => TestOutcome::Failed {
+                message: format!("{function} returned False"),
+                location: None,
+            },
+            Ok(_) => TestOutcome::Passed,
+            Err(Raw::Failed(message, location)) => TestOutcome::Failed { message, location },
+            Err(Raw::Broken(e)) => TestOutcome::Broken(e),
+        };
+        (outcome, host.logs.into_inner())
     }
 
     /// Evaluates `function(*args)` in a fresh module under `host`; an error the script raised
@@ -407,7 +398,7 @@ impl Script {
                 let mut eval = Evaluator::new(&module);
                 host.configure(&mut eval, name)?;
                 let called = eval.eval_function(func, &args, &[]);
-                host.collect_coverage(&eval);
+                host.evaluated(&eval);
                 Ok(match called {
                     Ok(value) => {
                         host.check_leaving(name, &format!("the result of `{function}`"), value)?;
@@ -426,6 +417,35 @@ impl Script {
                 })
             })
         })?
+    }
+}
+
+/// How one test function ended ([`Script::run_test`]).
+#[derive(Debug, Clone)]
+pub enum TestOutcome {
+    /// It returned (anything but `False`).
+    Passed,
+    /// An assertion did not hold, `fail(...)` was called, or it returned `False`.
+    Failed {
+        /// What did not hold.
+        message: String,
+        /// Where in the test file.
+        location: Option<Location>,
+    },
+    /// Something broke: the test or the policy under test raised an error, hit a limit, reached
+    /// an unmocked URL, or a helper could not load its file.
+    Broken(Error),
+}
+
+/// How a test function's call ended, before it is told apart.
+enum Raw {
+    Failed(String, Option<Location>),
+    Broken(Error),
+}
+
+impl From<Error> for Raw {
+    fn from(e: Error) -> Self {
+        Raw::Broken(e)
     }
 }
 

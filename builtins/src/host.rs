@@ -98,17 +98,22 @@ impl<'s> Host<'s> {
         }));
         eval.set_print_handler(self);
         eval.extra = Some(self);
-        if self.sandbox.coverage.is_some() {
+        if self
+            .sandbox
+            .interceptor
+            .as_ref()
+            .is_some_and(|i| i.watches())
+        {
             eval.enable_profile(&starlark::eval::ProfileMode::Coverage)
                 .map_err(|e| Error::new(ErrorKind::Runtime, name, format!("coverage: {e}")))?;
         }
         Ok(())
     }
 
-    /// Adds the statements `eval` ran to the sandbox's coverage, when it counts any.
-    pub(crate) fn collect_coverage(&self, eval: &Evaluator) {
-        if let Some(coverage) = &self.sandbox.coverage {
-            coverage.collect(eval);
+    /// Tells the sandbox's interceptor, when it watches, that `eval` ended.
+    pub(crate) fn evaluated(&self, eval: &Evaluator) {
+        if let Some(interceptor) = self.sandbox.interceptor.as_ref().filter(|i| i.watches()) {
+            interceptor.evaluated(eval);
         }
     }
 

@@ -27,17 +27,17 @@ mod engine;
 mod error;
 #[allow(unsafe_code)] // see the module's docs
 mod host;
+mod intercept;
 mod limits;
 mod modules;
 mod nesting;
-#[allow(unsafe_code)] // see the module's docs
-pub mod testing;
 mod tls;
 mod workspace;
 
 pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};
-pub use engine::{CallOutput, Engine, INLINE_BUDGET, Sandbox, Script};
+pub use engine::{CallOutput, Engine, INLINE_BUDGET, Sandbox, Script, TestOutcome};
 pub use error::{Error, ErrorKind, Limit, Location};
+pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
 pub use limits::Limits;
 pub use modules::{
     Isolation, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program, hex,

@@ -35,7 +35,6 @@ mod gates;
 mod guard;
 mod pipeline;
 mod policy;
-pub mod policy_test;
 mod project;
 mod ralph;
 pub mod redact;

@@ -4,7 +4,7 @@ use std::io::IsTerminal as _;
 use std::path::PathBuf;
 
 use harness::Error;
-use harness::policy_test::{self, Status, TestCase, TestOptions, TestReport};
+use harness_policytest::{self as policy_test, Status, TestCase, TestOptions, TestReport};
 
 use crate::args::{TestArgs, TestFormat};
 use crate::exit;

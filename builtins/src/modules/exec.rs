@@ -379,17 +379,20 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             )));
         }
         let workspace = &host.sandbox.workspace;
-        if let Some(mocks) = &host.sandbox.mocks {
-            // A policy test: the canned run; no program starts.
-            let mock = mocks
-                .run(program)
-                .map_err(|e| anyhow::anyhow!("exec.run: {e}"))?;
+        let intercepted = host
+            .sandbox
+            .interceptor
+            .as_ref()
+            .and_then(|i| i.exec(program));
+        if let Some(reply) = intercepted {
+            // The canned run; no program starts.
+            let reply = reply.map_err(|e| anyhow::anyhow!("exec.run: {e}"))?;
             return Ok(alloc_json(
                 eval.heap(),
                 &json!({
-                    "exit_code": mock.exit_code,
-                    "stdout": mock.stdout,
-                    "stderr": mock.stderr,
+                    "exit_code": reply.exit_code,
+                    "stdout": reply.stdout,
+                    "stderr": reply.stderr,
                     "timed_out": false,
                     "duration_ms": 0,
                 }),

@@ -248,16 +248,20 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
     let mut body = request.body;
     let deadline = request.timeout.min(host.remaining());
     let failure = |url: &Url, error: String| json!({"status": 0, "ok": false, "headers": {}, "body": "", "url": url.as_str(), "error": error, "truncated": false});
-    if let Some(mocks) = &host.sandbox.mocks {
-        // A policy test: the same checks, then the canned answer; never the network.
-        check_url(host, func, &url)?;
-        let mock = mocks
-            .response(&request.url, url.as_str())
-            .map_err(|e| anyhow::anyhow!("{func}: {e}"))?;
-        if let Some(error) = &mock.error {
+    let intercepted = match &host.sandbox.interceptor {
+        // The same checks first: an interceptor only ever narrows what a script reaches.
+        Some(interceptor) => {
+            check_url(host, func, &url)?;
+            interceptor.http(&request.url, url.as_str())
+        }
+        None => None,
+    };
+    if let Some(reply) = intercepted {
+        let reply = reply.map_err(|e| anyhow::anyhow!("{func}: {e}"))?;
+        if let Some(error) = &reply.error {
             return Ok(failure(&url, error.clone()));
         }
-        let mut body = mock.body.clone();
+        let mut body = reply.body.clone();
         let truncated = body.len() > cap;
         if truncated {
             let mut end = cap;
@@ -267,9 +271,9 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
             body.truncate(end);
         }
         return Ok(json!({
-            "status": mock.status,
-            "ok": (200..300).contains(&mock.status),
-            "headers": mock.headers,
+            "status": reply.status,
+            "ok": (200..300).contains(&reply.status),
+            "headers": reply.headers,
             "body": body,
             "url": url.as_str(),
             "error": null,

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use harness_builtins::testing::{Coverage, Mocks, TestOutcome};
 use harness_builtins::{
-    Capabilities, Engine, ErrorKind, HostAllowList, Limits, Sandbox, Script, Surface, Workspace,
+    Capabilities, Engine, ErrorKind, HostAllowList, Limits, Sandbox, Script, Surface, TestOutcome,
+    Workspace,
 };
+use harness_policytest::{Coverage, Mocked, Mocks};
 use serde_json::{Value, json};
 
 fn sandbox(dir: &std::path::Path, capabilities: Capabilities) -> Sandbox {
@@ -37,6 +38,13 @@ fn mocks() -> Mocks {
     .expect("valid mocks")
 }
 
+fn mocked(mocks: Mocks) -> Arc<Mocked> {
+    Arc::new(Mocked {
+        mocks,
+        coverage: None,
+    })
+}
+
 fn call(sandbox: &Sandbox, source: &str) -> Result<Value, harness_builtins::Error> {
     let script = Script::compile(&Engine::new(), sandbox, "s.star", source, &[])?;
     script.call(sandbox, "run", &[]).map(|out| out.value)
@@ -47,7 +55,7 @@ fn call(sandbox: &Sandbox, source: &str) -> Result<Value, harness_builtins::Erro
 #[test]
 fn mocks_answer_in_the_real_shapes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let sandbox = sandbox(dir.path(), granted()).with_mocks(mocks());
+    let sandbox = sandbox(dir.path(), granted()).with_interceptor(mocked(mocks()));
     let out = call(
         &sandbox,
         r#"def run():
@@ -69,7 +77,7 @@ fn mocks_answer_in_the_real_shapes() {
 #[test]
 fn mocks_do_not_widen_the_sandbox_and_unmocked_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let narrow = sandbox(dir.path(), Capabilities::read_only()).with_mocks(mocks());
+    let narrow = sandbox(dir.path(), Capabilities::read_only()).with_interceptor(mocked(mocks()));
     let err = call(
         &narrow,
         "def run():\n    return http.get(\"https://api.example.com/a\")\n",
@@ -82,7 +90,7 @@ fn mocks_do_not_widen_the_sandbox_and_unmocked_is_an_error() {
     )
     .expect_err("not allowed");
     assert_eq!(err.kind(), ErrorKind::Sandbox, "{err}");
-    let open = sandbox(dir.path(), granted()).with_mocks(mocks());
+    let open = sandbox(dir.path(), granted()).with_interceptor(mocked(mocks()));
     let err = call(
         &open,
         "def run():\n    return http.get(\"https://api.example.com/b\")\n",
@@ -137,7 +145,10 @@ fn coverage_counts_statement_lines() {
     let dir = tempfile::tempdir().expect("tempdir");
     let coverage = Arc::new(Coverage::new());
     let sandbox =
-        sandbox(dir.path(), Capabilities::read_only()).with_coverage(Arc::clone(&coverage));
+        sandbox(dir.path(), Capabilities::read_only()).with_interceptor(Arc::new(Mocked {
+            mocks: Mocks::default(),
+            coverage: Some(Arc::clone(&coverage)),
+        }));
     let source = r#"LIMIT = 3
 # a comment
 def run(n):
@@ -166,7 +177,7 @@ def run(n):
 #[test]
 fn test_functions_pass_fail_or_break() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = Engine::with_extension(harness_builtins::testing::register);
+    let engine = Engine::with_extension(harness_policytest::register);
     let sandbox = Sandbox::new(
         Surface::Test,
         Workspace::new(dir.path()).expect("workspace"),

@@ -9,23 +9,30 @@
 //!     v = check({"response": "wrote out.txt"}, files = {})
 //!     assert_eq(v["verified"], False)
 //! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod coverage;
+#[allow(unsafe_code)] // see the module's docs
+mod globals;
+mod mocks;
+
+pub use coverage::{Coverage, ScriptCoverage};
+pub use globals::{PolicyKind, PolicyRunner, TestFile, register};
+pub use mocks::{Mocked, Mocks};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness_builtins::testing::{Coverage, Mocks, PolicyKind, PolicyRunner, TestOutcome};
+use harness::{Assembler, Error, Overrides, Result, Verifier};
 use harness_builtins::{
-    Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, Workspace,
+    Capabilities, Engine, HostAllowList, Limits, Sandbox, Script, Surface, TestOutcome, Workspace,
 };
 use harness_hooks::{Action, DelegationResult, Event, HookSet};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-
-use crate::assembly::{Assembler, Overrides};
-use crate::error::{Error, Result};
-use crate::verifier::Verifier;
 
 /// What a test run is given besides the files.
 #[derive(Debug, Clone, Default)]
@@ -229,7 +236,7 @@ pub fn run(
         hook_engine: harness_hooks::engine(),
         origins: Mutex::new(BTreeMap::new()),
     });
-    let test_engine = Engine::with_extension(harness_builtins::testing::register);
+    let test_engine = Engine::with_extension(register);
     let mut tests = Vec::new();
     for file in files {
         for case in run_file(&shared, &test_engine, file) {
@@ -288,7 +295,7 @@ fn run_file(shared: &Arc<Shared>, engine: &Engine, file: &Path) -> Vec<TestCase>
         Capabilities::default(),
         shared.options.limits.clone(),
     )
-    .with_policy_runner(runner);
+    .with_interceptor(Arc::new(TestFile { runner }));
     let script = match Script::compile(engine, &sandbox, &name, &source, &[]) {
         Ok(script) => script,
         Err(e) => {
@@ -514,16 +521,16 @@ impl FileRunner {
             .map_err(|e| format!("cannot create a temporary workspace: {e}"))?;
         write_files(dir.path(), kwargs.get("files"))?;
         let workspace = Workspace::new(dir.path()).map_err(|e| e.to_string())?;
-        let mut sandbox = Sandbox::new(
+        let sandbox = Sandbox::new(
             surface,
             workspace,
             capabilities,
             self.shared.options.limits.clone(),
         )
-        .with_mocks(mocks);
-        if let Some(coverage) = &self.shared.coverage {
-            sandbox = sandbox.with_coverage(Arc::clone(coverage));
-        }
+        .with_interceptor(Arc::new(Mocked {
+            mocks,
+            coverage: self.shared.coverage.clone(),
+        }));
         Ok((sandbox, dir))
     }
 
