@@ -144,10 +144,23 @@ pub struct Script {
 /// How long an inline call may run on the caller's thread before it gives up.
 pub const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Names of the builtins that wait on the outside world. A script that mentions none of them
-/// (checked on its source text, so a false alarm only costs the fast path) is pure computation.
-static BLOCKING_NAMES: std::sync::LazyLock<regex::Regex> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r"\b(fs|http|exec)\b").expect("a valid pattern"));
+/// Returns true when the script names a builtin namespace that waits on the outside world (the
+/// module registry says which: `fs`, `http`, `exec`); one that names none is pure computation,
+/// which may run inline on an async worker within its budget.
+fn names_a_waiting_module(ast: &AstModule) -> bool {
+    use starlark::syntax::ast::{AstExpr, Expr};
+    fn walk(expr: &AstExpr, found: &mut bool) {
+        if let Expr::Identifier(ident) = &expr.node {
+            *found |= modules::waits(&ident.node.ident);
+        }
+        if !*found {
+            expr.node.visit_expr(|child| walk(child, found));
+        }
+    }
+    let mut found = false;
+    ast.statement().visit_expr(|expr| walk(expr, &mut found));
+    found
+}
 
 /// Emits a call's log lines as events on the current span.
 fn emit_logs(surface: &str, logs: &[String]) {
@@ -189,6 +202,7 @@ impl Script {
     ) -> Result<Script, Error> {
         let ast = AstModule::parse(name, source.to_owned(), &dialect())
             .map_err(|e| Error::new(ErrorKind::Syntax, name, first_line(&e)).at(location(&e)))?;
+        let needs_thread = names_a_waiting_module(&ast);
         for (key, value) in predeclared {
             check_json(value).map_err(|m| {
                 Error::new(ErrorKind::Conversion, name, format!("global `{key}`: {m}"))
@@ -236,7 +250,7 @@ impl Script {
         Ok(Script {
             name: name.to_owned(),
             module,
-            needs_thread: BLOCKING_NAMES.is_match(source),
+            needs_thread,
         })
     }
 

@@ -940,6 +940,33 @@ def run():
     );
 }
 
+/// Whether a script waits on the outside world comes from the builtins it names, as the module
+/// registry marks them, not from its text: a word in a comment or a string is not a call.
+#[test]
+fn waiting_scripts_are_told_by_the_modules_they_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sandbox = sandbox_in(dir.path(), Capabilities::read_only(), Limits::default());
+    let engine = Engine::new();
+    let compile =
+        |source: &str| Script::compile(&engine, &sandbox, "s.star", source, &[]).expect("compiles");
+    for (source, waits) in [
+        (
+            "def run(x):\n    # no fs, http or exec here\n    return 'fs http exec'\n",
+            false,
+        ),
+        (
+            "def run(x):\n    return json.encode(re.match('a', 'a'))\n",
+            false,
+        ),
+        ("def run(x):\n    return fs.exists('a.txt')\n", true),
+        ("def run(x):\n    get = http.get\n    return 1\n", true),
+        ("def run(x):\n    return [exec for _ in range(1)]\n", true),
+        ("def run(x):\n    return (lambda: fs)()\n", true),
+    ] {
+        assert_eq!(compile(source).needs_thread(), waits, "{source}");
+    }
+}
+
 #[test]
 fn small_pure_scripts_run_inline_and_others_defer_without_effect() {
     let dir = tempfile::tempdir().expect("tempdir");

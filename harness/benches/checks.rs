@@ -91,6 +91,7 @@ fn main() {
             cap: 64 * 1024,
             isolation: None,
             inherit_env: false,
+            stdin: None,
         };
         let (mut bare, mut launched) = (Vec::new(), Vec::new());
         for _ in 0..20 {

@@ -395,6 +395,7 @@ impl Toolbox {
                 read_only: self.guard.paths(),
             }),
             inherit_env: false,
+            stdin: None,
         };
         let run = harness_builtins::run_program(&argv, &launch)
             .await

@@ -100,16 +100,36 @@ pub(super) async fn run_page(
         body.push_str(&format!(
             r#"<p id="status">Running.</p><h2>Events</h2><ol id="events"></ol>
 <script>
+// The stream's events name themselves (`type` in each event's data): read them as they come,
+// whatever events there are.
 const list = document.getElementById("events");
-const source = new EventSource("/v1/delegations/{id}/events");
-source.onmessage = null;
-const show = (e) => {{
-  const item = document.createElement("li");
-  item.textContent = e.type;
-  list.appendChild(item);
-  if (e.type === "DelegationCompleted") {{ source.close(); document.getElementById("status").textContent = "Finished."; }}
-}};
-["DelegationStarted","AttemptStarted","DelegateSession","ToolCalled","ToolReturned","ToolVerificationFailed","ScopeValidated","ScopeViolationDetected","CheckStarted","CheckCompleted","VerificationStarted","VerificationCompleted","RetryContextAssembled","CriticCompleted","DelegationCompleted"].forEach((name) => source.addEventListener(name, show));
+(async () => {{
+  const response = await fetch("/v1/delegations/{id}/events", {{headers: {{"Accept": "text/event-stream"}}}});
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (;;) {{
+    const {{done, value}} = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, {{stream: true}});
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {{
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+      if (!data) continue;
+      const event = JSON.parse(data);
+      const item = document.createElement("li");
+      item.textContent = event.type;
+      list.appendChild(item);
+      if (event.type === "DelegationCompleted") {{
+        document.getElementById("status").textContent = "Finished.";
+        reader.cancel();
+        return;
+      }}
+    }}
+  }}
+}})();
 </script>"#,
             id = esc(&id)
         ));

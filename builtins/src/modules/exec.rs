@@ -76,6 +76,9 @@ pub struct Launch<'a> {
     /// Pass the harness's whole environment rather than the minimal one (agent CLIs need their
     /// API keys and configuration; the operator chose the program, not a script).
     pub inherit_env: bool,
+    /// Written to the program's standard input, which is then closed; `None`: no input at all.
+    /// A program that exits without reading it is not an error (its exit status says).
+    pub stdin: Option<&'a [u8]>,
 }
 
 /// An OS sandbox for one program, made with bubblewrap (`bwrap`): the whole file system
@@ -165,7 +168,11 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         command.env_clear();
     }
     command
-        .stdin(Stdio::null())
+        .stdin(if launch.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -190,7 +197,17 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     let group = ProcessGroup::new(child.id());
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
+    let input = child.stdin.take().zip(launch.stdin);
     let cap = launch.cap;
+    let write_input = async {
+        if let Some((mut pipe, bytes)) = input {
+            use tokio::io::AsyncWriteExt as _;
+            // A program that exits without reading its input closes the pipe: its exit status
+            // says whether it worked.
+            let _ = pipe.write_all(bytes).await;
+            let _ = pipe.shutdown().await;
+        }
+    };
     let output = async {
         let waited = async {
             let status = child.wait().await;
@@ -198,8 +215,12 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
             group.kill();
             status
         };
-        let ((out, out_cut), (err, err_cut), status) =
-            tokio::join!(read_capped(stdout, cap), read_capped(stderr, cap), waited);
+        let ((), (out, out_cut), (err, err_cut), status) = tokio::join!(
+            write_input,
+            read_capped(stdout, cap),
+            read_capped(stderr, cap),
+            waited
+        );
         (out, out_cut, err, err_cut, status)
     };
     let ended = tokio::time::timeout(launch.timeout, output).await;
@@ -423,6 +444,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             cap,
             isolation: None,
             inherit_env: false,
+            stdin: None,
         };
         let run = host
             .block_on(run_program(&argv, &launch))?

@@ -18,15 +18,67 @@ pub use exec::{
 };
 pub use http::client_builder as http_client_builder;
 
+/// A builtin namespace: its name, its members, and whether its builtins wait on the outside
+/// world (files, the network, programs) — those run only on blocking threads, never inline.
+struct Namespace {
+    name: &'static str,
+    members: fn(&mut GlobalsBuilder),
+    waits: bool,
+}
+
+/// Every builtin namespace.
+const NAMESPACES: [Namespace; 8] = [
+    Namespace {
+        name: "fs",
+        members: fs::members,
+        waits: true,
+    },
+    Namespace {
+        name: "http",
+        members: http::members,
+        waits: true,
+    },
+    Namespace {
+        name: "json",
+        members: json::members,
+        waits: false,
+    },
+    Namespace {
+        name: "re",
+        members: re::members,
+        waits: false,
+    },
+    Namespace {
+        name: "hash",
+        members: hash::members,
+        waits: false,
+    },
+    Namespace {
+        name: "time",
+        members: time::members,
+        waits: false,
+    },
+    Namespace {
+        name: "env",
+        members: env::members,
+        waits: false,
+    },
+    Namespace {
+        name: "exec",
+        members: exec::members,
+        waits: true,
+    },
+];
+
 /// Registers every builtin namespace and global function.
 pub(crate) fn register(builder: &mut GlobalsBuilder) {
-    builder.namespace("fs", fs::members);
-    builder.namespace("http", http::members);
-    builder.namespace("json", json::members);
-    builder.namespace("re", re::members);
-    builder.namespace("hash", hash::members);
-    builder.namespace("time", time::members);
-    builder.namespace("env", env::members);
-    builder.namespace("exec", exec::members);
+    for namespace in &NAMESPACES {
+        builder.namespace(namespace.name, namespace.members);
+    }
     log::globals(builder);
+}
+
+/// Returns true when `name` is a builtin namespace whose builtins wait on the outside world.
+pub(crate) fn waits(name: &str) -> bool {
+    NAMESPACES.iter().any(|n| n.waits && n.name == name)
 }

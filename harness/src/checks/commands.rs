@@ -383,6 +383,7 @@ async fn execute(check: &CheckSpec, root: &std::path::Path, home: &std::path::Pa
         cap: MAX_OUTPUT,
         isolation: None,
         inherit_env: false,
+        stdin: None,
     };
     let run = harness_builtins::run_program(&check.argv, &launch)
         .await

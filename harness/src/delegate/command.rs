@@ -1,10 +1,7 @@
 //! The `command` delegate: an external agent CLI run once per attempt.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
-
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::{BoxFuture, Delegate, Turn, TurnRequest};
 use crate::conversation::{Message, Usage};
@@ -14,8 +11,6 @@ use crate::error::{Error, ErrorKind, Result};
 pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
 /// The most stdout kept as the response; the rest is dropped and marked `[output truncated]`.
 const MAX_STDOUT_BYTES: usize = 4 * 1024 * 1024;
-/// How much of the end of stderr goes into an error message.
-const STDERR_TAIL_BYTES: usize = 2048;
 
 /// Settings of a command delegate.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,114 +58,73 @@ impl CommandDelegate {
             ));
         };
         let on_stdin = !spec.command.iter().any(|a| a.contains(PROMPT_PLACEHOLDER));
-        let args = spec.command[1..]
+        let argv: Vec<String> = spec
+            .command
             .iter()
-            .map(|a| a.replace(PROMPT_PLACEHOLDER, prompt));
-        let mut command = tokio::process::Command::new(program.replace(PROMPT_PLACEHOLDER, prompt));
-        command
-            .args(args)
-            .current_dir(&spec.workdir)
-            .stdin(if on_stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        // A group of its own: whatever it leaves running is killed with it.
-        #[cfg(unix)]
-        command.process_group(0);
+            .map(|a| a.replace(PROMPT_PLACEHOLDER, prompt))
+            .collect();
         // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
-        for (name, value) in crate::telemetry::propagation_fields() {
-            command.env(name.to_ascii_uppercase(), value);
-        }
-        let mut child = command.spawn().map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (is it installed and on PATH, and does the working directory exist?)"
-            } else {
-                ""
-            };
-            Error::new(
-                ErrorKind::Delegate,
-                format!(
-                    "command delegate: cannot start {program:?} in {}: {e}{hint}",
-                    spec.workdir.display()
-                ),
-            )
-        })?;
-        let group = harness_builtins::ProcessGroup::new(child.id());
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let write_prompt = async {
-            if let Some(mut stdin) = stdin {
-                // A CLI that exits without reading its input closes the pipe; that is its call,
-                // and its exit status says whether it worked.
-                let _ = stdin.write_all(prompt.as_bytes()).await;
-                let _ = stdin.shutdown().await;
-            }
+        let env: Vec<(String, String)> = crate::telemetry::propagation_fields()
+            .into_iter()
+            .map(|(name, value)| (name.to_ascii_uppercase(), value))
+            .collect();
+        // Run as every other program is: its own process group (whatever it leaves running is
+        // killed with it), output capped, never found in the workspace through PATH. Unlike a
+        // check, it inherits the whole environment: agent CLIs need their keys, and the command
+        // is the operator's choice, not a script's.
+        let launch = harness_builtins::Launch {
+            cwd: &spec.workdir,
+            env: &env,
+            home: None,
+            hidden: Some(&spec.workdir),
+            timeout: spec.timeout,
+            cap: MAX_STDOUT_BYTES,
+            isolation: None,
+            inherit_env: true,
+            stdin: on_stdin.then_some(prompt.as_bytes()),
         };
-        let finished = async {
-            let waited = async {
-                let status = child.wait().await;
-                // Whatever it left running in the background goes with it, closing the pipes.
-                group.kill();
-                status
-            };
-            let ((), (out, out_cut), err, status) = tokio::join!(
-                write_prompt,
-                harness_builtins::read_capped(stdout, MAX_STDOUT_BYTES),
-                read_tail(stderr, STDERR_TAIL_BYTES),
-                waited
-            );
-            (out, out_cut, err, status)
-        };
-        let outcome = tokio::time::timeout(spec.timeout, finished).await;
-        // On a timeout or a cancelled attempt (this future dropped), the whole group now.
-        group.kill();
-        let (stdout, out_cut, stderr, status) = match outcome {
-            Ok(done) => done,
-            Err(_) => {
-                return Err(Error::new(
+        let run = harness_builtins::run_program(&argv, &launch)
+            .await
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (is it installed and on PATH, and does the working directory exist?)"
+                } else {
+                    ""
+                };
+                Error::new(
                     ErrorKind::Delegate,
                     format!(
-                        "command delegate: {program:?} timed out after {}s and was killed (raise the delegate's timeout if the agent needs longer)",
-                        spec.timeout.as_secs_f64()
+                        "command delegate: cannot start {program:?} in {}: {e}{hint}",
+                        spec.workdir.display()
                     ),
-                ));
-            }
-        };
-        let status = status.map_err(|e| {
-            Error::new(
+                )
+            })?;
+        if run.timed_out {
+            return Err(Error::new(
                 ErrorKind::Delegate,
-                format!("command delegate: waiting for {program:?} failed: {e}"),
-            )
-        })?;
-        if !status.success() {
-            let how = match status.code() {
-                Some(code) => format!("exited with code {code}"),
-                None => format!("was killed ({status})"),
-            };
-            let stderr = stderr.trim();
-            let tail = if stderr.is_empty() {
-                "(stderr was empty)".to_owned()
-            } else {
-                format!("stderr ends with:\n{stderr}")
+                format!(
+                    "command delegate: {program:?} timed out after {}s and was killed (raise the delegate's timeout if the agent needs longer)",
+                    spec.timeout.as_secs_f64()
+                ),
+            ));
+        }
+        let how = match run.exit_code {
+            Some(0) => None,
+            Some(code) => Some(format!("exited with code {code}")),
+            None => Some("was killed by a signal".to_owned()),
+        };
+        if let Some(how) = how {
+            let tail = match super::output_tail("", &run.stderr) {
+                tail if tail.is_empty() => "; stderr was empty".to_owned(),
+                tail => tail,
             };
             return Err(Error::new(
                 ErrorKind::Delegate,
-                format!("command delegate: {program:?} {how}; {tail}"),
-            ));
-        }
-        let mut content = stdout.trim_end_matches(['\n', '\r']).to_owned();
-        if out_cut {
-            content.push_str(&format!(
-                "\n[output truncated at the command delegate's {MAX_STDOUT_BYTES}-byte cap]"
+                format!("command delegate: {program:?} {how}{tail}"),
             ));
         }
         Ok(Turn {
-            content: Some(content),
+            content: Some(run.stdout.trim_end_matches(['\n', '\r']).to_owned()),
             tool_calls: Vec::new(),
             usage: Usage {
                 requests: 1,
@@ -180,41 +134,6 @@ impl CommandDelegate {
             observed: Vec::new(),
         })
     }
-}
-
-/// Reads `reader` to the end, keeping about the last `cap` bytes (cut at a line start when one
-/// is near, marked with `…` when anything was dropped).
-async fn read_tail(mut reader: impl AsyncRead + Unpin, cap: usize) -> String {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    let mut dropped = false;
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&buf[..n]);
-                if kept.len() > 2 * cap {
-                    kept.drain(..kept.len() - cap);
-                    dropped = true;
-                }
-            }
-        }
-    }
-    if kept.len() > cap {
-        kept.drain(..kept.len() - cap);
-        dropped = true;
-    }
-    let text = String::from_utf8_lossy(&kept);
-    if !dropped {
-        return text.into_owned();
-    }
-    // Start at a line when one begins in the first quarter, else mid-line; the lossy decode
-    // already turned a split UTF-8 sequence at the start into a replacement character.
-    let start = text
-        .find('\n')
-        .filter(|&i| i < text.len() / 4)
-        .map_or(0, |i| i + 1);
-    format!("…{}", &text[start..])
 }
 
 /// Returns the prompt for this run: the task on the first attempt; on a retry, the task again
@@ -253,18 +172,6 @@ impl Delegate for CommandDelegate {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn tail_keeps_the_end() {
-        let text: String = (0..1000).map(|i| format!("line {i}\n")).collect();
-        let tail = read_tail(text.as_bytes(), 100).await;
-        assert!(tail.starts_with('…'), "{tail}");
-        assert!(tail.ends_with("line 999\n"), "{tail}");
-        assert!(tail.len() <= 110, "{tail}");
-        assert_eq!(read_tail(&b"short"[..], 100).await, "short");
-    }
-
     #[tokio::test]
     async fn head_marks_truncation() {
         assert_eq!(

@@ -30,6 +30,30 @@ pub use openai::{OpenAiDelegate, OpenAiSpec};
 pub(crate) use openai::{api_key, check_base_url};
 pub use scripted::ScriptedDelegate;
 
+/// How much of a program's output goes into an error message.
+const RAW_TAIL_BYTES: usize = 2048;
+
+/// The ends of stdout and stderr, for an error message.
+pub(crate) fn output_tail(stdout: &str, stderr: &str) -> String {
+    let tail = |text: &str| {
+        let text = text.trim();
+        let mut start = text.len().saturating_sub(RAW_TAIL_BYTES);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let cut = if start > 0 { "…" } else { "" };
+        format!("{cut}{}", &text[start..])
+    };
+    let mut out = String::new();
+    if !stdout.trim().is_empty() {
+        out.push_str(&format!("\nstdout ends with:\n{}", tail(stdout)));
+    }
+    if !stderr.trim().is_empty() {
+        out.push_str(&format!("\nstderr ends with:\n{}", tail(stderr)));
+    }
+    out
+}
+
 /// A boxed future, as returned by [`Delegate::turn`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

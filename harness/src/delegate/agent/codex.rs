@@ -1,0 +1,138 @@
+//! Codex (`codex`): `exec --json` in a workspace-write sandbox; a retry is `exec … resume
+//! THREAD PROMPT`. The tool log is the stream's completed items: commands run, file changes,
+//! MCP tool calls, web searches.
+
+use serde_json::Value;
+
+use super::{Adapter, CallLog, Invocation, Parsed, count, json_lines, text};
+
+/// OpenAI's Codex CLI.
+pub(super) struct Codex;
+
+impl Adapter for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn install(&self) -> &'static str {
+        "npm install -g @openai/codex"
+    }
+
+    fn session_word(&self) -> &'static str {
+        "thread"
+    }
+
+    fn args(&self, run: &Invocation<'_>) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "workspace-write",
+        ]
+        .map(str::to_owned)
+        .into();
+        args.extend(run.model("--model"));
+        args.extend(run.spec.args.iter().cloned());
+        if let Some(id) = run.resume {
+            args.extend(["resume".to_owned(), id.to_owned()]);
+        }
+        args.push(run.prompt.to_owned());
+        args
+    }
+
+    fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {
+        parse(stdout)
+    }
+}
+
+/// Codex's `exec --json`: `thread.started` with the thread id, `item.completed` items (the agent's
+/// messages, commands it ran, file changes, MCP tool calls), `turn.completed` with usage, or
+/// `turn.failed` / `error`.
+fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
+    let mut parsed = Parsed::default();
+    let mut log = CallLog::default();
+    let mut completed = false;
+    for line in json_lines(stdout, "JSONL")? {
+        match line["type"].as_str() {
+            Some("thread.started") => {
+                parsed.session = line["thread_id"].as_str().map(str::to_owned);
+            }
+            Some("item.completed") => {
+                let item = &line["item"];
+                let id = item["id"].as_str().unwrap_or_default().to_owned();
+                let kind = item["type"].as_str().unwrap_or_default();
+                let status = item["status"].as_str().unwrap_or_default();
+                match kind {
+                    "agent_message" => {
+                        parsed.response = item["text"].as_str().unwrap_or_default().to_owned();
+                    }
+                    "command_execution" => {
+                        log.call(
+                            id.clone(),
+                            kind.to_owned(),
+                            serde_json::json!({"command": item["command"]}),
+                        );
+                        let failed = status != "completed" || item["exit_code"].as_i64() != Some(0);
+                        log.result(&id, text(&item["aggregated_output"]), failed);
+                    }
+                    "file_change" => {
+                        log.call(
+                            id.clone(),
+                            kind.to_owned(),
+                            serde_json::json!({"changes": item["changes"]}),
+                        );
+                        log.result(&id, status.to_owned(), status != "completed");
+                    }
+                    "mcp_tool_call" => {
+                        log.call(
+                            id.clone(),
+                            kind.to_owned(),
+                            serde_json::json!({"server": item["server"], "tool": item["tool"], "arguments": item["arguments"]}),
+                        );
+                        let content = match &item["error"] {
+                            Value::Null => text(&item["result"]["content"]),
+                            error => text(&error["message"]),
+                        };
+                        log.result(&id, content, status != "completed");
+                    }
+                    "web_search" => {
+                        log.call(
+                            id.clone(),
+                            kind.to_owned(),
+                            serde_json::json!({"query": item["query"]}),
+                        );
+                        log.result(&id, "searched".to_owned(), false);
+                    }
+                    _ => {}
+                }
+            }
+            Some("turn.completed") => {
+                completed = true;
+                let usage = &line["usage"];
+                parsed.usage.input_tokens += count(&usage["input_tokens"]);
+                parsed.usage.output_tokens += count(&usage["output_tokens"]);
+            }
+            Some("turn.failed") => {
+                parsed.error = Some(format!(
+                    "the turn failed: {}",
+                    line["error"]["message"].as_str().unwrap_or("(no message)")
+                ));
+            }
+            Some("error") => {
+                parsed.error = Some(
+                    line["message"]
+                        .as_str()
+                        .unwrap_or("an error without a message")
+                        .to_owned(),
+                );
+            }
+            _ => {}
+        }
+    }
+    if !completed && parsed.error.is_none() {
+        return Err("the stream ended without `turn.completed` (did the CLI crash?)".to_owned());
+    }
+    parsed.observed = log.calls;
+    Ok(parsed)
+}

@@ -1,0 +1,481 @@
+//! Agent CLIs as delegates — Claude Code, Codex, Gemini CLI and Aider — each run headless once
+//! per attempt and *resumed* on a retry, so the retry prompt reaches the same session that made
+//! the claim; where the CLI reports its own tool use, that log becomes the attempt's
+//! `tool_calls` and `tool_results`.
+//!
+//! | kind | first attempt | retry | tool log |
+//! |---|---|---|---|
+//! | `claude` | `claude -p --output-format stream-json --verbose … PROMPT` | `--resume SESSION` | `tool_use` / `tool_result` blocks |
+//! | `codex` | `codex exec --json … PROMPT` | `codex exec --json … resume THREAD PROMPT` | `item.completed` items |
+//! | `gemini` | `gemini --output-format stream-json … -p PROMPT` | `--resume SESSION` | `tool_use` / `tool_result` events |
+//! | `aider` | `aider --message PROMPT --chat-history-file F …` | `--restore-chat-history` | none (the scope diff is the evidence) |
+//!
+//! A retry that the CLI does not resume — no session id reported, a different one, a refusal —
+//! is a `delegate` error with the CLI's own output, never a fresh session posing as the same
+//! delegate.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{BoxFuture, Delegate, ObservedCall, Turn, TurnRequest};
+use crate::conversation::{Message, Usage};
+use crate::error::{Error, ErrorKind, Result};
+
+mod aider;
+mod claude;
+mod codex;
+mod gemini;
+
+/// Stdout kept from one run (the stream of a long session can be large); the rest is dropped
+/// and the run is an error, since a cut stream cannot be read to its end.
+const MAX_OUTPUT_BYTES: usize = 32 * 1024 * 1024;
+
+/// One agent CLI: how to invoke it for a new session or a resumed one, and how to read what it
+/// printed. Each lives in its own file; adding a CLI is a file here and a variant of
+/// [`AgentKind`].
+trait Adapter: Sync {
+    /// The kind's name in delegation files, which is also its program's name.
+    fn name(&self) -> &'static str;
+    /// How to install the CLI.
+    fn install(&self) -> &'static str;
+    /// The word for its session in messages.
+    fn session_word(&self) -> &'static str {
+        "session"
+    }
+    /// Whether it needs a chat history directory of its own, kept outside the workspace.
+    fn keeps_history(&self) -> bool {
+        false
+    }
+    /// The arguments after the program: `prompt` for a new session, or a retry resuming
+    /// `resume`.
+    fn args(&self, run: &Invocation<'_>) -> Vec<String>;
+    /// Reads one run's stdout.
+    ///
+    /// # Errors
+    /// Why the output cannot be read (not the format, no closing event).
+    fn parse(&self, stdout: &str, run: &Invocation<'_>) -> std::result::Result<Parsed, String>;
+}
+
+/// What one run is: the prompt, the session it resumes, the settings.
+struct Invocation<'a> {
+    spec: &'a AgentSpec,
+    prompt: &'a str,
+    resume: Option<&'a str>,
+    /// The chat history directory, for a CLI that keeps one.
+    history: Option<&'a Path>,
+}
+
+impl Invocation<'_> {
+    /// `--model MODEL` (under `flag`), when the settings name one.
+    fn model(&self, flag: &str) -> Vec<String> {
+        self.spec
+            .model
+            .iter()
+            .flat_map(|m| [flag.to_owned(), m.clone()])
+            .collect()
+    }
+}
+
+/// Which agent CLI a delegate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentKind {
+    /// Anthropic's Claude Code (`claude`).
+    Claude,
+    /// OpenAI's Codex CLI (`codex`).
+    Codex,
+    /// Google's Gemini CLI (`gemini`).
+    Gemini,
+    /// Aider (`aider`).
+    Aider,
+}
+
+impl AgentKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [AgentKind; 4] = [
+        AgentKind::Claude,
+        AgentKind::Codex,
+        AgentKind::Gemini,
+        AgentKind::Aider,
+    ];
+
+    fn adapter(self) -> &'static dyn Adapter {
+        match self {
+            AgentKind::Claude => &claude::Claude,
+            AgentKind::Codex => &codex::Codex,
+            AgentKind::Gemini => &gemini::Gemini,
+            AgentKind::Aider => &aider::Aider,
+        }
+    }
+
+    /// The kind's name in delegation files, which is also its program's name.
+    pub fn name(self) -> &'static str {
+        self.adapter().name()
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<AgentKind> {
+        AgentKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// How to install the CLI.
+    pub fn install(self) -> &'static str {
+        self.adapter().install()
+    }
+}
+
+/// Settings of an agent CLI delegate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSpec {
+    /// Which CLI.
+    pub kind: AgentKind,
+    /// The program: a name looked up on `PATH` (never in the workspace), or a path.
+    pub binary: PathBuf,
+    /// The model to ask for (`--model`), when not the CLI's default.
+    pub model: Option<String>,
+    /// Arguments added to every invocation, before the prompt (e.g. Claude's
+    /// `--allowedTools`).
+    pub args: Vec<String>,
+    /// Environment variables set besides the harness's own.
+    pub env: Vec<(String, String)>,
+    /// How long one run may take; then it is killed with its process group.
+    pub timeout: Duration,
+    /// The directory it runs in (the workspace root; filled in when the delegation runs).
+    pub workdir: PathBuf,
+}
+
+/// A delegate that runs an agent CLI per attempt and resumes its session on a retry.
+#[derive(Debug)]
+pub struct AgentDelegate {
+    spec: AgentSpec,
+    /// The session (thread) the first run started; every retry resumes it.
+    session: Option<String>,
+    /// Aider's chat history, kept outside the workspace for the delegation's life.
+    history: Option<tempfile::TempDir>,
+    /// Runs made so far.
+    runs: u32,
+}
+
+impl AgentDelegate {
+    /// Creates the delegate.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] when the CLI is not installed (naming how to install it).
+    pub fn new(spec: AgentSpec) -> Result<Self> {
+        let program = spec.binary.to_string_lossy();
+        harness_builtins::find_program(&program, &spec.workdir, Some(&spec.workdir)).map_err(
+            |e| {
+                Error::config(format!(
+                    "delegate `{}`: cannot find {program:?}: {e}; install it ({}) or set `delegate.binary` to its path",
+                    spec.kind.name(),
+                    spec.kind.install()
+                ))
+            },
+        )?;
+        let adapter = spec.kind.adapter();
+        let history = if adapter.keeps_history() {
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("harness-{}-", adapter.name()))
+                .tempdir()
+                .map_err(|e| {
+                    Error::config(format!(
+                        "delegate `{}`: cannot create its chat history directory: {e}",
+                        adapter.name()
+                    ))
+                })?;
+            Some(dir)
+        } else {
+            None
+        };
+        Ok(AgentDelegate {
+            spec,
+            session: None,
+            history,
+            runs: 0,
+        })
+    }
+
+    async fn run(&mut self, prompt: &str, attempt: u32) -> Result<Turn> {
+        let adapter = self.spec.kind.adapter();
+        let name = adapter.name();
+        let resume = match (&self.session, self.runs) {
+            (Some(id), _) => Some(id.clone()),
+            (None, 0) => None,
+            (None, _) => {
+                return Err(Error::new(
+                    ErrorKind::Delegate,
+                    format!(
+                        "delegate `{name}`: attempt {} must resume the {} of attempt 1, but none was recorded; refusing to start a fresh one as the same delegate",
+                        attempt + 1,
+                        adapter.session_word()
+                    ),
+                ));
+            }
+        };
+        let invocation = Invocation {
+            spec: &self.spec,
+            prompt,
+            resume: resume.as_deref(),
+            history: self.history.as_ref().map(tempfile::TempDir::path),
+        };
+        let mut argv = vec![self.spec.binary.to_string_lossy().into_owned()];
+        argv.extend(adapter.args(&invocation));
+        let mut env = self.spec.env.clone();
+        // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
+        for (key, value) in crate::telemetry::propagation_fields() {
+            env.push((key.to_ascii_uppercase(), value));
+        }
+        let launch = harness_builtins::Launch {
+            cwd: &self.spec.workdir,
+            env: &env,
+            home: None,
+            hidden: Some(&self.spec.workdir),
+            timeout: self.spec.timeout,
+            cap: MAX_OUTPUT_BYTES,
+            isolation: None,
+            inherit_env: true,
+            stdin: None,
+        };
+        self.runs += 1;
+        let run = harness_builtins::run_program(&argv, &launch)
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Delegate,
+                    format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
+                )
+            })?;
+        let fail = |what: String| {
+            Error::new(
+                ErrorKind::Delegate,
+                format!(
+                    "delegate `{name}`: {what}{}",
+                    super::output_tail(&run.stdout, &run.stderr)
+                ),
+            )
+        };
+        if run.timed_out {
+            return Err(fail(format!(
+                "timed out after {}s and was killed with its process group (raise `delegate.timeout_s` if the agent needs longer)",
+                self.spec.timeout.as_secs_f64()
+            )));
+        }
+        let parsed = adapter.parse(&run.stdout, &invocation);
+        let exit = match run.exit_code {
+            Some(0) => None,
+            Some(code) => Some(format!("exited with code {code}")),
+            None => Some("was killed by a signal".to_owned()),
+        };
+        let parsed = match (parsed, exit) {
+            (Ok(parsed), None) => parsed,
+            // The CLI's own words first: an error it reported in its stream, else how it exited.
+            (Ok(parsed), Some(exit)) => {
+                let said = parsed.error.unwrap_or_default();
+                return Err(fail(format!("{exit}{}", prefixed(": ", &said))));
+            }
+            (Err(why), Some(exit)) => return Err(fail(format!("{exit}; {why}"))),
+            (Err(why), None) => return Err(fail(why)),
+        };
+        if let Some(error) = parsed.error {
+            return Err(fail(error));
+        }
+        let word = adapter.session_word();
+        let Some(session) = parsed.session else {
+            return Err(fail(format!(
+                "the output names no {word} id, so a retry could not continue it"
+            )));
+        };
+        if let Some(expected) = &resume {
+            if *expected != session {
+                return Err(fail(format!(
+                    "asked to resume {word} {expected}, the CLI reported {session}: it did not continue the same {word}"
+                )));
+            }
+        }
+        self.session = Some(session);
+        Ok(Turn {
+            content: Some(parsed.response),
+            tool_calls: Vec::new(),
+            usage: Usage {
+                requests: 1,
+                ..parsed.usage
+            },
+            finish_reason: Some("stop".to_owned()),
+            observed: parsed.observed,
+        })
+    }
+}
+
+/// `prefix` then `text`, or nothing when `text` is empty.
+fn prefixed(prefix: &str, text: &str) -> String {
+    if text.trim().is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}{}", text.trim())
+    }
+}
+
+/// What one run's output says.
+#[derive(Debug, Default)]
+struct Parsed {
+    response: String,
+    session: Option<String>,
+    observed: Vec<ObservedCall>,
+    usage: Usage,
+    /// A failure the CLI reported in its own output.
+    error: Option<String>,
+}
+
+/// Reads JSON lines; a line that is not JSON is the CLI's output changing under us (an upgrade,
+/// a crash mid-stream), reported with its line number.
+fn json_lines(stdout: &str, format: &str) -> std::result::Result<Vec<Value>, String> {
+    stdout
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str::<Value>(line).map_err(|e| {
+                format!(
+                    "line {} of its output is not {format} ({e}); the CLI's output format may have changed",
+                    i + 1
+                )
+            })
+        })
+        .collect()
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        // Claude's tool results may be a list of content blocks.
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match b {
+                Value::Object(block) => block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| b.to_string(), str::to_owned),
+                other => text(other),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+fn count(value: &Value) -> u64 {
+    value.as_u64().unwrap_or(0)
+}
+
+/// Tool calls in the order they were made, answered by id as results arrive.
+#[derive(Default)]
+struct CallLog {
+    calls: Vec<ObservedCall>,
+    index: HashMap<String, usize>,
+}
+
+impl CallLog {
+    fn call(&mut self, id: String, name: String, arguments: Value) {
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => Map::from_iter([("input".to_owned(), other)]),
+        };
+        // Ids are the CLI's; one reused within the run gets a suffix, so every call keeps
+        // exactly one result.
+        let mut unique = id.clone();
+        let mut n = 1;
+        while self.index.contains_key(&unique) {
+            n += 1;
+            unique = format!("{id}#{n}");
+        }
+        self.index.insert(id, self.calls.len());
+        self.calls.push(ObservedCall {
+            id: unique,
+            name,
+            arguments,
+            content: "(the CLI reported no result for this call)".to_owned(),
+            is_error: true,
+        });
+    }
+
+    fn result(&mut self, id: &str, content: String, is_error: bool) {
+        if let Some(call) = self.index.get(id).and_then(|&i| self.calls.get_mut(i)) {
+            call.content = content;
+            call.is_error = is_error;
+        }
+    }
+}
+
+/// The prompt of this run: the task on the first attempt; on a retry only the retry prompt,
+/// since the resumed session already holds the task and its own earlier claim.
+fn prompt(messages: &[Message], resuming: bool) -> Option<String> {
+    let mut users = messages.iter().filter_map(|m| match m {
+        Message::User(text) => Some(text.as_str()),
+        _ => None,
+    });
+    let first = users.next()?;
+    Some(if resuming {
+        users.next_back().unwrap_or(first).to_owned()
+    } else {
+        first.to_owned()
+    })
+}
+
+impl Delegate for AgentDelegate {
+    fn kind(&self) -> &'static str {
+        self.spec.kind.name()
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.spec.model.as_deref()
+    }
+
+    fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>> {
+        Box::pin(async move {
+            let Some(prompt) = prompt(request.messages, self.runs > 0) else {
+                return Err(Error::new(
+                    ErrorKind::Delegate,
+                    format!(
+                        "delegate `{}`: the conversation has no user message to send as the prompt",
+                        self.spec.kind.name()
+                    ),
+                ));
+            };
+            self.run(&prompt, request.attempt).await
+        })
+    }
+}
+
+/// Whether `path` names a program by path (resolved against the delegation file) rather than a
+/// name looked up on `PATH`.
+pub(crate) fn binary_path(base: &Path, binary: &str) -> PathBuf {
+    if binary.contains('/') {
+        base.join(binary)
+    } else {
+        PathBuf::from(binary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_without_a_result_is_an_error_result() {
+        let mut log = CallLog::default();
+        log.call("a".into(), "Bash".into(), Value::Null);
+        log.result("a", "ok".into(), false);
+        log.call("a".into(), "Bash".into(), Value::Null);
+        assert_eq!(log.calls[1].id, "a#2");
+        assert!(!log.calls[0].is_error);
+        assert!(log.calls[1].is_error);
+    }
+}
