@@ -84,7 +84,7 @@ fn a_soft_fail_sends_the_attempt_back_with_the_feedback_and_a_pass_keeps_style_a
     let first = critic_of(&report, 0);
     assert_eq!(first["outcome"], json!("SOFT_FAIL"));
     assert_eq!(first["reviewer"], json!("scripted"));
-    assert_eq!(first["prompt_version"], json!("review-v1"));
+    assert_eq!(first["prompt_version"], json!("review-v2"));
     assert_eq!(first["prompt_sha256"].as_str().map(str::len), Some(64));
     assert_eq!(critic_of(&report, 1)["outcome"], json!("PASS"));
     assert_eq!(report["debt"].as_array().map(Vec::len), Some(1), "{report}");

@@ -398,7 +398,7 @@ fn runs_list_and_show_read_single_records() {
         record["error"]["message"],
         known.exhausted["error"]["message"]
     );
-    assert_eq!(record["retry_template_version"], json!("retry-v2"));
+    assert_eq!(record["retry_template_version"], json!("retry-v3"));
     assert_eq!(record["trace_id"], known.exhausted["trace_id"]);
     assert_eq!(
         record["source"],
@@ -468,7 +468,7 @@ fn runs_list_and_show_read_single_records() {
         id,
         "failed (verification_failed)",
         "verify: hello.txt does not exist (attempt 2)",
-        "retry-v2",
+        "retry-v3",
     ] {
         assert!(
             text.stdout.contains(needle),

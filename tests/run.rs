@@ -718,7 +718,7 @@ fn the_json_object() {
     let id = report["id"].as_str().expect("id is a string");
     assert!(id.starts_with("d-"), "{id}");
     assert_eq!(report["result"]["id"], json!(id));
-    assert_eq!(report["retry_template"]["version"], json!("retry-v2"));
+    assert_eq!(report["retry_template"]["version"], json!("retry-v3"));
     let sha = report["retry_template"]["sha256"]
         .as_str()
         .expect("the template's hash");

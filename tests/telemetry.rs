@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::util::{Output, TempDir, closed_port, copy_tree, harness, repo_root};
 
 /// The retry template version every delegation span carries.
-const TEMPLATE_VERSION: &str = "retry-v2";
+const TEMPLATE_VERSION: &str = "retry-v3";
 
 /// The metrics every delegation with hooks produces.
 const METRICS: [&str; 4] = [

@@ -42,3 +42,5 @@ mod queue;
 mod serve;
 // The review page in a real headless chromium, driven over the DevTools protocol.
 mod browser;
+// Golden files of `run --json` of the quickstart and `report --json` over it.
+mod golden;

@@ -32,6 +32,8 @@ mod delegation;
 mod error;
 pub mod events;
 mod gates;
+#[cfg(test)]
+mod golden;
 mod guard;
 mod pipeline;
 mod policy;

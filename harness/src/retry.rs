@@ -12,30 +12,76 @@ use std::sync::LazyLock;
 
 use crate::verdict::{Finding, Source, Verdict};
 
-/// The template's version; bump it whenever the text changes.
-pub const RETRY_TEMPLATE_VERSION: &str = "retry-v2";
+/// The template's version; bump it whenever the text of [`RETRY_TEMPLATE`] or
+/// [`RETRY_PHRASES`] changes.
+pub const RETRY_TEMPLATE_VERSION: &str = "retry-v3";
 
-/// The template; `{attempt}`, `{total}`, `{primary}` and `{details}` are filled in mechanically.
+/// The template, every heading included. `{attempt}`, `{total}` and `{primary}` are filled in
+/// mechanically; a section `{?name}…{/name}` is sent only when its `{name}` has something to
+/// say (lines quoted `  > `, or the diff indented four spaces).
 pub const RETRY_TEMPLATE: &str = "\
 VERIFICATION FAILED (attempt {attempt} of {total}).
 
 Your previous answer was checked against the real state of the workspace and it does not hold.
 Primary failure:
 {primary}
-{details}
+{?also}
+Also blocking:
+{also}{/also}{?repeated}
+Note: {repeated}.
+{/repeated}{?feedback}
+The reviewer's feedback:
+{feedback}{/feedback}{?advisory}
+Not blocking (fix them if it is cheap):
+{advisory}{/advisory}{?prior}
+Earlier attempts failed on:
+{prior}{/prior}{?diff}
+Your changes to the workspace so far:
+{diff}{/diff}
 Do not claim success again. Look at the actual state of the world with your tools (read the \
 files, list the directories, run the commands), do whatever work is still missing, and only then \
 give your final answer. Your answer will be verified again.";
+
+/// The phrases the context's lines are made of, each a template of its own: a repeated failure,
+/// an advisory finding, an earlier attempt, a cut diff. Hashed with [`RETRY_TEMPLATE`].
+pub const RETRY_PHRASES: [(&str, &str); 4] = [
+    (
+        "repeated",
+        "attempts {attempts} failed the same {what}: what you are doing is not fixing it; try a different approach",
+    ),
+    ("advisory", "Advisory: {label}: {message}"),
+    ("prior", "attempt {attempt}: {reason}"),
+    (
+        "diff_cut",
+        "[diff cut: {more} more lines; at most {max} are shown]",
+    ),
+];
+
+/// The phrase named `name`.
+fn phrase(name: &str) -> &'static str {
+    RETRY_PHRASES
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, text)| *text)
+        .expect("a phrase of RETRY_PHRASES")
+}
 
 /// Earlier attempts whose primary reasons are quoted, at most.
 pub const MAX_PRIOR_ATTEMPTS: usize = 3;
 /// Lines of the changes-so-far diff quoted, at most.
 pub const MAX_DIFF_LINES: usize = 500;
 
-static TEMPLATE_SHA256: LazyLock<String> =
-    LazyLock::new(|| harness_builtins::sha256_hex(RETRY_TEMPLATE.as_bytes()));
+static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
+    let mut text = RETRY_TEMPLATE.to_owned();
+    for (name, phrase) in RETRY_PHRASES {
+        text.push_str(&format!("\n{name}: {phrase}"));
+    }
+    harness_builtins::sha256_hex(text.as_bytes())
+});
 
-/// Returns the SHA-256 of the template text, recorded with every run.
+/// Returns the SHA-256 of every word of the retry prompt the code does not take from a verdict:
+/// [`RETRY_TEMPLATE`], then each of [`RETRY_PHRASES`] as a line `\nNAME: PHRASE`. Recorded
+/// with every run and on every span.
 pub fn retry_template_sha256() -> &'static str {
     &TEMPLATE_SHA256
 }
@@ -104,7 +150,12 @@ impl RetryContext {
             .findings
             .iter()
             .filter(|f| !f.blocking)
-            .map(|f| format!("Advisory: {}: {}", f.label(), f.message))
+            .map(|f| {
+                fill(
+                    phrase("advisory"),
+                    &[("{label}", &f.label()), ("{message}", &f.message)],
+                )
+            })
             .collect();
         let repeated = blocking.first().and_then(|first| {
             let key = finding_key(first);
@@ -127,9 +178,10 @@ impl RetryContext {
             } else {
                 format!("{} {}", stage_noun(first.source), first.name)
             };
-            Some(format!(
-                "attempts {} and {last} failed the same {what}: what you are doing is not fixing it; try a different approach",
-                rest.join(", ")
+            let attempts = format!("{} and {last}", rest.join(", "));
+            Some(fill(
+                phrase("repeated"),
+                &[("{attempts}", &attempts), ("{what}", &what)],
             ))
         });
         let prior = earlier
@@ -138,7 +190,15 @@ impl RetryContext {
             .take(MAX_PRIOR_ATTEMPTS)
             .rev()
             .filter_map(|v| {
-                primary(v).map(|p| format!("attempt {}: {}", v.attempt + 1, first_line(p)))
+                primary(v).map(|p| {
+                    fill(
+                        phrase("prior"),
+                        &[
+                            ("{attempt}", &(v.attempt + 1).to_string()),
+                            ("{reason}", &first_line(p)),
+                        ],
+                    )
+                })
             })
             .collect();
         let lines: Vec<&str> = diff.iter().flat_map(|d| d.lines()).collect();
@@ -148,9 +208,12 @@ impl RetryContext {
             .map(|l| (*l).to_owned())
             .collect();
         if lines.len() > MAX_DIFF_LINES {
-            diff.push(format!(
-                "[diff cut: {} more lines; at most {MAX_DIFF_LINES} are shown]",
-                lines.len() - MAX_DIFF_LINES
+            diff.push(fill(
+                phrase("diff_cut"),
+                &[
+                    ("{more}", &(lines.len() - MAX_DIFF_LINES).to_string()),
+                    ("{max}", &MAX_DIFF_LINES.to_string()),
+                ],
             ));
         }
         let critic_feedback = verdict
@@ -185,44 +248,57 @@ impl RetryContext {
             .reasons
             .first()
             .map_or_else(String::new, |first| quote(std::slice::from_ref(first)));
-        let mut details = String::new();
-        if self.reasons.len() > 1 {
-            details.push_str("\nAlso blocking:\n");
-            details.push_str(&quote(&self.reasons[1..]));
-        }
-        if let Some(repeated) = &self.repeated {
-            details.push_str(&format!("\nNote: {repeated}.\n"));
-        }
-        if let Some(feedback) = &self.critic_feedback {
-            details.push_str("\nThe reviewer's feedback:\n");
-            details.push_str(&quote(std::slice::from_ref(feedback)));
-        }
-        if !self.advisory.is_empty() {
-            details.push_str("\nNot blocking (fix them if it is cheap):\n");
-            details.push_str(&quote(&self.advisory));
-        }
-        if !self.prior.is_empty() {
-            details.push_str("\nEarlier attempts failed on:\n");
-            details.push_str(&quote(&self.prior));
-        }
-        if !self.diff.is_empty() {
-            details.push_str("\nYour changes to the workspace so far:\n");
-            for line in &self.diff {
-                details.push_str("    ");
-                details.push_str(line);
-                details.push('\n');
-            }
-        }
-        fill(
-            RETRY_TEMPLATE,
-            &[
-                ("{attempt}", &(self.failed_attempt + 1).to_string()),
-                ("{total}", &self.total_attempts.to_string()),
-                ("{primary}", primary.trim_end()),
-                ("{details}", &details),
-            ],
-        )
+        let diff: String = self
+            .diff
+            .iter()
+            .map(|line| format!("    {line}\n"))
+            .collect();
+        let values = [
+            ("attempt", (self.failed_attempt + 1).to_string()),
+            ("total", self.total_attempts.to_string()),
+            ("primary", primary.trim_end().to_owned()),
+            ("also", quote(self.reasons.get(1..).unwrap_or_default())),
+            ("repeated", self.repeated.clone().unwrap_or_default()),
+            ("feedback", quote(self.critic_feedback.as_slice())),
+            ("advisory", quote(&self.advisory)),
+            ("prior", quote(&self.prior)),
+            ("diff", diff),
+        ];
+        render_sections(RETRY_TEMPLATE, &values)
     }
+}
+
+/// Fills `template`: each section `{?name}…{/name}` is kept when `name`'s value is not empty and
+/// dropped whole otherwise; then every `{name}` is replaced by its value, in one pass.
+pub(crate) fn render_sections(template: &str, values: &[(&str, String)]) -> String {
+    let mut kept = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{?") {
+        kept.push_str(&rest[..start]);
+        let open = &rest[start + 2..];
+        let name_end = open.find('}').expect("a section names itself");
+        let name = &open[..name_end];
+        let close = format!("{{/{name}}}");
+        let body_end = open.find(&close).expect("a section ends");
+        let body = &open[name_end + 1..body_end];
+        if values
+            .iter()
+            .any(|(key, value)| *key == name && !value.is_empty())
+        {
+            kept.push_str(body);
+        }
+        rest = &open[body_end + close.len()..];
+    }
+    kept.push_str(rest);
+    let placeholders: Vec<(String, &str)> = values
+        .iter()
+        .map(|(key, value)| (format!("{{{key}}}"), value.as_str()))
+        .collect();
+    let placeholders: Vec<(&str, &str)> = placeholders
+        .iter()
+        .map(|(key, value)| (key.as_str(), *value))
+        .collect();
+    fill(&kept, &placeholders)
 }
 
 /// Fills `template`'s placeholders in one pass: what a value says (a reason quoting
@@ -380,5 +456,71 @@ mod tests {
             Some("[diff cut: 200 more lines; at most 500 are shown]")
         );
         assert!(context.render().contains("    +line 499\n"));
+    }
+
+    /// Every section of the retry prompt at once, as the delegate reads it.
+    #[test]
+    fn golden_retry_prompt() {
+        let earlier = [
+            verdict(0, vec![Finding::blocking(Source::Verify, "", "no file")]),
+            verdict(
+                1,
+                vec![Finding::blocking(
+                    Source::Check,
+                    "tests",
+                    "exit 1\nFAILED parser",
+                )],
+            ),
+        ];
+        let mut failed = verdict(
+            2,
+            vec![
+                Finding::blocking(
+                    Source::Check,
+                    "tests",
+                    "`sh -c 'make test'` failed: exit 1 in 0.2 s; the last 2 line(s) of its output:\nrunning 3 tests\nFAILED parser",
+                ),
+                Finding::blocking(
+                    Source::Criterion,
+                    "file_exists:src/parser.rs",
+                    "src/parser.rs does not exist",
+                ),
+                Finding::blocking(Source::Critic, "missing_ac", "no tests for the parser"),
+                Finding::advisory(Source::Check, "fmt", "`cargo fmt --check` failed: exit 1"),
+            ],
+        );
+        failed.critic = Some(harness_hooks::CriticReview {
+            reviewer: "reviewer-model".to_owned(),
+            prompt_version: "review-v1".to_owned(),
+            prompt_sha256: String::new(),
+            outcome: harness_hooks::CriticOutcome::SoftFail,
+            available: true,
+            reasoning: Some("the parser is untested".to_owned()),
+            feedback: Some("add a test that parses an empty file".to_owned()),
+            confidence: Some(0.8),
+            error: None,
+            extra: serde_json::Map::new(),
+        });
+        let refs: Vec<&Verdict> = earlier.iter().collect();
+        let diff = vec![
+            "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1,2 @@\n-pub mod old;\n+pub mod parser;\n+pub mod old;\n".to_owned(),
+        ];
+        let prompt = RetryContext::assemble(&failed, 4, &refs, &diff).render();
+        crate::golden::assert_golden("retry-v3.prompt", &prompt);
+        let bare = RetryContext::assemble(
+            &verdict(
+                0,
+                vec![Finding::blocking(
+                    Source::Verify,
+                    "",
+                    "hello.txt does not exist",
+                )],
+            ),
+            3,
+            &[],
+            &[],
+        )
+        .render();
+        crate::golden::assert_golden("retry-v3-bare.prompt", &bare);
     }
 }

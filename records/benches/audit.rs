@@ -121,7 +121,7 @@ fn main() {
         }],
         usage: Usage::default(),
         trace_id: None,
-        retry_template_version: "retry-v2".to_owned(),
+        retry_template_version: "retry-v3".to_owned(),
         source: None,
         workdir: Some(dir.path().display().to_string()),
         request: None,

@@ -28,8 +28,9 @@ use crate::events::RunEvent;
 use crate::tools::Toolbox;
 use crate::verdict::{Finding, Severity, Source};
 
-/// The review prompt's version; bump it whenever the text changes.
-pub const REVIEW_TEMPLATE_VERSION: &str = "review-v1";
+/// The review prompt's version; bump it whenever the text of [`REVIEW_TEMPLATE`] or
+/// [`REVIEW_PHRASES`] changes.
+pub const REVIEW_TEMPLATE_VERSION: &str = "review-v2";
 
 /// The review prompt; `{task}`, `{criteria}`, `{response}`, `{evidence}`, `{diff}` and
 /// `{prior}` are filled in mechanically.
@@ -65,15 +66,40 @@ PASS: the work is done (findings of severity style, perf or other are noted as d
 it can be fixed; the agent gets your feedback and tries again. HARD_FAIL: it must not be accepted \
 and retrying will not help.";
 
+/// The phrases the prompt's parts are made of, each a template of its own: an empty part, an
+/// evidence record, an earlier finding, a cut diff. Hashed with [`REVIEW_TEMPLATE`].
+pub const REVIEW_PHRASES: [(&str, &str); 4] = [
+    ("none", "(none)"),
+    ("evidence", "- {criterion} [{result}]: {proof}"),
+    ("prior", "- attempt {attempt}: {finding}"),
+    ("diff_cut", "[diff cut: {more} more lines]"),
+];
+
+/// The phrase named `name`.
+fn phrase(name: &str) -> &'static str {
+    REVIEW_PHRASES
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, text)| *text)
+        .expect("a phrase of REVIEW_PHRASES")
+}
+
 /// Lines of the diff quoted in the review prompt, at most.
 const MAX_DIFF_LINES: usize = 500;
 /// Turns a reviewer may take (reading files) before its verdict, unless `critic.max_turns` says.
 const DEFAULT_MAX_TURNS: u32 = 10;
 
-static TEMPLATE_SHA256: LazyLock<String> =
-    LazyLock::new(|| harness_builtins::sha256_hex(REVIEW_TEMPLATE.as_bytes()));
+static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
+    let mut text = REVIEW_TEMPLATE.to_owned();
+    for (name, phrase) in REVIEW_PHRASES {
+        text.push_str(&format!("\n{name}: {phrase}"));
+    }
+    harness_builtins::sha256_hex(text.as_bytes())
+});
 
-/// Returns the SHA-256 of the review prompt's template, recorded with every review.
+/// Returns the SHA-256 of every word of the review prompt the code does not take from the
+/// attempt: [`REVIEW_TEMPLATE`], then each of [`REVIEW_PHRASES`] as a line `\nNAME: PHRASE`.
+/// Recorded with every review.
 pub fn review_template_sha256() -> &'static str {
     &TEMPLATE_SHA256
 }
@@ -416,9 +442,10 @@ fn changed_lines(diff: &[String]) -> usize {
 
 /// Fills the review template for the attempt in `subject`.
 fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
+    use crate::retry::fill;
     let or_none = |text: String| {
         if text.trim().is_empty() {
-            "(none)".to_owned()
+            phrase("none").to_owned()
         } else {
             text
         }
@@ -427,11 +454,13 @@ fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
         .evidence
         .iter()
         .map(|e| {
-            format!(
-                "- {} [{}]: {}",
-                e.criterion,
-                e.result.as_str(),
-                e.proof.as_deref().unwrap_or("")
+            fill(
+                phrase("evidence"),
+                &[
+                    ("{criterion}", &e.criterion),
+                    ("{result}", e.result.as_str()),
+                    ("{proof}", e.proof.as_deref().unwrap_or("")),
+                ],
             )
         })
         .collect::<Vec<_>>()
@@ -444,18 +473,25 @@ fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     if lines.len() > MAX_DIFF_LINES {
-        diff.push_str(&format!(
-            "\n[diff cut: {} more lines]",
-            lines.len() - MAX_DIFF_LINES
+        diff.push('\n');
+        diff.push_str(&fill(
+            phrase("diff_cut"),
+            &[("{more}", &(lines.len() - MAX_DIFF_LINES).to_string())],
         ));
     }
     let prior = subject
         .earlier
         .iter()
         .flat_map(|v| {
-            v.findings
-                .iter()
-                .map(move |f| format!("- attempt {}: {f}", v.attempt + 1))
+            v.findings.iter().map(move |f| {
+                fill(
+                    phrase("prior"),
+                    &[
+                        ("{attempt}", &(v.attempt + 1).to_string()),
+                        ("{finding}", &f.to_string()),
+                    ],
+                )
+            })
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -468,7 +504,7 @@ fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
         ("{prior}", or_none(prior)),
     ];
     let values: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    crate::retry::fill(REVIEW_TEMPLATE, &values)
+    fill(REVIEW_TEMPLATE, &values)
 }
 
 /// A reviewer's answer, read.
@@ -621,6 +657,7 @@ fn parse(text: &str) -> Result<Parsed, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::Verdict;
 
     #[test]
     fn one_object_is_read_and_severities_decide_what_blocks() {
@@ -666,5 +703,45 @@ mod tests {
     fn changed_lines_count_additions_and_removals_not_headers() {
         let diff = vec!["--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n+more\n".to_owned()];
         assert_eq!(changed_lines(&diff), 3);
+    }
+
+    /// The review prompt as the reviewer reads it, every part filled.
+    #[test]
+    fn golden_review_prompt() {
+        use harness_hooks::{Evidence, EvidenceResult};
+        let events = crate::events::Emitter::detached();
+        let earlier = [Verdict {
+            attempt: 0,
+            decision: crate::verdict::Decision::Retry,
+            findings: vec![Finding::blocking(Source::Check, "tests", "exit 1")],
+            evidence: Vec::new(),
+            critic: None,
+            logs: Vec::new(),
+        }];
+        let refs: Vec<&Verdict> = earlier.iter().collect();
+        let result = DelegationResult {
+            id: "d-0000000000000001".to_owned(),
+            parent_id: None,
+            attempt: 1,
+            response: "Done: src/parser.rs parses the grammar; tests pass.".to_owned(),
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
+            changes: None,
+            evidence: Vec::new(),
+        };
+        let mut subject = Subject::new(result, &refs, &events);
+        subject.evidence.push(Evidence {
+            proof: Some("exit 0 in 1.2 s".to_owned()),
+            ..Evidence::new("tests", "check", EvidenceResult::Pass)
+        });
+        subject.diff = vec![
+            "--- /dev/null\n+++ b/src/parser.rs\n@@ -0,0 +1 @@\n+pub fn parse() {}\n".to_owned(),
+        ];
+        let text = prompt(
+            "- new tests cover the parser\n- no unsafe",
+            "Write a parser for the grammar in GRAMMAR.md",
+            &subject,
+        );
+        crate::golden::assert_golden("review-v2.prompt", &text);
     }
 }

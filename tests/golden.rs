@@ -1,0 +1,102 @@
+//! Golden files of what scripts read: `harness run --json` of the quickstart and
+//! `harness report --json` over its runs, compared whole after the values that differ from run to
+//! run (ids, durations, times, paths) are replaced by placeholders. Regenerate with
+//! `HARNESS_BLESS=1 cargo test --test tests golden`, then read the diff: a changed key or value
+//! is a change every script reading it sees.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::util::{TempDir, copy_tree, harness, repo_root};
+
+/// Compares `actual` (pretty JSON) with `tests/golden/NAME`, or writes it under `HARNESS_BLESS`.
+fn assert_golden(name: &str, actual: &Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let text = serde_json::to_string_pretty(actual).expect("JSON") + "\n";
+    if std::env::var_os("HARNESS_BLESS").is_some() {
+        std::fs::write(&path, &text).expect("write the golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (HARNESS_BLESS=1 writes it)", path.display()));
+    assert!(
+        expected == text,
+        "{} differs (HARNESS_BLESS=1 regenerates it):\n--- expected\n{expected}\n--- actual\n{text}",
+        path.display()
+    );
+}
+
+/// Replaces what differs between runs: delegation ids, durations and times, absolute paths
+/// under `root`.
+fn normalise(value: &mut Value, root: &str) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                let timing = key.ends_with("_ms") || key == "at" || key == "started_at";
+                if timing && !item.is_null() && !item.is_object() {
+                    *item = Value::String(format!("<{key}>"));
+                } else {
+                    normalise(item, root);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| normalise(i, root)),
+        Value::String(text) => {
+            let mut out = text.replace(root, "<root>");
+            while let Some(start) = out.find("d-").filter(|&i| {
+                out[i + 2..].len() >= 16
+                    && out[i + 2..i + 18].bytes().all(|b| b.is_ascii_hexdigit())
+            }) {
+                out.replace_range(start..start + 18, "d-<id>");
+            }
+            *text = out;
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn run_json_of_the_quickstart_and_the_report_over_it() {
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/quickstart"), &dir.path());
+    let _ = std::fs::remove_file(dir.join("workspace/hello.txt"));
+    let journal = dir.join("runs.db");
+    let root = dir
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string();
+    let run = || {
+        harness(["run", "--json", "delegation.yaml", "--journal"])
+            .args([&journal])
+            .current_dir(dir.path())
+            .run()
+    };
+    // It lies, is caught and passes on attempt 2; run again, hello.txt is there: attempt 1.
+    let first = run();
+    first.expect_code(0);
+    run().expect_code(0);
+    let mut report = first.json();
+    report["journal"] = Value::String("<journal>".to_owned());
+    normalise(&mut report, &root);
+    assert_golden("quickstart.run.json", &report);
+
+    let out = harness(["report", "--json", "--journal"])
+        .args([&journal])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    let mut dashboard = out.json();
+    dashboard["journal"] = Value::String("<journal>".to_owned());
+    normalise(&mut dashboard, &root);
+    // Durations are spreads (p50, p95, max): placeholders too.
+    dashboard["total"]["duration_ms"] = Value::String("<duration_ms>".to_owned());
+    for kind in dashboard["kinds"].as_array_mut().into_iter().flatten() {
+        kind["duration_ms"] = Value::String("<duration_ms>".to_owned());
+    }
+    assert_golden("quickstart.report.json", &dashboard);
+}
