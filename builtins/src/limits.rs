@@ -30,6 +30,28 @@ pub struct Limits {
     pub max_exec_output_bytes: usize,
 }
 
+impl Limits {
+    /// Every budget in one short line, for the keys of caches of scripts compiled under them.
+    pub fn key(&self) -> String {
+        let numbers = [
+            self.max_steps,
+            u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX),
+            self.max_call_depth as u64,
+            self.max_heap_bytes as u64,
+            self.max_nesting_depth as u64,
+            self.max_read_bytes,
+            self.max_http_body_bytes as u64,
+            self.max_exec_output_bytes as u64,
+        ];
+        let mut key = String::with_capacity(96);
+        for n in numbers {
+            key.push_str(&n.to_string());
+            key.push(' ');
+        }
+        key
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

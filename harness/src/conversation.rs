@@ -1,6 +1,7 @@
 //! The conversation a delegate keeps across turns and attempts, in OpenAI chat terms.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use harness_hooks::ToolCall;
 
@@ -59,38 +60,77 @@ impl Message {
     /// Returns the message in the OpenAI chat-completions wire format (`arguments` as a JSON
     /// string, `tool_calls` omitted when empty).
     pub fn to_openai(&self) -> Value {
+        serde_json::to_value(self.wire()).expect("a message always serialises")
+    }
+
+    /// The message as the OpenAI chat-completions wire format has it, borrowed, for a request
+    /// body serialised without building a JSON tree first.
+    pub(crate) fn wire(&self) -> WireMessage<'_> {
         match self {
+            Message::System(content) => WireMessage::System { content },
+            Message::User(content) => WireMessage::User { content },
             Message::Assistant {
                 content,
                 tool_calls,
-            } => {
-                let mut message = Map::new();
-                message.insert("role".into(), json!("assistant"));
-                message.insert("content".into(), json!(content));
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({
-                                "id": c.id,
-                                "type": "function",
-                                "function": {
-                                    "name": c.name,
-                                    "arguments": Value::Object(c.arguments.clone()).to_string(),
-                                },
-                            })
-                        })
-                        .collect();
-                    message.insert("tool_calls".into(), Value::Array(calls));
-                }
-                Value::Object(message)
-            }
+            } => WireMessage::Assistant {
+                content: content.as_deref(),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| WireCall {
+                        id: &c.id,
+                        kind: "function",
+                        function: WireFunction {
+                            name: &c.name,
+                            arguments: serde_json::to_string(&c.arguments)
+                                .expect("arguments always serialise"),
+                        },
+                    })
+                    .collect(),
+            },
             Message::Tool {
                 call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
-            other => other.to_script_value(),
+            } => WireMessage::Tool {
+                tool_call_id: call_id,
+                content,
+            },
         }
     }
+}
+
+/// One chat message on the OpenAI wire.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub(crate) enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+/// A tool call on the OpenAI wire: its arguments as a JSON string.
+#[derive(Debug, Serialize)]
+pub(crate) struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: String,
 }
 
 /// The description of one tool offered to a delegate.
@@ -107,15 +147,35 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// Returns the spec in the OpenAI `tools` wire format.
     pub fn to_openai(&self) -> Value {
-        json!({
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        })
+        serde_json::to_value(self.wire()).expect("a tool spec always serialises")
     }
+
+    /// The tool as the OpenAI wire has it, borrowed.
+    pub(crate) fn wire(&self) -> WireTool<'_> {
+        WireTool {
+            kind: "function",
+            function: WireToolFunction {
+                name: &self.name,
+                description: &self.description,
+                parameters: &self.parameters,
+            },
+        }
+    }
+}
+
+/// A tool offered on the OpenAI wire.
+#[derive(Debug, Serialize)]
+pub(crate) struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireToolFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 /// Token counts of model calls.

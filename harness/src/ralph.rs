@@ -56,7 +56,7 @@ pub(crate) async fn run(
     );
     drop(entered);
     let request = delegation.request(&id, None);
-    let mut report = Report::started(id, kind, request);
+    let mut report = Report::started(id, kind, Some(request));
     report.trace_id = shared.trace_ids.and_then(|read| read(&span));
     let clock = Instant::now();
     let events = Emitter::new(&report.id, observer);

@@ -152,10 +152,10 @@ impl AttemptRecord {
 impl Report {
     /// The report of delegation `id` as it starts: outcome `skipped` until the run says
     /// otherwise, no attempts, the request as the delegation file gave it.
-    pub(crate) fn started(id: String, delegate_kind: &str, request: Request) -> Report {
+    pub(crate) fn started(id: String, delegate_kind: &str, request: Option<Request>) -> Report {
         Report {
             id,
-            request: Some(request),
+            request,
             outcome: Outcome::Skipped,
             delegate_kind: delegate_kind.to_owned(),
             model: None,
@@ -187,20 +187,10 @@ impl Report {
             kind: outcome.kind().map(|k| k.as_str().to_owned()),
         });
         Report {
-            id,
-            request: None,
             outcome,
-            delegate_kind: delegate_kind.to_owned(),
-            model: None,
-            attempts: Vec::new(),
             error: Some(error),
-            delivered: None,
-            warnings: Vec::new(),
             events: events.take(),
-            debt: Vec::new(),
-            started_at: std::time::SystemTime::now(),
-            duration: std::time::Duration::ZERO,
-            trace_id: None,
+            ..Report::started(id, delegate_kind, None)
         }
     }
 
@@ -269,12 +259,7 @@ impl Report {
                         &mut review.feedback,
                         &mut review.error,
                     ];
-                    for text in texts.into_iter().flatten() {
-                        redactor.scrub_string(text);
-                    }
-                    for value in review.extra.values_mut() {
-                        redactor.scrub_json(value);
-                    }
+                    scrub_record(redactor, texts, &mut review.extra);
                 }
             }
         }
@@ -384,6 +369,8 @@ impl Report {
             review: ReviewJson {
                 status: self.outcome.needs_review().then_some("pending"),
             },
+            line: None,
+            trace_id: self.trace_id.as_deref(),
         }
     }
 }
@@ -396,10 +383,19 @@ fn scrub_evidence(redactor: &Redactor, record: &mut Evidence) {
         &mut record.proof,
         &mut record.output_tail,
     ];
+    scrub_record(redactor, texts, &mut record.extra);
+}
+
+/// Scrubs a typed record's free texts and the keys its type does not name.
+fn scrub_record<const N: usize>(
+    redactor: &Redactor,
+    texts: [&mut Option<String>; N],
+    extra: &mut serde_json::Map<String, Value>,
+) {
     for text in texts.into_iter().flatten() {
         redactor.scrub_string(text);
     }
-    for value in record.extra.values_mut() {
+    for value in extra.values_mut() {
         redactor.scrub_json(value);
     }
 }
@@ -428,6 +424,19 @@ pub struct ReportJson<'a> {
     debt: &'a [Finding],
     warnings: &'a [String],
     review: ReviewJson,
+    /// The batch line, in `harness batch --json` output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+    trace_id: Option<&'a str>,
+}
+
+impl ReportJson<'_> {
+    /// The object of a batch entry: `line` added before `trace_id`.
+    #[must_use]
+    pub fn with_line(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
 }
 
 /// One attempt of `history`: its verdict (DESIGN §4.3) with what it produced and the retry
@@ -562,6 +571,7 @@ mod tests {
             "debt": [],
             "warnings": report.warnings,
             "review": {"status": report.outcome.needs_review().then_some("pending")},
+            "trace_id": report.trace_id,
         })
     }
 

@@ -239,66 +239,133 @@ impl RetryContext {
     /// Fills the template, quoting each reason line.
     pub fn render(&self) -> String {
         let quote = |lines: &[String]| -> String {
-            lines
-                .iter()
-                .flat_map(|r| r.lines().map(|line| format!("  > {line}\n")))
-                .collect()
+            let mut out = String::new();
+            for line in lines.iter().flat_map(|r| r.lines()) {
+                out.push_str("  > ");
+                out.push_str(line);
+                out.push('\n');
+            }
+            out
         };
-        let primary = self
-            .reasons
-            .first()
-            .map_or_else(String::new, |first| quote(std::slice::from_ref(first)));
-        let diff: String = self
-            .diff
-            .iter()
-            .map(|line| format!("    {line}\n"))
-            .collect();
-        let values = [
-            ("attempt", (self.failed_attempt + 1).to_string()),
-            ("total", self.total_attempts.to_string()),
-            ("primary", primary.trim_end().to_owned()),
-            ("also", quote(self.reasons.get(1..).unwrap_or_default())),
-            ("repeated", self.repeated.clone().unwrap_or_default()),
-            ("feedback", quote(self.critic_feedback.as_slice())),
-            ("advisory", quote(&self.advisory)),
-            ("prior", quote(&self.prior)),
-            ("diff", diff),
-        ];
-        render_sections(RETRY_TEMPLATE, &values)
+        let primary = quote(&self.reasons[..self.reasons.len().min(1)]);
+        let mut diff = String::new();
+        for line in &self.diff {
+            diff.push_str("    ");
+            diff.push_str(line);
+            diff.push('\n');
+        }
+        let (attempt, total) = (
+            (self.failed_attempt + 1).to_string(),
+            self.total_attempts.to_string(),
+        );
+        let (also, feedback) = (
+            quote(self.reasons.get(1..).unwrap_or_default()),
+            quote(self.critic_feedback.as_slice()),
+        );
+        let (advisory, prior) = (quote(&self.advisory), quote(&self.prior));
+        RETRY.render(&[
+            ("attempt", &attempt),
+            ("total", &total),
+            ("primary", primary.trim_end()),
+            ("also", &also),
+            ("repeated", self.repeated.as_deref().unwrap_or_default()),
+            ("feedback", &feedback),
+            ("advisory", &advisory),
+            ("prior", &prior),
+            ("diff", &diff),
+        ])
     }
 }
 
-/// Fills `template`: each section `{?name}…{/name}` is kept when `name`'s value is not empty and
-/// dropped whole otherwise; then every `{name}` is replaced by its value, in one pass.
-pub(crate) fn render_sections(template: &str, values: &[(&str, String)]) -> String {
-    let mut kept = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("{?") {
-        kept.push_str(&rest[..start]);
-        let open = &rest[start + 2..];
-        let name_end = open.find('}').expect("a section names itself");
-        let name = &open[..name_end];
-        let close = format!("{{/{name}}}");
-        let body_end = open.find(&close).expect("a section ends");
-        let body = &open[name_end + 1..body_end];
-        if values
-            .iter()
-            .any(|(key, value)| *key == name && !value.is_empty())
-        {
-            kept.push_str(body);
-        }
-        rest = &open[body_end + close.len()..];
+/// A template read once: text, `{name}` placeholders, and `{?name}…{/name}` sections kept only
+/// when `name` has something to say.
+#[derive(Debug)]
+struct Template {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug)]
+enum Part {
+    Text(&'static str),
+    Value(&'static str),
+    Section(&'static str, Vec<Part>),
+}
+
+/// [`RETRY_TEMPLATE`], read.
+static RETRY: LazyLock<Template> = LazyLock::new(|| Template::parse(RETRY_TEMPLATE));
+
+impl Template {
+    /// Reads `text`; a `{` that opens no placeholder is text.
+    fn parse(text: &'static str) -> Self {
+        let (parts, rest) = Self::parts(text, None);
+        debug_assert!(rest.is_empty(), "a section of the template is not closed");
+        Template { parts }
     }
-    kept.push_str(rest);
-    let placeholders: Vec<(String, &str)> = values
-        .iter()
-        .map(|(key, value)| (format!("{{{key}}}"), value.as_str()))
-        .collect();
-    let placeholders: Vec<(&str, &str)> = placeholders
-        .iter()
-        .map(|(key, value)| (key.as_str(), *value))
-        .collect();
-    fill(&kept, &placeholders)
+
+    /// The parts of `text` up to the end of `section` (when inside one), and what follows it.
+    fn parts(mut text: &'static str, section: Option<&str>) -> (Vec<Part>, &'static str) {
+        let mut parts = Vec::new();
+        while let Some(start) = text.find('{') {
+            if start > 0 {
+                parts.push(Part::Text(&text[..start]));
+            }
+            let tail = &text[start..];
+            let name_end = tail.find('}').filter(|&end| {
+                tail[1..end]
+                    .chars()
+                    .all(|c| "?/_".contains(c) || c.is_ascii_lowercase())
+            });
+            let Some(end) = name_end else {
+                parts.push(Part::Text(&tail[..1]));
+                text = &tail[1..];
+                continue;
+            };
+            let name = &tail[1..end];
+            text = &tail[end + 1..];
+            if let Some(opened) = name.strip_prefix('?') {
+                let (inner, after) = Self::parts(text, Some(opened));
+                parts.push(Part::Section(opened, inner));
+                text = after;
+            } else if name
+                .strip_prefix('/')
+                .is_some_and(|closed| Some(closed) == section)
+            {
+                return (parts, text);
+            } else {
+                parts.push(Part::Value(name));
+            }
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        (parts, "")
+    }
+
+    /// Fills the template with `values` (by name); a value is never read as template.
+    fn render(&self, values: &[(&str, &str)]) -> String {
+        let mut out = String::with_capacity(1024);
+        Self::render_parts(&self.parts, values, &mut out);
+        out
+    }
+
+    fn render_parts(parts: &[Part], values: &[(&str, &str)], out: &mut String) {
+        let value = |name: &str| {
+            values
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map_or("", |(_, value)| *value)
+        };
+        for part in parts {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Value(name) => out.push_str(value(name)),
+                Part::Section(name, inner) if !value(name).is_empty() => {
+                    Self::render_parts(inner, values, out);
+                }
+                Part::Section(..) => {}
+            }
+        }
+    }
 }
 
 /// Fills `template`'s placeholders in one pass: what a value says (a reason quoting

@@ -89,15 +89,16 @@ impl Session {
             ..Capabilities::read_only()
         };
         let model = delegation.delegate().model().map(str::to_owned);
-        // Everything besides name, source and args that shapes a compiled script.
-        let shape = format!(
-            "{}\n{:?}\n{:?}\n{:?}\n{:?}",
-            workspace.root().display(),
-            delegation.allow_hosts(),
-            delegation.allow_exec(),
-            delegation.allow_env(),
-            delegation.limits(),
-        );
+        // Everything besides name, source and args that shapes a compiled script (lists joined
+        // with a separator no name holds).
+        let shape = [
+            workspace.root().to_string_lossy().as_ref(),
+            &delegation.allow_hosts().join("\u{1f}"),
+            &delegation.allow_exec().join("\u{1f}"),
+            &delegation.allow_env().join("\u{1f}"),
+            &delegation.limits().key(),
+        ]
+        .join("\n");
         let mut names = vec![delegation.delegate().kind().to_owned()];
         names.extend(model.clone());
 

@@ -227,6 +227,20 @@ impl Verifier {
         self.evaluate(vec![value]).await
     }
 
+    /// Judges the Result `value` as [`Verifier::verify_value`] does, borrowing it: a small pure
+    /// verifier runs on it right here; only one that must move to a blocking thread copies it.
+    pub(crate) async fn verify_ref(
+        &self,
+        value: &serde_json::Value,
+    ) -> Result<(VerifyOutcome, Vec<String>)> {
+        match self.script.call_inline(&self.sandbox, "run", &[value]) {
+            Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {
+                self.evaluate(vec![value.clone()]).await
+            }
+            called => self.judge(called),
+        }
+    }
+
     /// Calls `run(*args)`: small pure verifiers right here, anything else on a blocking thread
     /// that keeps the caller's span.
     async fn evaluate(&self, args: Vec<serde_json::Value>) -> Result<(VerifyOutcome, Vec<String>)> {

@@ -16,6 +16,7 @@ use starlark::environment::GlobalsBuilder;
 use starlark::eval::{Arguments, Evaluator};
 use starlark::starlark_module;
 use starlark::starlark_simple_value;
+use starlark::values::none::NoneType;
 use starlark::values::{NoSerialize, ProvidesStaticType, StarlarkValue, Value, starlark_value};
 
 /// Which kind of policy file a test loads.
@@ -239,14 +240,10 @@ fn test_globals(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] actual: Value<'v>,
         #[starlark(require = pos)] expected: Value<'v>,
         #[starlark(require = named)] msg: Option<&str>,
-    ) -> starlark::Result<starlark::values::none::NoneType> {
-        if actual.equals(expected)? {
-            return Ok(starlark::values::none::NoneType);
-        }
-        Err(failed(with_note(
-            format!("assert_eq: {} != {}", actual.to_repr(), expected.to_repr()),
-            msg,
-        )))
+    ) -> starlark::Result<NoneType> {
+        held(actual.equals(expected)?, msg, || {
+            format!("assert_eq: {} != {}", actual.to_repr(), expected.to_repr())
+        })
     }
 
     /// Fails the test when `actual == unexpected`.
@@ -254,28 +251,20 @@ fn test_globals(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] actual: Value<'v>,
         #[starlark(require = pos)] unexpected: Value<'v>,
         #[starlark(require = named)] msg: Option<&str>,
-    ) -> starlark::Result<starlark::values::none::NoneType> {
-        if !actual.equals(unexpected)? {
-            return Ok(starlark::values::none::NoneType);
-        }
-        Err(failed(with_note(
-            format!("assert_ne: both are {}", actual.to_repr()),
-            msg,
-        )))
+    ) -> starlark::Result<NoneType> {
+        held(!actual.equals(unexpected)?, msg, || {
+            format!("assert_ne: both are {}", actual.to_repr())
+        })
     }
 
     /// Fails the test unless `condition` is true.
     fn assert_true<'v>(
         #[starlark(require = pos)] condition: Value<'v>,
         #[starlark(require = named)] msg: Option<&str>,
-    ) -> starlark::Result<starlark::values::none::NoneType> {
-        if condition.to_bool() {
-            return Ok(starlark::values::none::NoneType);
-        }
-        Err(failed(with_note(
-            format!("assert_true: {} is not true", condition.to_repr()),
-            msg,
-        )))
+    ) -> starlark::Result<NoneType> {
+        held(condition.to_bool(), msg, || {
+            format!("assert_true: {} is not true", condition.to_repr())
+        })
     }
 
     /// Fails the test unless `needle` is in `haystack` (a substring of a string, an item of a
@@ -284,17 +273,27 @@ fn test_globals(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] haystack: Value<'v>,
         #[starlark(require = pos)] needle: Value<'v>,
         #[starlark(require = named)] msg: Option<&str>,
-    ) -> starlark::Result<starlark::values::none::NoneType> {
-        if haystack.is_in(needle)? {
-            return Ok(starlark::values::none::NoneType);
-        }
-        Err(failed(with_note(
+    ) -> starlark::Result<NoneType> {
+        held(haystack.is_in(needle)?, msg, || {
             format!(
                 "assert_contains: {} not in {}",
                 needle.to_repr(),
                 haystack.to_repr()
-            ),
-            msg,
-        )))
+            )
+        })
+    }
+}
+
+/// `None` when an assertion `holds`; else the test's failure, saying what did not hold (after
+/// the test's own `msg`).
+fn held(
+    holds: bool,
+    msg: Option<&str>,
+    what: impl FnOnce() -> String,
+) -> starlark::Result<NoneType> {
+    if holds {
+        Ok(NoneType)
+    } else {
+        Err(failed(with_note(what(), msg)))
     }
 }

@@ -733,7 +733,10 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
 
 /// Serialises a value the journal stores as JSON text.
 fn json_text(value: &impl serde::Serialize) -> String {
-    serde_json::to_string(value).expect("records always serialise")
+    // Sized for a typed record at once: growing the buffer step by step cost more than writing.
+    let mut text = Vec::with_capacity(2048);
+    serde_json::to_writer(&mut text, value).expect("records always serialise");
+    String::from_utf8(text).expect("JSON is UTF-8")
 }
 
 #[cfg(test)]

@@ -96,21 +96,12 @@ pub async fn run(args: BatchArgs) -> u8 {
                     Outcome::Error(_) => counts.errors += 1,
                 }
                 if json_output {
-                    // The `harness run --json` object plus `line` and `trace_id`, written
-                    // straight from the report.
-                    #[derive(serde::Serialize)]
-                    struct Line<'a> {
-                        #[serde(flatten)]
-                        report: harness::ReportJson<'a>,
-                        line: usize,
-                        trace_id: Option<&'a str>,
-                    }
-                    serde_json::to_string(&Line {
-                        report: report.json(),
-                        line,
-                        trace_id: report.trace_id.as_deref(),
-                    })
-                    .expect("a report always serialises")
+                    // The `harness run --json` object plus `line`, written straight from the
+                    // report.
+                    let mut text = Vec::with_capacity(4096);
+                    serde_json::to_writer(&mut text, &report.json().with_line(line))
+                        .expect("a report always serialises");
+                    String::from_utf8(text).expect("JSON is UTF-8")
                 } else {
                     let detail = report.error.as_ref().map_or(String::new(), |e| {
                         format!(

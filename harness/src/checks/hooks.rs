@@ -1,6 +1,7 @@
 //! Stage 4: the `delegation.post_verify` hooks, in priority order (DESIGN §4.2).
 
-use harness_hooks::{Action, Event};
+use harness_hooks::{Action, DelegationResult, Event};
+use serde::Deserialize as _;
 
 use super::{Check, Subject};
 use crate::delegate::BoxFuture;
@@ -34,24 +35,22 @@ impl Check for PostVerifyHooks {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let clock = std::time::Instant::now();
+            // The hooks get the Result itself and hand it back, modified or not: no copy.
+            let payload = std::mem::take(&mut subject.value);
             let dispatch = self
                 .policy
-                .dispatch(
-                    Event::DelegationPostVerify,
-                    subject.value.clone(),
-                    &self.names,
-                )
+                .dispatch(Event::DelegationPostVerify, payload, &self.names)
                 .await?;
             telemetry::record_verify_duration("hook", clock.elapsed().as_secs_f64());
             if dispatch.runs.iter().any(|r| r.action == Action::Modify) {
-                subject.result = serde_json::from_value(dispatch.payload.clone()).map_err(|e| {
+                subject.result = DelegationResult::deserialize(&dispatch.payload).map_err(|e| {
                     Error::new(
                         ErrorKind::Hook,
                         format!("a delegation.post_verify modify produced an invalid Result: {e}"),
                     )
                 })?;
-                subject.value = dispatch.payload;
             }
+            subject.value = dispatch.payload;
             if let Some(block) = dispatch.blocked {
                 subject
                     .findings

@@ -26,7 +26,7 @@ impl Check for InlineVerifier {
             );
             let clock = std::time::Instant::now();
             let (outcome, logs) = verifier
-                .verify_value(subject.value.clone())
+                .verify_ref(&subject.value)
                 .instrument(span.clone())
                 .await?;
             telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());

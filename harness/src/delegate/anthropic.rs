@@ -137,7 +137,9 @@ impl AnthropicDelegate {
             .post(
                 &target,
                 &headers,
-                body,
+                serde_json::to_vec(body)
+                    .expect("a request always serialises")
+                    .into(),
                 "check the model name, API key and request settings",
             )
             .await?;

@@ -5,11 +5,11 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::transport::{Transport, delegate_error, excerpt};
 use super::{BoxFuture, Delegate, RequestedCall, Turn, TurnRequest};
-use crate::conversation::Usage;
+use crate::conversation::{Message, ToolSpec, Usage, WireMessage, WireTool};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The default `base_url`: OpenAI's own API.
@@ -136,30 +136,31 @@ impl OpenAiDelegate {
         &self.spec
     }
 
-    fn request_body(&self, request: &TurnRequest<'_>) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), json!(self.spec.model));
-        body.insert(
-            "messages".into(),
-            Value::Array(request.messages.iter().map(|m| m.to_openai()).collect()),
-        );
-        if !request.tools.is_empty() {
-            body.insert(
-                "tools".into(),
-                Value::Array(request.tools.iter().map(|t| t.to_openai()).collect()),
-            );
-        }
-        if let Some(temperature) = self.spec.temperature {
-            body.insert("temperature".into(), json!(temperature));
-        }
-        if let Some(max_tokens) = self.spec.max_tokens {
-            body.insert("max_tokens".into(), json!(max_tokens));
-        }
-        Value::Object(body)
+    /// The request's JSON body, serialised straight from the conversation.
+    fn request_body(&self, request: &TurnRequest<'_>) -> bytes::Bytes {
+        let body = Body {
+            model: &self.spec.model,
+            messages: request.messages.iter().map(Message::wire).collect(),
+            tools: request.tools.iter().map(ToolSpec::wire).collect(),
+            temperature: self.spec.temperature,
+            max_tokens: self.spec.max_tokens,
+        };
+        let size: usize = request
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::System(text) | Message::User(text) => text.len(),
+                Message::Assistant { content, .. } => content.as_ref().map_or(64, String::len),
+                Message::Tool { content, .. } => content.len(),
+            })
+            .sum();
+        let mut bytes = Vec::with_capacity(1024 + size + size / 8 + 512 * request.tools.len());
+        serde_json::to_writer(&mut bytes, &body).expect("a request always serialises");
+        bytes.into()
     }
 
     /// Sends `body`, retrying transport failures, and parses the completion.
-    async fn call(&self, body: &Value) -> Result<Turn> {
+    async fn call(&self, body: bytes::Bytes) -> Result<Turn> {
         let url = self.spec.url();
         let target = parse_url(&url).map_err(|e| {
             delegate_error(format!(
@@ -191,6 +192,19 @@ impl OpenAiDelegate {
             .await?;
         parse_completion(&url, &bytes)
     }
+}
+
+/// A chat-completions request body.
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
 }
 
 /// Parses a successful chat-completions response.
@@ -442,8 +456,8 @@ impl Delegate for OpenAiDelegate {
     fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>> {
         let body = self.request_body(&request);
         Box::pin(async move {
-            tracing::trace!(request = %body, "openai: request");
-            let result = self.call(&body).await;
+            tracing::trace!(request = %String::from_utf8_lossy(&body), "openai: request");
+            let result = self.call(body).await;
             if let Ok(turn) = &result {
                 tracing::trace!(content = ?turn.content, tool_calls = ?turn.tool_calls, "openai: response");
             }

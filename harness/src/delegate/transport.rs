@@ -47,14 +47,14 @@ impl Transport<'_> {
         &self,
         url: &reqwest::Url,
         headers: &[(&str, String)],
-        body: &Value,
+        body: bytes::Bytes,
         hint: &str,
     ) -> Result<Vec<u8>> {
         let provider = self.provider;
         let tries = self.max_retries.saturating_add(1);
         let mut retry = 0;
         loop {
-            let failure = match self.exchange(url, headers, body).await {
+            let failure = match self.exchange(url, headers, body.clone()).await {
                 Exchange::Done(status, bytes) if status.is_success() => return Ok(bytes),
                 Exchange::Done(status, bytes) if !retryable(status) => {
                     return Err(delegate_error(format!(
@@ -99,10 +99,15 @@ impl Transport<'_> {
         &self,
         url: &reqwest::Url,
         headers: &[(&str, String)],
-        body: &Value,
+        body: bytes::Bytes,
     ) -> Exchange {
         let timeout = self.timeout;
-        let mut builder = self.client.post(url.clone()).timeout(timeout).json(body);
+        let mut builder = self
+            .client
+            .post(url.clone())
+            .timeout(timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         for (name, value) in headers {
             builder = builder.header(*name, value);
         }

@@ -2,7 +2,7 @@
 //! workspace; a retry adds `--restore-chat-history`. Aider reports no tool log: the scope diff is
 //! the evidence of what it changed.
 
-use super::{Adapter, Invocation, Parsed};
+use super::{Adapter, Invocation, Parsed, Resume, owned};
 
 /// Aider.
 pub(super) struct Aider;
@@ -26,27 +26,26 @@ impl Adapter for Aider {
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {
         let dir = run.history.unwrap_or(std::path::Path::new(""));
-        let mut args: Vec<String> = [
+        let mut flags = owned(&[
             "--yes-always",
             "--no-pretty",
             "--no-stream",
             "--no-auto-commits",
             "--no-check-update",
             "--no-show-release-notes",
-        ]
-        .map(str::to_owned)
-        .into();
-        args.push("--chat-history-file".to_owned());
-        args.push(dir.join("chat.md").display().to_string());
-        args.push("--input-history-file".to_owned());
-        args.push(dir.join("input.txt").display().to_string());
-        if run.resume.is_some() {
-            args.push("--restore-chat-history".to_owned());
+        ]);
+        for (flag, file) in [
+            ("--chat-history-file", "chat.md"),
+            ("--input-history-file", "input.txt"),
+        ] {
+            flags.extend([flag.to_owned(), dir.join(file).display().to_string()]);
         }
-        args.extend(run.model("--model"));
-        args.extend(run.spec.args.iter().cloned());
-        args.extend(["--message".to_owned(), run.prompt.to_owned()]);
-        args
+        let restore = match run.resume {
+            Some(_) => owned(&["--restore-chat-history"]),
+            None => Vec::new(),
+        };
+        let prompt = owned(&["--message", run.prompt]);
+        run.args(flags, restore, Resume::BeforeArgs, prompt)
     }
 
     /// Aider's answer is its plain stdout; its session is its chat history file.

@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use super::{Adapter, CallLog, Invocation, Parsed, count, json_lines, prefixed, text};
+use super::{
+    Adapter, CallLog, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
+};
 use crate::conversation::Usage;
 
 /// Claude Code.
@@ -20,23 +22,21 @@ impl Adapter for Claude {
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {
-        let mut args: Vec<String> = [
+        let flags = [
             "-p",
             "--output-format",
             "stream-json",
             "--verbose",
             "--permission-mode",
             "acceptEdits",
-        ]
-        .map(str::to_owned)
-        .into();
-        args.extend(run.model("--model"));
-        if let Some(id) = run.resume {
-            args.extend(["--resume".to_owned(), id.to_owned()]);
-        }
-        args.extend(run.spec.args.iter().cloned());
-        args.push(run.prompt.to_owned());
-        args
+        ];
+        let prompt = vec![run.prompt.to_owned()];
+        run.args(
+            owned(&flags),
+            run.resuming("--resume"),
+            Resume::BeforeArgs,
+            prompt,
+        )
     }
 
     fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {

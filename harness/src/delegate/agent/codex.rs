@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Adapter, CallLog, Invocation, Parsed, count, json_lines, text};
+use super::{Adapter, CallLog, Invocation, Parsed, Resume, count, json_lines, owned, text};
 
 /// OpenAI's Codex CLI.
 pub(super) struct Codex;
@@ -23,22 +23,20 @@ impl Adapter for Codex {
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {
-        let mut args: Vec<String> = [
+        let flags = [
             "exec",
             "--json",
             "--skip-git-repo-check",
             "--sandbox",
             "workspace-write",
-        ]
-        .map(str::to_owned)
-        .into();
-        args.extend(run.model("--model"));
-        args.extend(run.spec.args.iter().cloned());
-        if let Some(id) = run.resume {
-            args.extend(["resume".to_owned(), id.to_owned()]);
-        }
-        args.push(run.prompt.to_owned());
-        args
+        ];
+        let prompt = vec![run.prompt.to_owned()];
+        run.args(
+            owned(&flags),
+            run.resuming("resume"),
+            Resume::AfterArgs,
+            prompt,
+        )
     }
 
     fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {

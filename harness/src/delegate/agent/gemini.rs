@@ -1,7 +1,9 @@
 //! Gemini CLI (`gemini`): `--output-format stream-json --approval-mode auto_edit -p PROMPT`; a
 //! retry adds `--resume ID`. The tool log is the stream's `tool_use` / `tool_result` events.
 
-use super::{Adapter, CallLog, Invocation, Parsed, count, json_lines, prefixed, text};
+use super::{
+    Adapter, CallLog, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
+};
 
 /// Google's Gemini CLI.
 pub(super) struct Gemini;
@@ -16,21 +18,19 @@ impl Adapter for Gemini {
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {
-        let mut args: Vec<String> = [
+        let flags = [
             "--output-format",
             "stream-json",
             "--approval-mode",
             "auto_edit",
-        ]
-        .map(str::to_owned)
-        .into();
-        args.extend(run.model("--model"));
-        if let Some(id) = run.resume {
-            args.extend(["--resume".to_owned(), id.to_owned()]);
-        }
-        args.extend(run.spec.args.iter().cloned());
-        args.extend(["-p".to_owned(), run.prompt.to_owned()]);
-        args
+        ];
+        let prompt = owned(&["-p", run.prompt]);
+        run.args(
+            owned(&flags),
+            run.resuming("--resume"),
+            Resume::BeforeArgs,
+            prompt,
+        )
     }
 
     fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {

@@ -68,15 +68,52 @@ struct Invocation<'a> {
     history: Option<&'a Path>,
 }
 
+/// Where a CLI takes what resumes a session: before the user's `args` (a flag, `--resume ID`)
+/// or after them (a subcommand, `resume ID`).
+#[derive(Clone, Copy)]
+enum Resume {
+    BeforeArgs,
+    AfterArgs,
+}
+
 impl Invocation<'_> {
-    /// `--model MODEL` (under `flag`), when the settings name one.
-    fn model(&self, flag: &str) -> Vec<String> {
-        self.spec
-            .model
+    /// The arguments of a CLI whose invocations all look alike: its fixed `flags`, `--model
+    /// MODEL` when the settings name one, `resume` where `at` says (empty for a new session),
+    /// the user's `args`, then `prompt`.
+    fn args(
+        &self,
+        flags: Vec<String>,
+        resume: Vec<String>,
+        at: Resume,
+        prompt: Vec<String>,
+    ) -> Vec<String> {
+        let mut args = flags;
+        if let Some(model) = &self.spec.model {
+            args.extend(["--model".to_owned(), model.clone()]);
+        }
+        let (before, after) = match at {
+            Resume::BeforeArgs => (resume, Vec::new()),
+            Resume::AfterArgs => (Vec::new(), resume),
+        };
+        args.extend(before);
+        args.extend(self.spec.args.iter().cloned());
+        args.extend(after);
+        args.extend(prompt);
+        args
+    }
+
+    /// `flag ID` when the run resumes session ID, else nothing.
+    fn resuming(&self, flag: &str) -> Vec<String> {
+        self.resume
             .iter()
-            .flat_map(|m| [flag.to_owned(), m.clone()])
+            .flat_map(|id| [flag.to_owned(), (*id).to_owned()])
             .collect()
     }
+}
+
+/// `names` as owned strings.
+fn owned(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
 }
 
 /// Which agent CLI a delegate runs.

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Where the batch benchmark's CPU goes, in instructions: the workload of bench/run.sh (2,000
+# two-attempt openai delegations, an inline verifier, one post_verify hook, the journal on,
+# telemetry off) under `valgrind --tool=callgrind`, once per binary given. Instructions do not
+# move with the machine's load, so two builds compare exactly; seconds are in bench/run.sh.
+#
+#   bench/profile.sh [--no-build] [--top N] [BINARY...]
+#
+# Without BINARY, the release build of this tree. Prints instructions per delegation and the
+# functions with the most inclusive instructions; leaves callgrind.out files in the scratch
+# directory it names for `callgrind_annotate` or kcachegrind.
+#
+# BENCH_DELEGATIONS / BENCH_CONCURRENCY change the workload (default 2000 / 32).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=1
+top=40
+binaries=()
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --no-build) build=0 ;;
+        --top) top=$2; shift ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -*) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+        *) binaries+=("$1") ;;
+    esac
+    shift
+done
+command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+
+cd "$root"
+if [[ $build == 1 ]]; then
+    cargo build --release -p harness-cli -p harness-bench
+fi
+bin=${CARGO_TARGET_DIR:-$root/target}/release
+[[ ${#binaries[@]} -gt 0 ]] || binaries=("$bin/harness")
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/harness-profile.XXXXXX")
+server_pid=
+cleanup() { if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; fi; }
+trap cleanup EXIT
+
+"$bin/fake-openai" 0 --lifetime 3600 >"$work/server.out" 2>"$work/server.err" &
+server_pid=$!
+url=
+for _ in $(seq 1 100); do
+    url=$(head -n 1 "$work/server.out" 2>/dev/null || true)
+    [[ -n $url ]] && break
+    sleep 0.1
+done
+[[ -n $url ]] || { echo "fake-openai did not report its address" >&2; exit 1; }
+
+n=${BENCH_DELEGATIONS:-2000}
+mkdir -p "$work/workspace"
+python3 -c "
+import sys; sys.path.insert(0, '$root/bench')
+import driver
+driver.write_batch('$work/batch.jsonl', $n, '$url', '$root/bench/hooks', '$work/workspace')
+"
+
+echo "workload: $n delegations, concurrency ${BENCH_CONCURRENCY:-32}, journal on, telemetry off; scratch $work"
+index=0
+for harness in "${binaries[@]}"; do
+    index=$((index + 1))
+    out="$work/callgrind.out.$index"
+    valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
+        "$harness" batch "$work/batch.jsonl" --concurrency "${BENCH_CONCURRENCY:-32}" --json \
+        --journal "$work/runs-$index.db" >/dev/null 2>"$work/valgrind-$index.err" \
+        || { echo "$harness failed under valgrind:" >&2; tail -20 "$work/valgrind-$index.err" >&2; exit 1; }
+    total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !seen { gsub(",", "", $1); print $1; seen = 1 }')
+    echo
+    echo "== $harness"
+    echo "instructions: $total in all, $((total / n)) per delegation"
+    callgrind_annotate --inclusive=yes "$out" 2>/dev/null \
+        | awk -v top="$top" '/file:function/ { found = 1; next } found && /^[ 0-9]/ && shown < top { print; shown++ }'
+done
