@@ -392,6 +392,37 @@ fn hooks_read_the_evidence_and_the_changes() {
     );
 }
 
+/// Evidence is a typed record that keeps what its type does not name: a verifier's own keys reach
+/// the report and the journal as the verifier gave them, never refused.
+#[test]
+fn a_verifiers_own_evidence_keys_are_kept_to_the_record() {
+    let dir = delegation(DONE, "  []\n");
+    let text = dir
+        .read("delegation.yaml")
+        .expect("file")
+        .replace("checks:\n  []\n", "")
+        + "verify: |\n  def run(result):\n      return {\"verified\": True, \"evidence\": [{\"criterion\": \"answer\", \"result\": \"pass\", \"flake_rate\": 0.25, \"runner\": {\"host\": \"ci-3\"}}]}\n";
+    dir.write("delegation.yaml", text);
+    let journal = dir.join("runs.db");
+    let out = crate::util::harness(["run", "--json", "delegation.yaml", "--journal"])
+        .args([&journal])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    let record = &report["history"][0]["evidence"][0];
+    assert_eq!(record["flake_rate"], json!(0.25), "{report}");
+    assert_eq!(record["runner"], json!({"host": "ci-3"}), "{report}");
+    let id = report["id"].as_str().expect("id");
+    let shown = crate::util::harness(["runs", "show", id, "--json", "--journal"])
+        .args([&journal])
+        .current_dir(dir.path())
+        .run();
+    shown.expect_code(0);
+    let kept = &shown.json()["attempts"][0]["verdict"]["evidence"][0];
+    assert_eq!(kept["runner"], json!({"host": "ci-3"}), "{shown:?}");
+}
+
 #[test]
 fn malformed_verifier_evidence_is_a_broken_verifier() {
     let dir = delegation(DONE, "  []\n");
