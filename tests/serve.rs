@@ -73,12 +73,25 @@ impl Server {
             .set_read_timeout(Some(Duration::from_secs(60)))
             .expect("timeout");
         let body = body.unwrap_or("");
+        // Addressed to the server's own address unless the caller names another `Host`.
+        let host = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("host"))
+            .map_or(self.addr.as_str(), |(_, host)| host);
         let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-            self.addr,
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
             body.len()
         );
-        for (name, value) in headers {
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            head.push_str("Content-Type: application/json\r\n");
+        }
+        for (name, value) in headers
+            .iter()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+        {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
@@ -407,6 +420,127 @@ fn a_token_guards_every_request() {
         .expect("runs");
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("HARNESS_API_TOKEN"));
+}
+
+/// Any web page the operator has open is an attacker. Without a token the server answers whoever
+/// reaches 127.0.0.1, so a cross-site form or `no-cors` fetch (text/plain: no preflight) must
+/// neither run a delegation nor override a run, and a page on a name rebound to 127.0.0.1 must not
+/// be answered at all; the server's own pages and clients that are not browsers still are.
+#[test]
+fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
+    let dir = root();
+    let server = Server::start(&dir, &[("HARNESS_API_USER", "ops-bot")], "127.0.0.1:0");
+    let failed = server.run(&delegation("liar.star"));
+    let own = format!("http://{}", server.addr);
+    let text_plain = ("Content-Type", "text/plain;charset=UTF-8");
+    let form = ("Content-Type", "application/x-www-form-urlencoded");
+    let submission = delegation("agent.star").to_string();
+    let approve = "decision=approve&type=check&reason=looks+fine&user=mallory";
+    let override_path = format!("/runs/{failed}/override");
+    for (what, method, path, headers, body) in [
+        (
+            "a no-cors fetch from another site",
+            "POST",
+            "/v1/delegations",
+            vec![text_plain, ("Origin", "https://evil.example")],
+            submission.as_str(),
+        ),
+        (
+            "a form on another site",
+            "POST",
+            override_path.as_str(),
+            vec![form, ("Origin", "https://evil.example")],
+            approve,
+        ),
+        (
+            "a sandboxed page (origin null)",
+            "POST",
+            override_path.as_str(),
+            vec![form, ("Origin", "null")],
+            approve,
+        ),
+        (
+            "another port on this machine",
+            "POST",
+            "/v1/delegations",
+            vec![
+                text_plain,
+                ("Origin", "http://127.0.0.1:1"),
+                ("Sec-Fetch-Site", "same-site"),
+            ],
+            submission.as_str(),
+        ),
+        (
+            "a browser that names the site only in Sec-Fetch-Site",
+            "POST",
+            "/v1/delegations",
+            vec![text_plain, ("Sec-Fetch-Site", "cross-site")],
+            submission.as_str(),
+        ),
+        (
+            "a page rebound to 127.0.0.1, same origin to the browser",
+            "POST",
+            "/v1/delegations",
+            vec![
+                ("Host", "rebind.evil.example"),
+                ("Origin", "http://rebind.evil.example"),
+            ],
+            submission.as_str(),
+        ),
+        (
+            "a page rebound to 127.0.0.1, reading the runs",
+            "GET",
+            "/v1/delegations?review=pending",
+            vec![("Host", "localhost.evil.example:80")],
+            "",
+        ),
+    ] {
+        let (status, answer) = server.request(method, path, &headers, Some(body));
+        assert_eq!(status, 403, "{what}: {answer}");
+        let answer: Value = serde_json::from_str(&answer).expect("a JSON refusal");
+        assert_eq!(answer["error"], json!("forbidden"), "{what}");
+        assert!(
+            answer["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{what}"
+        );
+    }
+    // Nothing ran and nothing was decided: the one failed run is all there is, still pending.
+    let (_, pending) = server.json("GET", "/v1/delegations?review=pending", None);
+    assert_eq!(
+        pending["pending"].as_array().map(Vec::len),
+        Some(1),
+        "{pending}"
+    );
+    let (_, all) = server.json("GET", "/v1/delegations", None);
+    assert_eq!(all["runs"].as_array().map(Vec::len), Some(1), "{all}");
+    assert!(!dir.join("root/ws/hello.txt").exists());
+    let (_, metrics) = server.request("GET", "/metrics", &[], None);
+    assert!(
+        metrics.contains("harness_http_cross_site_total 7"),
+        "{metrics}"
+    );
+    // The review page's own form (same origin) and a client that is not a browser still work.
+    let (status, page) = server.request(
+        "POST",
+        &override_path,
+        &[
+            form,
+            ("Origin", own.as_str()),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        Some(approve),
+    );
+    assert_eq!(status, 303, "{page}");
+    let (status, answer) = server.request(
+        "GET",
+        "/v1/delegations?review=pending",
+        &[("Host", "localhost")],
+        None,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains(r#""pending":[]"#), "{answer}");
+    let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("agent.star")));
+    assert_eq!(status, 202, "{answer}");
 }
 
 /// With a token, the review page sends a browser to `/login`, which trades the token for a

@@ -99,6 +99,7 @@ struct Metrics {
     overrides: Mutex<HashMap<String, u64>>,
     requests: AtomicU64,
     unauthorized: AtomicU64,
+    cross_site: AtomicU64,
 }
 
 struct App {
@@ -423,11 +424,21 @@ impl App {
     }
 }
 
-/// Checks the bearer token (or, for the review page, the `harness_token` cookie `/login` sets)
-/// when one is configured; a wrong or missing one is a bare 401 for the API and a redirect to
-/// `/login` for a page.
+/// Refuses what a web page the operator has open could send (a 403 naming why), then checks the
+/// bearer token (or, for the review page, the `harness_token` cookie `/login` sets) when one is
+/// configured; a wrong or missing one is a bare 401 for the API and a redirect to `/login` for a
+/// page.
 async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> Response {
     app.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(why) = cross_site(app.token.is_some(), request.method(), request.headers()) {
+        app.metrics.cross_site.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("refused a request a web page may have sent: {why}");
+        return (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"error": "forbidden", "message": why})),
+        )
+            .into_response();
+    }
     if app.token.is_none() || request.uri().path() == "/login" {
         return next.run(request).await;
     }
@@ -459,6 +470,65 @@ async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> R
         axum::Json(json!({"error": "unauthorized"})),
     )
         .into_response()
+}
+
+/// Why a request may be a hostile page's doing, if it may. Without a token the server answers
+/// anyone who reaches its loopback address — any page open in a browser on this machine — so:
+///
+/// - its `Host` must name a loopback address: a page on a name that resolves to 127.0.0.1 (DNS
+///   rebinding) is the same origin to the browser, so could read answers and send anything;
+/// - a request that changes something (any method but GET, HEAD, OPTIONS) must not come from
+///   another origin: a form or a `no-cors` fetch needs no preflight and carries no token, but the
+///   browser says where it comes from (`Origin`, `Sec-Fetch-Site`). Clients that are not
+///   browsers send neither and are unaffected.
+///
+/// With a token the second rule still holds (the review page's cookie is `SameSite=Strict`, and
+/// this refuses the rest); the first does not apply, as a rebound page carries no token.
+fn cross_site(token: bool, method: &axum::http::Method, headers: &HeaderMap) -> Option<String> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST.as_str());
+    if !token {
+        if let Some(host) = host {
+            if !is_loopback_host(host) {
+                return Some(format!(
+                    "Host {host:?} is not a loopback address: a server without a token answers only requests addressed to localhost or 127.0.0.1 (a page on another name may be rebinding it); use http://127.0.0.1:PORT, or set HARNESS_API_TOKEN"
+                ));
+            }
+        }
+    }
+    if method.is_safe() {
+        return None;
+    }
+    if let Some(origin) = text(header::ORIGIN.as_str()) {
+        let authority = origin
+            .split_once("://")
+            .map_or(origin, |(_, rest)| rest)
+            .trim_end_matches('/');
+        if host.is_none_or(|host| !authority.eq_ignore_ascii_case(host)) {
+            return Some(format!(
+                "a {method} from origin {origin:?} is refused: changes are accepted only from this server's own pages or from clients that are not browsers"
+            ));
+        }
+    }
+    match text("sec-fetch-site") {
+        Some(site @ ("cross-site" | "same-site")) => Some(format!(
+            "a {site} {method} is refused: changes are accepted only from this server's own pages or from clients that are not browsers"
+        )),
+        _ => None,
+    }
+}
+
+/// True when `host` (a `Host` header: a name or address, maybe with a port) names this machine's
+/// loopback interface.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `POST /v1/delegations`: a delegation file as JSON (`workdir` relative to `--root`, and
@@ -1042,6 +1112,12 @@ async fn metrics(State(app): State<Shared>) -> Response {
             "counter",
             "Requests refused for a missing or wrong token.",
             plain(m.unauthorized.load(Ordering::Relaxed)),
+        ),
+        (
+            "harness_http_cross_site_total",
+            "counter",
+            "Requests refused as a web page's doing: another origin changing something, or a Host that is not loopback on a server without a token.",
+            plain(m.cross_site.load(Ordering::Relaxed)),
         ),
     ] {
         family(&mut text, name, kind, help, &samples);
