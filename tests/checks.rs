@@ -309,9 +309,21 @@ fn bad_criteria_are_configuration_errors_naming_the_entry() {
             "unknown key `retries`",
         ),
         ("  - 42\n", "is not a criterion"),
+        (
+            "  - {command: x, name: n, timeout_s: soon}\n",
+            "`timeout_s` is \"soon\"",
+        ),
+        (
+            "  - {command: x, name: n, timeout_s: 0}\n",
+            "`timeout_s` is 0",
+        ),
     ] {
         let message = config_error(&with_criteria(DONE, criteria));
-        assert!(message.contains("`criteria[0]`"), "{criteria}: {message}");
+        assert_eq!(
+            message.matches("`criteria[0]`").count(),
+            1,
+            "{criteria}: {message}"
+        );
         assert!(message.contains(says), "{criteria}: {message}");
     }
 }

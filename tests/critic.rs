@@ -337,6 +337,23 @@ fn a_risky_critic_reviews_only_risky_work() {
     assert_eq!(report["kind"], json!("critic_rejected"), "{out:?}");
 }
 
+/// `when: never` switches the critic off: its reviewer is not even built, so one that could not
+/// be (a script whose top level fails) costs nothing and breaks nothing.
+#[test]
+fn a_critic_that_never_reviews_is_never_built() {
+    let broken = "fail(\"this reviewer is never loaded\")\n";
+    let dir = delegation(broken, "  when: never\n", CHECKED);
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(critic_of(&report, 0), &Value::Null, "{out:?}");
+    // The same reviewer, switched on, is a configuration error naming it.
+    let on = delegation(broken, "  when: always\n", CHECKED);
+    let (out, report) = run(&on);
+    out.expect_code(2);
+    assert_eq!(report["error"]["kind"], json!("config"), "{out:?}");
+}
+
 #[test]
 fn bad_critic_configuration_is_a_usage_error_naming_the_key() {
     for (critic, expect) in [

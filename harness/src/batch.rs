@@ -353,8 +353,9 @@ where
                         let _ = cancel.wait_for(|cancelled| *cancelled).await;
                         "cancelled: the batch was stopped and its grace period ran out".to_owned()
                     };
-                    let nobody = |_: &crate::events::EventRecord| {};
-                    let report = runtime.run_until(&delegation, &nobody, cancelled).await;
+                    let report = runtime
+                        .run_until(&delegation, &crate::events::Nobody, cancelled)
+                        .await;
                     let _ = tx.send(BatchOutcome {
                         line,
                         report: Ok(report),

@@ -214,6 +214,12 @@ impl RunEvent {
 pub trait Observer: Sync {
     /// Called once per event.
     fn on_event(&self, event: &EventRecord);
+
+    /// False when the progress-only events ([`RunEvent::Responded`], [`RunEvent::ToolFinished`])
+    /// would be ignored: they are then not built at all (each copies an answer or a call).
+    fn wants_progress(&self) -> bool {
+        true
+    }
 }
 
 impl<F: Fn(&EventRecord) + Sync> Observer for F {
@@ -256,11 +262,15 @@ impl std::fmt::Debug for Emitter<'_> {
     }
 }
 
-/// An observer that ignores everything (for judging outside a run, `harness verify`).
-struct Nobody;
+/// An observer that ignores everything (a batch's delegations, judging outside a run).
+pub(crate) struct Nobody;
 
 impl Observer for Nobody {
     fn on_event(&self, _: &EventRecord) {}
+
+    fn wants_progress(&self) -> bool {
+        false
+    }
 }
 
 impl<'a> Emitter<'a> {
@@ -308,8 +318,13 @@ impl<'a> Emitter<'a> {
         records.push(record);
     }
 
-    /// Hands a progress-only `event` to the observer: not numbered, kept or traced.
-    pub(crate) fn progress(&self, event: RunEvent) {
+    /// Hands a progress-only event to the observer, built by `event` only when it wants one: not
+    /// numbered, kept or traced.
+    pub(crate) fn progress(&self, event: impl FnOnce() -> RunEvent) {
+        if !self.observer.wants_progress() {
+            return;
+        }
+        let event = event();
         debug_assert!(!event.is_recorded(), "{} is a recorded event", event.name());
         self.observer.on_event(&EventRecord {
             run_id: self.run_id.clone(),

@@ -39,7 +39,8 @@ pub(crate) struct Materials<'a> {
     pub(crate) policy: Option<&'a Policy>,
     /// The delegate's kind and model, matched by hooks' `delegates:` globs.
     pub(crate) names: &'a [String],
-    /// The critic's delegate and its read-only tools, when the delegation has a critic.
+    /// The critic's delegate and its read-only tools, when the delegation has a critic that
+    /// reviews (not `when: never`).
     pub(crate) critic: Option<(Box<dyn Delegate>, Toolbox)>,
 }
 
@@ -86,31 +87,31 @@ impl Pipeline {
             None => None,
         };
         let critic = match (delegation.critic(), critic) {
-            (Some(spec), Some((delegate, toolbox))) => Critic::from_spec(
+            (Some(spec), Some((delegate, toolbox))) => Some(Critic::new(
                 spec,
                 delegation.task(),
                 delegation.risk(),
                 delegate,
                 toolbox,
                 delegation.redact().clone(),
-            ),
+            )),
             _ => None,
         };
-        let boxed = |stage: Box<dyn Check>| Some(stage);
+        fn boxed(stage: impl Check + 'static) -> Box<dyn Check> {
+            Box::new(stage)
+        }
         let stages: [Option<Box<dyn Check>>; 8] = [
-            scope.and_then(|s| boxed(Box::new(s))),
+            scope.map(boxed),
             CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?
-                .and_then(|s| boxed(Box::new(s))),
-            CriteriaStage::from_spec(delegation.criteria(), workspace)
-                .and_then(|s| boxed(Box::new(s))),
-            PlanStage::from_spec(delegation.plan()).and_then(|s| boxed(Box::new(s))),
-            CitationStage::from_spec(delegation.citations_required(), workspace)
-                .and_then(|s| boxed(Box::new(s))),
-            verifier.and_then(|v| boxed(Box::new(InlineVerifier(v)))),
+                .map(boxed),
+            CriteriaStage::from_spec(delegation.criteria(), workspace).map(boxed),
+            PlanStage::from_spec(delegation.plan()).map(boxed),
+            CitationStage::from_spec(delegation.citations_required(), workspace).map(boxed),
+            verifier.map(|v| boxed(InlineVerifier(v))),
             policy
                 .and_then(|p| PostVerifyHooks::from_policy(p, names))
-                .and_then(|s| boxed(Box::new(s))),
-            critic.and_then(|c| boxed(Box::new(c))),
+                .map(boxed),
+            critic.map(boxed),
         ];
         let pipeline = Pipeline {
             stages: stages.into_iter().flatten().collect(),

@@ -324,7 +324,7 @@ async fn judge(
             diff: Vec::new(),
         });
     }
-    events.progress(RunEvent::Responded {
+    events.progress(|| RunEvent::Responded {
         response: result.response.clone(),
         redacted_later: session.redacts_later(),
     });

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use harness_builtins::{Capabilities, HostAllowList, Sandbox, Surface, Workspace};
 use harness_hooks::{Action, DelegationResult, Event as HookEvent, Request};
 
+use crate::cache::Key;
 use crate::conversation::{Message, ToolSpec};
 use crate::delegate::Delegate;
 use crate::delegation::Delegation;
@@ -89,16 +90,13 @@ impl Session {
             ..Capabilities::read_only()
         };
         let model = delegation.delegate().model().map(str::to_owned);
-        // Everything besides name, source and args that shapes a compiled script (lists joined
-        // with a separator no name holds).
-        let shape = [
-            workspace.root().to_string_lossy().as_ref(),
-            &delegation.allow_hosts().join("\u{1f}"),
-            &delegation.allow_exec().join("\u{1f}"),
-            &delegation.allow_env().join("\u{1f}"),
-            &delegation.limits().key(),
-        ]
-        .join("\n");
+        // Everything besides name, source and args that shapes a compiled script.
+        let shape = Key::default()
+            .with_path(workspace.root())
+            .with_all(delegation.allow_hosts())
+            .with_all(delegation.allow_exec())
+            .with_all(delegation.allow_env())
+            .with(delegation.limits().key());
         let mut names = vec![delegation.delegate().kind().to_owned()];
         names.extend(model.clone());
 
@@ -114,7 +112,11 @@ impl Session {
                 delegation.limits().clone(),
             ));
             let engine = Arc::clone(&shared.hook_engine);
-            let key = format!("{shape}\n{paths:?}");
+            let key = paths
+                .iter()
+                .fold(shape.clone().with(paths.len().to_string()), |key, path| {
+                    key.with_path(path)
+                });
             let policy = shared
                 .hooks
                 .get_or_compile(key, move || Policy::load(&engine, sandbox, &paths))
@@ -144,7 +146,11 @@ impl Session {
                 verify.source.clone(),
                 delegation.args().clone(),
             );
-            let key = format!("{shape}\n{name}\n{args}\n{source}");
+            let key = shape
+                .clone()
+                .with(&name)
+                .with(args.to_string())
+                .with(&source);
             shared.verifiers.get_or_compile(key, move || {
                 Verifier::compile(&engine, sandbox, &name, &source, &args)
             })
@@ -166,7 +172,7 @@ impl Session {
             shape: &shape,
         };
         let delegate = delegation.delegate().build(&made).await?;
-        let critic = match delegation.critic() {
+        let critic = match delegation.critic().filter(|spec| spec.reviews()) {
             None => None,
             Some(spec) => {
                 let reviewer = spec.delegate.as_ref().unwrap_or(delegation.delegate());

@@ -178,7 +178,7 @@ fn returned(
         name: call.name.clone(),
         is_error: output.is_error,
     });
-    events.progress(RunEvent::ToolFinished {
+    events.progress(|| RunEvent::ToolFinished {
         call: call.clone(),
         is_error: output.is_error,
     });

@@ -14,7 +14,6 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{Check, CheckSpec, Subject};
-use crate::config::seconds;
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
@@ -84,7 +83,7 @@ impl Criterion {
                     None => return Err(bad(format!("{text:?} has no `kind:target` form"))),
                 },
                 Value::Object(map) if map.contains_key("command") => {
-                    let check = command(map, &at).map_err(bad)?;
+                    let check = command(map).map_err(bad)?;
                     if checks.iter().any(|c| c.name == check.name) {
                         return Err(bad(format!(
                             "a criterion named {:?} is already defined",
@@ -150,7 +149,7 @@ impl Criterion {
 }
 
 /// Validates a command criterion, `{command, name, timeout_s}`.
-fn command(map: &Map<String, Value>, at: &str) -> std::result::Result<CheckSpec, String> {
+fn command(map: &Map<String, Value>) -> std::result::Result<CheckSpec, String> {
     let command = map
         .get("command")
         .and_then(Value::as_str)
@@ -168,13 +167,20 @@ fn command(map: &Map<String, Value>, at: &str) -> std::result::Result<CheckSpec,
     {
         return Err(format!("unknown key `{key}` in a command criterion"));
     }
-    let timeout = seconds(
-        at,
-        "timeout_s",
-        map.get("timeout_s").and_then(Value::as_f64),
-        300.0,
-    )
-    .map_err(|e| e.message().to_owned())?;
+    let timeout = match map.get("timeout_s") {
+        None => Duration::from_secs(300),
+        Some(value) => match value
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        {
+            Some(s) => Duration::from_secs_f64(s),
+            None => {
+                return Err(format!(
+                    "`timeout_s` is {value}; give seconds, more than 0 and at most 86400"
+                ));
+            }
+        },
+    };
     Ok(CheckSpec::shell(name, command, timeout, true))
 }
 

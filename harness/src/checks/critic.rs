@@ -131,6 +131,13 @@ pub struct CriticSpec {
     pub max_turns: u32,
 }
 
+impl CriticSpec {
+    /// False for `when: never`: such a critic is parsed and kept, never built or run.
+    pub fn reviews(&self) -> bool {
+        self.when != CriticWhen::Never
+    }
+}
+
 /// `critic:` as written, in a delegation file or a project policy's `verification_defaults`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -235,19 +242,17 @@ impl std::fmt::Debug for Critic {
 
 impl Critic {
     /// The critic of `spec` for `task`, played by `delegate`, reading through `toolbox`
-    /// (read-only tools); `None` when it never reviews (`when: never`).
-    pub(crate) fn from_spec(
+    /// (read-only tools). A `when: never` critic is not built at all (see
+    /// [`CriticSpec::reviews`]).
+    pub(crate) fn new(
         spec: &CriticSpec,
         task: &str,
         risk: bool,
         delegate: Box<dyn Delegate>,
         toolbox: Toolbox,
         redact: crate::redact::Redactor,
-    ) -> Option<Self> {
-        if spec.when == CriticWhen::Never {
-            return None;
-        }
-        Some(Critic {
+    ) -> Self {
+        Critic {
             reviewer: delegate
                 .model()
                 .map_or_else(|| delegate.kind().to_owned(), str::to_owned),
@@ -258,7 +263,7 @@ impl Critic {
             redact,
             delegate: tokio::sync::Mutex::new(delegate),
             toolbox,
-        })
+        }
     }
 
     /// Whether it reviews this attempt: always, or when it is risky.

@@ -101,7 +101,7 @@ pub(crate) struct Materials<'a> {
     pub(crate) workspace: &'a Workspace,
     pub(crate) limits: &'a Limits,
     /// Everything besides name and source that shapes a compiled script (the cache key).
-    pub(crate) shape: &'a str,
+    pub(crate) shape: &'a crate::cache::Key,
 }
 
 impl DelegateConfig {
@@ -227,7 +227,7 @@ impl DelegateConfig {
                 ));
                 let engine = Arc::clone(made.engine);
                 let (name, source) = (path.display().to_string(), source.clone());
-                let key = format!("{}\n{name}\n{source}", made.shape);
+                let key = made.shape.clone().with(&name).with(&source);
                 let (script, sandbox) = made
                     .scripts
                     .get_or_compile(key, move || {
