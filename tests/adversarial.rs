@@ -113,6 +113,45 @@ fn delegate_tools_cannot_rewrite_the_policy_that_judges_them() {
     assert!(!dir.join("ws/.harness/policy.yaml").exists());
 }
 
+/// The per-tool verifier's file and the critic's script judge the delegate too: they are as
+/// protected as the verifier (a rewrite would take effect on the next run).
+#[test]
+fn delegate_tools_cannot_rewrite_a_tool_verifier_or_the_critics_script() {
+    let calls = r#"[
+        {"name": "write_file", "arguments": {"path": "tool_check.star", "content": "def run(call, result):\n    return True\n"}},
+        {"name": "write_file", "arguments": {"path": "reviewer.star", "content": "x"}},
+    ]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools:\n  - {name: write_file, verify_file: tool_check.star}\nworkdir: .\ncritic:\n  when: always\n  delegate: {kind: scripted, script: reviewer.star}\n",
+    );
+    dir.write(
+        "ws/tool_check.star",
+        "def run(call, result):\n    return {\"verified\": True}\n",
+    );
+    dir.write(
+        "ws/reviewer.star",
+        "def respond(request):\n    return '{\"outcome\": \"PASS\", \"reasoning\": \"fine\", \"findings\": []}'\n",
+    );
+    let guarded = [dir.join("ws/tool_check.star"), dir.join("ws/reviewer.star")];
+    let guarded: Vec<&Path> = guarded.iter().map(|p| p.as_path()).collect();
+    let before = snapshot(&guarded);
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 2, "{out:?}");
+    for result in &results {
+        assert_eq!(result["is_error"], json!(true), "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("harness policy")),
+            "{result}"
+        );
+    }
+    assert_eq!(snapshot(&guarded), before);
+}
+
 #[test]
 fn a_policy_change_made_by_a_command_fails_the_run_as_a_scope_violation() {
     // The verifier would fail (no hello.txt); the delegate rewrites it to pass instead.

@@ -435,6 +435,43 @@ fn a_verifiers_own_evidence_keys_are_kept_to_the_record() {
     assert_eq!(kept["runner"], json!({"host": "ci-3"}), "{shown:?}");
 }
 
+/// A verifier writes every field of its evidence, so a secret in any of them (its `criterion`,
+/// `at`, `subject_sha256`, a key of its own) is scrubbed from what the caller and the journal get.
+#[test]
+fn secrets_in_any_field_of_a_verifiers_evidence_are_scrubbed() {
+    const SECRET: &str = "ghp_0123456789abcdefghijABCDEF";
+    let dir = delegation(DONE, "  []\n");
+    let text = dir
+        .read("delegation.yaml")
+        .expect("file")
+        .replace("checks:\n  []\n", "")
+        + &format!(
+            "verify: |\n  def run(result):\n      return {{\"verified\": True, \"evidence\": [{{\"criterion\": \"token {SECRET}\", \"result\": \"pass\", \"at\": \"{SECRET}\", \"subject_sha256\": \"{SECRET}\", \"runner\": {{\"token\": \"{SECRET}\"}}}}]}}\n"
+        );
+    dir.write("delegation.yaml", text);
+    let journal = dir.join("runs.db");
+    let out = crate::util::harness(["run", "--json", "delegation.yaml", "--journal"])
+        .args([&journal])
+        .current_dir(dir.path())
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(
+        report["history"][0]["evidence"][0]["criterion"],
+        json!("token [REDACTED]"),
+        "{report}"
+    );
+    assert!(!out.stdout.contains(SECRET), "{}", out.stdout);
+    let id = report["id"].as_str().expect("id");
+    let shown = crate::util::harness(["runs", "show", id, "--json", "--journal"])
+        .args([&journal])
+        .current_dir(dir.path())
+        .run();
+    shown.expect_code(0);
+    assert!(!shown.stdout.contains(SECRET), "{}", shown.stdout);
+    assert!(shown.stdout.contains("[REDACTED]"), "{}", shown.stdout);
+}
+
 #[test]
 fn malformed_verifier_evidence_is_a_broken_verifier() {
     let dir = delegation(DONE, "  []\n");
@@ -805,6 +842,11 @@ fn bad_tool_entries_are_usage_errors_and_a_broken_tool_verifier_stops_the_run() 
             "unknown key `check`",
         ),
         ("tools: [42]\n", "expected a tool name"),
+        (
+            "tools: [{name: write_file, verify: \"def run(c, r): return False\"}, {name: write_file, verify: \"def run(c, r): return True\"}]\n",
+            "`tools[1]`: \"write_file\" is listed twice",
+        ),
+        ("tools: [write_file, write_file]\n", "listed twice"),
     ] {
         let dir = delegation(DONE, "  []\n");
         let text = dir

@@ -307,13 +307,21 @@ impl Delegation {
     }
 
     /// The harness's own files this delegation must not change (DESIGN §4.8): the delegation
-    /// file, the verifier and agent scripts, the hook files, and the `.harness/` of the
-    /// workspace at `root` (its resolved workdir).
+    /// file, the verifier, the per-tool verifiers, the agent's and the critic's scripts, the hook
+    /// files, and the `.harness/` of the workspace at `root` (its resolved workdir).
     pub(crate) fn protected_paths(&self, root: &Path) -> Vec<PathBuf> {
         let mut protected = vec![root.join(".harness"), self.source.clone()];
-        protected.extend(self.verify.as_ref().and_then(|v| v.path.clone()));
-        if let DelegateConfig::Scripted { path, .. } = &self.delegate {
-            protected.push(path.clone());
+        let verifiers = self
+            .verify
+            .iter()
+            .chain(self.tool_verifiers.iter().map(|(_, v)| v));
+        protected.extend(verifiers.filter_map(|v| v.path.clone()));
+        let scripts = std::iter::once(&self.delegate)
+            .chain(self.critic.as_ref().and_then(|c| c.delegate.as_ref()));
+        for delegate in scripts {
+            if let DelegateConfig::Scripted { path, .. } = delegate {
+                protected.push(path.clone());
+            }
         }
         protected.extend(self.hooks.iter().flatten().cloned());
         protected.extend(self.extra_hooks.iter().cloned());

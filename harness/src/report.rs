@@ -1,7 +1,7 @@
 //! How a delegation ended, as the caller and `harness run --json` see it.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::conversation::Usage;
 use crate::error::{Error, ErrorKind};
@@ -236,7 +236,7 @@ impl Report {
                 redactor.scrub_string(&mut tool_result.content);
             }
             for record in &mut result.evidence {
-                scrub_evidence(redactor, record);
+                scrub_texts(redactor, record.texts_mut());
             }
         }
         for attempt in &mut self.attempts {
@@ -251,15 +251,10 @@ impl Report {
                     redactor.scrub_string(line);
                 }
                 for record in &mut verdict.evidence {
-                    scrub_evidence(redactor, record);
+                    scrub_texts(redactor, record.texts_mut());
                 }
                 if let Some(review) = &mut verdict.critic {
-                    let texts = [
-                        &mut review.reasoning,
-                        &mut review.feedback,
-                        &mut review.error,
-                    ];
-                    scrub_record(redactor, texts, &mut review.extra);
+                    scrub_texts(redactor, review.texts_mut());
                 }
             }
         }
@@ -375,24 +370,9 @@ impl Report {
     }
 }
 
-/// Scrubs the words of an evidence record: its method, target, proof, output and extra keys.
-fn scrub_evidence(redactor: &Redactor, record: &mut Evidence) {
-    let texts = [
-        &mut record.method,
-        &mut record.target,
-        &mut record.proof,
-        &mut record.output_tail,
-    ];
-    scrub_record(redactor, texts, &mut record.extra);
-}
-
-/// Scrubs a typed record's free texts and the keys its type does not name.
-fn scrub_record<const N: usize>(
-    redactor: &Redactor,
-    texts: [&mut Option<String>; N],
-    extra: &mut serde_json::Map<String, Value>,
-) {
-    for text in texts.into_iter().flatten() {
+/// Scrubs every text of a typed record (see [`Evidence::texts_mut`]).
+fn scrub_texts(redactor: &Redactor, (texts, extra): (Vec<&mut String>, &mut Map<String, Value>)) {
+    for text in texts {
         redactor.scrub_string(text);
     }
     for value in extra.values_mut() {

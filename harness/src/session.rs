@@ -172,6 +172,7 @@ impl Session {
             shape: &shape,
         };
         let delegate = delegation.delegate().build(&made).await?;
+        let protected = delegation.protected_paths(workspace.root());
         let critic = match delegation.critic().filter(|spec| spec.reviews()) {
             None => None,
             Some(spec) => {
@@ -179,11 +180,7 @@ impl Session {
                 let reads = Toolbox::new(
                     workspace.clone(),
                     &["read_file".to_owned(), "list_files".to_owned()],
-                    Arc::new(PolicyGuard::new(
-                        delegation.protected_paths(workspace.root()),
-                        Vec::new(),
-                        false,
-                    )),
+                    Arc::new(PolicyGuard::new(protected.clone(), Vec::new(), false)),
                     false,
                 )?;
                 Some((reviewer.build(&made).await?, reads))
@@ -199,7 +196,7 @@ impl Session {
         })
         .await?;
         let guard = Arc::new(PolicyGuard::new(
-            delegation.protected_paths(workspace.root()),
+            protected,
             delegation.journals(workspace.root()),
             delegation.changes_files_itself(),
         ));

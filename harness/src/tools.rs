@@ -68,7 +68,7 @@ impl Tool {
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the entry: an unknown tool or
-    /// key, a verifier given twice or not at all.
+    /// key, a tool listed twice, a verifier given twice or not at all.
     pub(crate) fn parse_list(
         file: &str,
         source: &Path,
@@ -97,6 +97,12 @@ impl Tool {
                 return Err(Error::config(format!(
                     "{file}: `tools`: unknown tool {name:?} (known tools: {})",
                     known.join(", ")
+                )));
+            }
+            if names.contains(&name) {
+                // Two verifiers for one tool would leave one silently unused.
+                return Err(Error::config(format!(
+                    "{at}: {name:?} is listed twice; list each tool once, with at most one verifier"
                 )));
             }
             names.push(name);

@@ -111,6 +111,35 @@ impl Evidence {
         self.result == EvidenceResult::Pass
     }
 
+    /// Every text it holds, for scrubbing: its strings (a verifier writes them all, `criterion`
+    /// and `at` included), and the values of its extra keys.
+    pub fn texts_mut(&mut self) -> (Vec<&mut String>, &mut Map<String, Value>) {
+        // Named field by field, so a field added later must be placed here too.
+        let Evidence {
+            criterion,
+            source,
+            method,
+            target,
+            required: _,
+            result: _,
+            proof,
+            exit_code: _,
+            duration_ms: _,
+            output_tail,
+            subject_sha256,
+            subject_bytes: _,
+            at,
+            extra,
+        } = self;
+        let mut texts = vec![criterion, source];
+        texts.extend(
+            [method, target, proof, output_tail, subject_sha256, at]
+                .into_iter()
+                .flatten(),
+        );
+        (texts, extra)
+    }
+
     /// Reads a record from `map`, naming the key at fault.
     ///
     /// # Errors
@@ -157,12 +186,9 @@ fn take_opt<T: serde::de::DeserializeOwned>(
 ) -> Result<Option<T>, String> {
     match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => {
-            let shown = value.to_string();
-            serde_json::from_value(value)
-                .map(Some)
-                .map_err(|e| format!("`{key}` = {shown} is not what it must be: {e}"))
-        }
+        Some(value) => T::deserialize(&value)
+            .map(Some)
+            .map_err(|e| format!("`{key}` = {value} is not what it must be: {e}")),
     }
 }
 
@@ -250,6 +276,26 @@ pub struct CriticReview {
 }
 
 impl CriticReview {
+    /// Every text it holds, for scrubbing: its strings, and the values of its extra keys.
+    pub fn texts_mut(&mut self) -> (Vec<&mut String>, &mut Map<String, Value>) {
+        // Named field by field, so a field added later must be placed here too.
+        let CriticReview {
+            reviewer,
+            prompt_version,
+            prompt_sha256,
+            outcome: _,
+            available: _,
+            reasoning,
+            feedback,
+            confidence: _,
+            error,
+            extra,
+        } = self;
+        let mut texts = vec![reviewer, prompt_version, prompt_sha256];
+        texts.extend([reasoning, feedback, error].into_iter().flatten());
+        (texts, extra)
+    }
+
     /// What the reviewer said, in one line: its reasoning and its feedback, or why it was
     /// unavailable.
     pub fn summary(&self) -> String {

@@ -14,7 +14,7 @@
 //! is a `delegate` error with the CLI's own output, never a fresh session posing as the same
 //! delegate.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -411,7 +411,10 @@ fn count(value: &Value) -> u64 {
 #[derive(Default)]
 struct CallLog {
     calls: Vec<ObservedCall>,
+    /// The CLI's id of each call to the latest call that carried it.
     index: HashMap<String, usize>,
+    /// Every id given out, suffixed ones included.
+    given: HashSet<String>,
 }
 
 impl CallLog {
@@ -421,14 +424,16 @@ impl CallLog {
             Value::Null => Map::new(),
             other => Map::from_iter([("input".to_owned(), other)]),
         };
-        // Ids are the CLI's; one reused within the run gets a suffix, so every call keeps
-        // exactly one result.
+        // Ids are the CLI's; one reused within the run (or clashing with a suffix given
+        // earlier) gets a suffix no call has, so every call keeps exactly one id and one result;
+        // a result answers the latest call of its id.
         let mut unique = id.clone();
         let mut n = 1;
-        while self.index.contains_key(&unique) {
+        while self.given.contains(&unique) {
             n += 1;
             unique = format!("{id}#{n}");
         }
+        self.given.insert(unique.clone());
         self.index.insert(id, self.calls.len());
         self.calls.push(ObservedCall {
             id: unique,
@@ -514,5 +519,19 @@ mod tests {
         assert_eq!(log.calls[1].id, "a#2");
         assert!(!log.calls[0].is_error);
         assert!(log.calls[1].is_error);
+    }
+
+    /// The CLI's ids are the delegate's to choose: however it reuses them (or names one after a
+    /// suffix), every call in the log keeps an id of its own.
+    #[test]
+    fn reused_ids_never_make_two_calls_one() {
+        let mut log = CallLog::default();
+        for id in ["a", "a", "a", "a#4", "a", "a#2"] {
+            log.call(id.into(), "Bash".into(), Value::Null);
+        }
+        let ids: Vec<&str> = log.calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["a", "a#2", "a#3", "a#4", "a#5", "a#2#2"]);
+        log.result("a", "last".into(), false);
+        assert_eq!(log.calls[4].content, "last");
     }
 }
