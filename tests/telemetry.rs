@@ -550,6 +550,37 @@ fn a_receiver_that_is_down_does_not_fail_the_delegation() {
     }
 }
 
+/// A verifier's reason may quote a secret: the trace gets it scrubbed, as the record does (the
+/// attempt span's `verify.reasons` and the evaluation event's explanation).
+#[test]
+fn secrets_in_reasons_are_scrubbed_from_the_trace() {
+    const SECRET: &str = "sk-abcdefghijklmnop1234";
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = quickstart();
+    dir.write("agent.star", ALWAYS_LIES);
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: t\ndelegate: {{kind: scripted, script: agent.star}}\nverify: |\n  def run(result):\n      return {{\"verified\": False, \"reason\": \"the key {SECRET} leaked\"}}\nmax_verify_retries: 0\nworkdir: workspace\n"
+        ),
+    );
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(1);
+    let (trace, _) = collect(&receiver, &report, &METRICS[..2]);
+    let root = root(&trace, &report);
+    let attempts = attempts(&trace, root, &report);
+    let reasons = text(&attempts[0].attributes, "verify.reasons");
+    assert!(reasons.contains("[REDACTED]"), "{reasons}");
+    for span in &trace.spans {
+        let shown = format!("{span:?}");
+        assert!(
+            !shown.contains(SECRET),
+            "{} carries the secret: {shown}",
+            span.name
+        );
+    }
+}
+
 /// Without `--json`, the trace id is on stderr with the `HARNESS_TRACE_URL` link; without any
 /// OTLP configuration there is no trace id at all.
 #[test]

@@ -194,17 +194,9 @@ fn critic_findings(verdict: &Verdict) -> Vec<Finding> {
 /// Says why the loop is stuck when `verdict` failed on the same finding as the `stuck_after - 1`
 /// attempts before it (never with `stuck_after` 0).
 fn stuck(verdict: &Verdict, earlier: &[&Verdict], stuck_after: u32) -> Option<String> {
-    let key = retry::finding_key(retry::primary(verdict)?);
     let needed = usize::try_from(stuck_after).ok()?.checked_sub(1)?;
-    if stuck_after == 0 || earlier.len() < needed {
-        return None;
-    }
-    let same = earlier
-        .iter()
-        .rev()
-        .take(needed)
-        .all(|v| retry::primary(v).is_some_and(|p| retry::finding_key(p) == key));
-    same.then(|| {
+    let run = retry::same_failure_run(verdict, earlier)?;
+    (run >= needed).then(|| {
         format!(
             "stuck: attempts {} to {} failed on the same finding (stuck_after = {stuck_after}); the loop stopped early:\n  {}",
             verdict.attempt + 2 - stuck_after,

@@ -38,6 +38,7 @@ mod guard;
 mod pipeline;
 mod policy;
 mod project;
+mod prompt;
 mod ralph;
 pub mod redact;
 mod report;

@@ -16,6 +16,7 @@ use crate::delegate::Delegate;
 use crate::delegation::Delegation;
 use crate::error::{Error, Result};
 use crate::policy::Policy;
+use crate::redact::Redactor;
 use crate::tools::Toolbox;
 use crate::verdict::{Decision, Finding, Verdict};
 use crate::verifier::Verifier;
@@ -49,7 +50,7 @@ impl Pipeline {
     /// of `policy` that match `names` (the delegate's kind and model).
     pub fn new(verifier: Option<Verifier>, policy: Option<Policy>, names: Vec<String>) -> Self {
         let stages = [
-            verifier.map(|v| Box::new(InlineVerifier(v)) as Box<dyn Check>),
+            verifier.map(|v| Box::new(InlineVerifier(v, Redactor::default())) as Box<dyn Check>),
             policy
                 .and_then(|p| PostVerifyHooks::from_policy(&p, &names))
                 .map(|h| Box::new(h) as Box<dyn Check>),
@@ -107,7 +108,7 @@ impl Pipeline {
             CriteriaStage::from_spec(delegation.criteria(), workspace).map(boxed),
             PlanStage::from_spec(delegation.plan()).map(boxed),
             CitationStage::from_spec(delegation.citations_required(), workspace).map(boxed),
-            verifier.map(|v| boxed(InlineVerifier(v))),
+            verifier.map(|v| boxed(InlineVerifier(v, delegation.redact().clone()))),
             policy
                 .and_then(|p| PostVerifyHooks::from_policy(p, names))
                 .map(boxed),

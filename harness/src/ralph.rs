@@ -3,7 +3,7 @@
 //! Only the loop lives here: a [`Session`] holds what lasts across attempts, [`turn`] runs one
 //! attempt, the [`Pipeline`](crate::Pipeline) judges it, [`decision::decide`] says what happens
 //! next, [`RetryContext`](crate::RetryContext) words the retry. A verdict is recorded in one
-//! place ([`record`]) and every run ends in one epilogue ([`epilogue`]).
+//! place ([`recorded`]) and every run ends in one epilogue ([`epilogue`]).
 
 use std::time::Instant;
 
@@ -356,22 +356,22 @@ fn recorded(
     let Some(verdict) = &record.verdict else {
         return;
     };
-    let reasons = verdict.reasons();
-    let mut reasoning = reasons.join("\n");
+    // Scrubbed once, for the record and the trace alike: an exporter is as far as a journal.
+    let mut reasoning = verdict.reasons().join("\n");
+    delegation.redact().scrub_string(&mut reasoning);
     span.record("verify.passed", verdict.passed());
     if !verdict.passed() {
         span.record("verify.reasons", reasoning.as_str());
     }
-    delegation.redact().scrub_string(&mut reasoning);
+    tracing::info!(
+        gen_ai.evaluation.name = "harness.verification",
+        gen_ai.evaluation.score.label = if verdict.passed() { "pass" } else { "fail" },
+        gen_ai.evaluation.explanation = reasoning.as_str(),
+        "{}",
+        telemetry::EVENT_EVALUATION
+    );
     events.emit(RunEvent::VerificationCompleted {
         outcome: verdict.decision.as_str().to_owned(),
         reasoning,
     });
-    tracing::info!(
-        gen_ai.evaluation.name = "harness.verification",
-        gen_ai.evaluation.score.label = if verdict.passed() { "pass" } else { "fail" },
-        gen_ai.evaluation.explanation = reasons.join("\n").as_str(),
-        "{}",
-        telemetry::EVENT_EVALUATION
-    );
 }

@@ -10,6 +10,7 @@
 
 use std::sync::LazyLock;
 
+use crate::prompt::{MAX_DIFF_LINES, Prompt, diff_lines};
 use crate::verdict::{Finding, Source, Verdict};
 
 /// The template's version; bump it whenever the text of [`RETRY_TEMPLATE`] or
@@ -57,33 +58,17 @@ pub const RETRY_PHRASES: [(&str, &str); 4] = [
     ),
 ];
 
-/// The phrase named `name`.
-fn phrase(name: &str) -> &'static str {
-    RETRY_PHRASES
-        .iter()
-        .find(|(key, _)| *key == name)
-        .map(|(_, text)| *text)
-        .expect("a phrase of RETRY_PHRASES")
-}
-
 /// Earlier attempts whose primary reasons are quoted, at most.
 pub const MAX_PRIOR_ATTEMPTS: usize = 3;
-/// Lines of the changes-so-far diff quoted, at most.
-pub const MAX_DIFF_LINES: usize = 500;
 
-static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
-    let mut text = RETRY_TEMPLATE.to_owned();
-    for (name, phrase) in RETRY_PHRASES {
-        text.push_str(&format!("\n{name}: {phrase}"));
-    }
-    harness_builtins::sha256_hex(text.as_bytes())
-});
+/// The retry prompt, read.
+static RETRY: LazyLock<Prompt> = LazyLock::new(|| Prompt::new(RETRY_TEMPLATE, &RETRY_PHRASES));
 
 /// Returns the SHA-256 of every word of the retry prompt the code does not take from a verdict:
 /// [`RETRY_TEMPLATE`], then each of [`RETRY_PHRASES`] as a line `\nNAME: PHRASE`. Recorded
 /// with every run and on every span.
 pub fn retry_template_sha256() -> &'static str {
-    &TEMPLATE_SHA256
+    RETRY.sha256()
 }
 
 /// Where a finding stands in the retry prompt: deterministic stages first, then the specific
@@ -100,14 +85,23 @@ fn rank(source: Source) -> u8 {
     }
 }
 
-/// What makes two findings "the same" across attempts: the stage and the name, and for the
-/// unnamed verifier its message.
-pub(crate) fn finding_key(finding: &Finding) -> String {
-    if finding.name.is_empty() {
-        format!("{}\n{}", finding.source.as_str(), finding.message)
-    } else {
-        format!("{}\n{}", finding.source.as_str(), finding.name)
-    }
+/// Whether two findings are "the same" across attempts: the stage and the name, and for unnamed
+/// ones (the inline verifier) the message.
+fn same_finding(a: &Finding, b: &Finding) -> bool {
+    a.source == b.source && a.name == b.name && (!a.name.is_empty() || a.message == b.message)
+}
+
+/// How many of the attempts just before `verdict`'s (the latest first, without a gap) failed on
+/// the same primary finding as it; `None` when it has no blocking finding.
+pub(crate) fn same_failure_run(verdict: &Verdict, earlier: &[&Verdict]) -> Option<usize> {
+    let first = primary(verdict)?;
+    Some(
+        earlier
+            .iter()
+            .rev()
+            .take_while(|v| primary(v).is_some_and(|p| same_finding(p, first)))
+            .count(),
+    )
 }
 
 /// The finding an attempt failed on first: the highest-ranked blocking one.
@@ -151,27 +145,21 @@ impl RetryContext {
             .iter()
             .filter(|f| !f.blocking)
             .map(|f| {
-                fill(
-                    phrase("advisory"),
+                RETRY.phrase(
+                    "advisory",
                     &[("{label}", &f.label()), ("{message}", &f.message)],
                 )
             })
             .collect();
         let repeated = blocking.first().and_then(|first| {
-            let key = finding_key(first);
             // The run of consecutive earlier attempts that failed on the same finding.
-            let mut same: Vec<u32> = earlier
+            let run = same_failure_run(verdict, earlier).filter(|&run| run > 0)?;
+            let numbers: Vec<String> = earlier[earlier.len() - run..]
                 .iter()
-                .rev()
-                .take_while(|v| primary(v).is_some_and(|p| finding_key(p) == key))
-                .map(|v| v.attempt + 1)
+                .map(|v| v.attempt)
+                .chain([verdict.attempt])
+                .map(|attempt| (attempt + 1).to_string())
                 .collect();
-            if same.is_empty() {
-                return None;
-            }
-            same.reverse();
-            same.push(verdict.attempt + 1);
-            let numbers: Vec<String> = same.iter().map(u32::to_string).collect();
             let (last, rest) = numbers.split_last().expect("at least two");
             let what = if first.name.is_empty() {
                 format!("{}: {}", first.source.as_str(), first.message)
@@ -179,10 +167,7 @@ impl RetryContext {
                 format!("{} {}", stage_noun(first.source), first.name)
             };
             let attempts = format!("{} and {last}", rest.join(", "));
-            Some(fill(
-                phrase("repeated"),
-                &[("{attempts}", &attempts), ("{what}", &what)],
-            ))
+            Some(RETRY.phrase("repeated", &[("{attempts}", &attempts), ("{what}", &what)]))
         });
         let prior = earlier
             .iter()
@@ -191,8 +176,8 @@ impl RetryContext {
             .rev()
             .filter_map(|v| {
                 primary(v).map(|p| {
-                    fill(
-                        phrase("prior"),
+                    RETRY.phrase(
+                        "prior",
                         &[
                             ("{attempt}", &(v.attempt + 1).to_string()),
                             ("{reason}", &first_line(p)),
@@ -201,17 +186,13 @@ impl RetryContext {
                 })
             })
             .collect();
-        let lines: Vec<&str> = diff.iter().flat_map(|d| d.lines()).collect();
-        let mut diff: Vec<String> = lines
-            .iter()
-            .take(MAX_DIFF_LINES)
-            .map(|l| (*l).to_owned())
-            .collect();
-        if lines.len() > MAX_DIFF_LINES {
-            diff.push(fill(
-                phrase("diff_cut"),
+        let (lines, cut) = diff_lines(diff);
+        let mut diff: Vec<String> = lines.into_iter().map(str::to_owned).collect();
+        if cut > 0 {
+            diff.push(RETRY.phrase(
+                "diff_cut",
                 &[
-                    ("{more}", &(lines.len() - MAX_DIFF_LINES).to_string()),
+                    ("{more}", &cut.to_string()),
                     ("{max}", &MAX_DIFF_LINES.to_string()),
                 ],
             ));
@@ -275,122 +256,6 @@ impl RetryContext {
             ("diff", &diff),
         ])
     }
-}
-
-/// A template read once: text, `{name}` placeholders, and `{?name}…{/name}` sections kept only
-/// when `name` has something to say.
-#[derive(Debug)]
-struct Template {
-    parts: Vec<Part>,
-}
-
-#[derive(Debug)]
-enum Part {
-    Text(&'static str),
-    Value(&'static str),
-    Section(&'static str, Vec<Part>),
-}
-
-/// [`RETRY_TEMPLATE`], read.
-static RETRY: LazyLock<Template> = LazyLock::new(|| Template::parse(RETRY_TEMPLATE));
-
-impl Template {
-    /// Reads `text`; a `{` that opens no placeholder is text.
-    fn parse(text: &'static str) -> Self {
-        let (parts, rest) = Self::parts(text, None);
-        debug_assert!(rest.is_empty(), "a section of the template is not closed");
-        Template { parts }
-    }
-
-    /// The parts of `text` up to the end of `section` (when inside one), and what follows it.
-    fn parts(mut text: &'static str, section: Option<&str>) -> (Vec<Part>, &'static str) {
-        let mut parts = Vec::new();
-        while let Some(start) = text.find('{') {
-            if start > 0 {
-                parts.push(Part::Text(&text[..start]));
-            }
-            let tail = &text[start..];
-            let name_end = tail.find('}').filter(|&end| {
-                tail[1..end]
-                    .chars()
-                    .all(|c| "?/_".contains(c) || c.is_ascii_lowercase())
-            });
-            let Some(end) = name_end else {
-                parts.push(Part::Text(&tail[..1]));
-                text = &tail[1..];
-                continue;
-            };
-            let name = &tail[1..end];
-            text = &tail[end + 1..];
-            if let Some(opened) = name.strip_prefix('?') {
-                let (inner, after) = Self::parts(text, Some(opened));
-                parts.push(Part::Section(opened, inner));
-                text = after;
-            } else if name
-                .strip_prefix('/')
-                .is_some_and(|closed| Some(closed) == section)
-            {
-                return (parts, text);
-            } else {
-                parts.push(Part::Value(name));
-            }
-        }
-        if !text.is_empty() {
-            parts.push(Part::Text(text));
-        }
-        (parts, "")
-    }
-
-    /// Fills the template with `values` (by name); a value is never read as template.
-    fn render(&self, values: &[(&str, &str)]) -> String {
-        let mut out = String::with_capacity(1024);
-        Self::render_parts(&self.parts, values, &mut out);
-        out
-    }
-
-    fn render_parts(parts: &[Part], values: &[(&str, &str)], out: &mut String) {
-        let value = |name: &str| {
-            values
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map_or("", |(_, value)| *value)
-        };
-        for part in parts {
-            match part {
-                Part::Text(text) => out.push_str(text),
-                Part::Value(name) => out.push_str(value(name)),
-                Part::Section(name, inner) if !value(name).is_empty() => {
-                    Self::render_parts(inner, values, out);
-                }
-                Part::Section(..) => {}
-            }
-        }
-    }
-}
-
-/// Fills `template`'s placeholders in one pass: what a value says (a reason quoting
-/// `{details}`, say) is never filled in again.
-pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(
-        template.len() + values.iter().map(|(_, value)| value.len()).sum::<usize>(),
-    );
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let tail = &rest[start..];
-        match values.iter().find(|(key, _)| tail.starts_with(key)) {
-            Some((key, value)) => {
-                out.push_str(value);
-                rest = &tail[key.len()..];
-            }
-            None => {
-                out.push('{');
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// "check", "criterion", … as a noun before a name.

@@ -278,7 +278,7 @@ async fn verify_tool(
         "content": output.content,
         "is_error": output.is_error,
     });
-    let (outcome, _logs) = verifier.verify_call(call_value, result_value).await?;
+    let (outcome, _logs) = verifier.verify_call(&call_value, &result_value).await?;
     if outcome.verified {
         return Ok(output);
     }

@@ -212,47 +212,48 @@ impl Verifier {
     /// # Errors
     /// As [`Verifier::verify_blocking`].
     pub async fn verify(&self, result: &DelegationResult) -> Result<(VerifyOutcome, Vec<String>)> {
-        self.verify_value(result.to_value()).await
+        self.verify_value(&result.to_value()).await
     }
 
     /// Like [`Verifier::verify`], for a Result already converted with
-    /// [`DelegationResult::to_value`] (the pipeline converts once per attempt).
+    /// [`DelegationResult::to_value`] (the pipeline converts once per attempt). A small pure
+    /// verifier runs on it right here; only one that must move to a blocking thread copies it.
     ///
     /// # Errors
     /// As [`Verifier::verify_blocking`].
     pub async fn verify_value(
         &self,
-        value: serde_json::Value,
-    ) -> Result<(VerifyOutcome, Vec<String>)> {
-        self.evaluate(vec![value]).await
-    }
-
-    /// Judges the Result `value` as [`Verifier::verify_value`] does, borrowing it: a small pure
-    /// verifier runs on it right here; only one that must move to a blocking thread copies it.
-    pub(crate) async fn verify_ref(
-        &self,
         value: &serde_json::Value,
     ) -> Result<(VerifyOutcome, Vec<String>)> {
-        match self.script.call_inline(&self.sandbox, "run", &[value]) {
-            Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {
-                self.evaluate(vec![value.clone()]).await
-            }
-            called => self.judge(called),
-        }
+        self.evaluate(&[value]).await
     }
 
-    /// Calls `run(*args)`: small pure verifiers right here, anything else on a blocking thread
-    /// that keeps the caller's span.
-    async fn evaluate(&self, args: Vec<serde_json::Value>) -> Result<(VerifyOutcome, Vec<String>)> {
-        let refs: Vec<&serde_json::Value> = args.iter().collect();
-        match self.script.call_inline(&self.sandbox, "run", &refs) {
+    /// Judges one tool call as it returns: `run(call, result)` of a per-tool verifier, with the
+    /// same contract and the same inline-or-blocking evaluation as [`Verifier::verify_value`].
+    ///
+    /// # Errors
+    /// As [`Verifier::verify_blocking`].
+    pub async fn verify_call(
+        &self,
+        call: &serde_json::Value,
+        result: &serde_json::Value,
+    ) -> Result<(VerifyOutcome, Vec<String>)> {
+        self.evaluate(&[call, result]).await
+    }
+
+    /// Calls `run(*args)`: a small pure verifier right here, within the inline budget, on the
+    /// borrowed arguments; anything else (or one that runs past the budget, having had no
+    /// effect) on a blocking thread that keeps the caller's span, with copies of them.
+    async fn evaluate(&self, args: &[&serde_json::Value]) -> Result<(VerifyOutcome, Vec<String>)> {
+        match self.script.call_inline(&self.sandbox, "run", args) {
             Err(e) if e.kind() == harness_builtins::ErrorKind::WouldBlock => {}
             called => return self.judge(called),
         }
         let this = self.clone();
+        let owned: Vec<serde_json::Value> = args.iter().map(|&v| v.clone()).collect();
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
-            let refs: Vec<&serde_json::Value> = args.iter().collect();
+            let refs: Vec<&serde_json::Value> = owned.iter().collect();
             span.in_scope(|| this.judge(this.script.call(&this.sandbox, "run", &refs)))
         })
         .await
@@ -262,21 +263,6 @@ impl Verifier {
                 format!("verifier {}: {e}", self.name()),
             )
         })?
-    }
-}
-
-impl Verifier {
-    /// Judges one tool call as it returns: `run(call, result)` of a per-tool verifier, with the
-    /// same contract and the same inline-or-blocking evaluation as [`Verifier::verify_value`].
-    ///
-    /// # Errors
-    /// As [`Verifier::verify_blocking`].
-    pub async fn verify_call(
-        &self,
-        call: serde_json::Value,
-        result: serde_json::Value,
-    ) -> Result<(VerifyOutcome, Vec<String>)> {
-        self.evaluate(vec![call, result]).await
     }
 }
 

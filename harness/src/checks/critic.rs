@@ -25,6 +25,7 @@ use crate::decision::OnExhausted;
 use crate::delegate::{BoxFuture, Delegate, DelegateConfig, RawDelegate, TurnRequest};
 use crate::error::{Error, Result};
 use crate::events::RunEvent;
+use crate::prompt::{Prompt, diff_lines};
 use crate::tools::Toolbox;
 use crate::verdict::{Finding, Severity, Source};
 
@@ -75,33 +76,17 @@ pub const REVIEW_PHRASES: [(&str, &str); 4] = [
     ("diff_cut", "[diff cut: {more} more lines]"),
 ];
 
-/// The phrase named `name`.
-fn phrase(name: &str) -> &'static str {
-    REVIEW_PHRASES
-        .iter()
-        .find(|(key, _)| *key == name)
-        .map(|(_, text)| *text)
-        .expect("a phrase of REVIEW_PHRASES")
-}
-
-/// Lines of the diff quoted in the review prompt, at most.
-const MAX_DIFF_LINES: usize = 500;
 /// Turns a reviewer may take (reading files) before its verdict, unless `critic.max_turns` says.
 const DEFAULT_MAX_TURNS: u32 = 10;
 
-static TEMPLATE_SHA256: LazyLock<String> = LazyLock::new(|| {
-    let mut text = REVIEW_TEMPLATE.to_owned();
-    for (name, phrase) in REVIEW_PHRASES {
-        text.push_str(&format!("\n{name}: {phrase}"));
-    }
-    harness_builtins::sha256_hex(text.as_bytes())
-});
+/// The review prompt, read.
+static REVIEW: LazyLock<Prompt> = LazyLock::new(|| Prompt::new(REVIEW_TEMPLATE, &REVIEW_PHRASES));
 
 /// Returns the SHA-256 of every word of the review prompt the code does not take from the
 /// attempt: [`REVIEW_TEMPLATE`], then each of [`REVIEW_PHRASES`] as a line `\nNAME: PHRASE`.
 /// Recorded with every review.
 pub fn review_template_sha256() -> &'static str {
-    &TEMPLATE_SHA256
+    REVIEW.sha256()
 }
 
 /// When the critic reviews an attempt (`critic.when`).
@@ -447,20 +432,20 @@ fn changed_lines(diff: &[String]) -> usize {
 
 /// Fills the review template for the attempt in `subject`.
 fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
-    use crate::retry::fill;
-    let or_none = |text: String| {
+    let none = REVIEW.phrase("none", &[]);
+    let or_none = |text: &'_ str| -> String {
         if text.trim().is_empty() {
-            phrase("none").to_owned()
+            none.clone()
         } else {
-            text
+            text.to_owned()
         }
     };
     let evidence = subject
         .evidence
         .iter()
         .map(|e| {
-            fill(
-                phrase("evidence"),
+            REVIEW.phrase(
+                "evidence",
                 &[
                     ("{criterion}", &e.criterion),
                     ("{result}", e.result.as_str()),
@@ -470,27 +455,19 @@ fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let lines: Vec<&str> = subject.diff.iter().flat_map(|d| d.lines()).collect();
-    let mut diff = lines
-        .iter()
-        .take(MAX_DIFF_LINES)
-        .copied()
-        .collect::<Vec<_>>()
-        .join("\n");
-    if lines.len() > MAX_DIFF_LINES {
+    let (lines, cut) = diff_lines(&subject.diff);
+    let mut diff = lines.join("\n");
+    if cut > 0 {
         diff.push('\n');
-        diff.push_str(&fill(
-            phrase("diff_cut"),
-            &[("{more}", &(lines.len() - MAX_DIFF_LINES).to_string())],
-        ));
+        diff.push_str(&REVIEW.phrase("diff_cut", &[("{more}", &cut.to_string())]));
     }
     let prior = subject
         .earlier
         .iter()
         .flat_map(|v| {
             v.findings.iter().map(move |f| {
-                fill(
-                    phrase("prior"),
+                REVIEW.phrase(
+                    "prior",
                     &[
                         ("{attempt}", &(v.attempt + 1).to_string()),
                         ("{finding}", &f.to_string()),
@@ -500,16 +477,14 @@ fn prompt(criteria: &str, task: &str, subject: &Subject<'_>) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let values = [
-        ("{task}", task.to_owned()),
-        ("{criteria}", or_none(criteria.to_owned())),
-        ("{response}", or_none(subject.result.response.clone())),
-        ("{evidence}", or_none(evidence)),
-        ("{diff}", or_none(diff)),
-        ("{prior}", or_none(prior)),
-    ];
-    let values: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    fill(REVIEW_TEMPLATE, &values)
+    REVIEW.render(&[
+        ("task", task),
+        ("criteria", &or_none(criteria)),
+        ("response", &or_none(&subject.result.response)),
+        ("evidence", &or_none(&evidence)),
+        ("diff", &or_none(&diff)),
+        ("prior", &or_none(&prior)),
+    ])
 }
 
 /// A reviewer's answer, read.

@@ -89,14 +89,32 @@ impl<'e> Subject<'e> {
         self.events.emit(event);
     }
 
-    /// Shows the evidence gathered so far in the Result later stages read (`result["evidence"]`).
+    /// Shows the evidence gathered so far in the Result later stages read (`result["evidence"]`):
+    /// what was added since the last call is appended to both the Result and its JSON.
     pub(crate) fn share_evidence(&mut self) {
-        if self.result.evidence.len() != self.evidence.len() {
-            self.result.evidence = self.evidence.clone();
-            if let Some(object) = self.value.as_object_mut() {
+        let shared = self.result.evidence.len();
+        if shared == self.evidence.len() {
+            return;
+        }
+        fn json(records: &[Evidence]) -> impl Iterator<Item = Value> + '_ {
+            records
+                .iter()
+                .map(|e| serde_json::to_value(e).expect("evidence always serialises"))
+        }
+        let Some(object) = self.value.as_object_mut() else {
+            return;
+        };
+        match (self.evidence.get(shared..), object.get_mut("evidence")) {
+            (Some(added), Some(Value::Array(items))) if items.len() == shared => {
+                self.result.evidence.extend_from_slice(added);
+                items.extend(json(added));
+            }
+            // Not a prefix of what is shared (a hook rewrote the Result): shown anew, whole.
+            _ => {
+                self.result.evidence = self.evidence.clone();
                 object.insert(
                     "evidence".to_owned(),
-                    serde_json::to_value(&self.evidence).expect("evidence always serialises"),
+                    Value::Array(json(&self.evidence).collect()),
                 );
             }
         }

@@ -6,13 +6,15 @@ use tracing::field::Empty;
 use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::Result;
+use crate::redact::Redactor;
 use crate::telemetry;
 use crate::verdict::{Finding, Source};
 use crate::verifier::Verifier;
 
-/// The delegation's inline verifier as a pipeline stage.
+/// The delegation's inline verifier as a pipeline stage; its reason reaches the trace scrubbed
+/// by the delegation's redactor.
 #[derive(Debug)]
-pub(crate) struct InlineVerifier(pub(crate) Verifier);
+pub(crate) struct InlineVerifier(pub(crate) Verifier, pub(crate) Redactor);
 
 impl Check for InlineVerifier {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
@@ -26,7 +28,7 @@ impl Check for InlineVerifier {
             );
             let clock = std::time::Instant::now();
             let (outcome, logs) = verifier
-                .verify_ref(&subject.value)
+                .verify_value(&subject.value)
                 .instrument(span.clone())
                 .await?;
             telemetry::record_verify_duration("inline", clock.elapsed().as_secs_f64());
@@ -37,7 +39,7 @@ impl Check for InlineVerifier {
                 if outcome.verified { "passed" } else { "failed" },
             );
             if !outcome.verified {
-                span.record("verify.reason", outcome.reason.as_str());
+                span.record("verify.reason", self.1.scrub(&outcome.reason).as_ref());
                 subject
                     .findings
                     .push(Finding::blocking(Source::Verify, "", outcome.reason));
