@@ -705,6 +705,24 @@ fn hook_files_that_cannot_load_are_named_not_skipped() {
     assert!(!out.stderr.contains("good.md"), "{out:?}");
 }
 
+/// A FIFO where the project policy goes (a command of an earlier run could plant one) is a
+/// configuration error naming the file, not a run that hangs reading it.
+#[cfg(unix)]
+#[test]
+fn a_fifo_for_a_project_policy_is_refused_not_read() {
+    let dir = project(&calls_then_done("[]"), "workdir: .\n");
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("ws/.harness/policy.yaml"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let (out, report) = run(&dir);
+    out.expect_code(2);
+    assert_eq!(report["error"]["kind"], json!("config"), "{out:?}");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("policy.yaml"), "{message}");
+}
+
 // --- class 9: caps say which cap ----------------------------------------------------------------
 
 #[test]

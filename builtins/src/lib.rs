@@ -40,8 +40,8 @@ pub use error::{Error, ErrorKind, Limit, Location};
 pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
 pub use limits::Limits;
 pub use modules::{
-    Isolation, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program, hex,
-    http_client_builder, read_capped, run_program, sha256_hex,
+    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program,
+    hex, http_client_builder, read_capped, run_program, sha256_hex,
 };
 pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
 

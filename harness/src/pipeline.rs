@@ -105,7 +105,7 @@ impl Pipeline {
             scope.map(boxed),
             CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?
                 .map(boxed),
-            CriteriaStage::from_spec(delegation.criteria(), workspace).map(boxed),
+            CriteriaStage::from_spec(delegation.criteria(), workspace)?.map(boxed),
             PlanStage::from_spec(delegation.plan()).map(boxed),
             CitationStage::from_spec(delegation.citations_required(), workspace).map(boxed),
             verifier.map(|v| boxed(InlineVerifier(v, delegation.redact().clone()))),

@@ -142,7 +142,8 @@ impl ProjectPolicy {
     /// invalid, naming the file, the key and the fix.
     pub fn load(workspace: &Path) -> Result<Self> {
         let path = workspace.join(PROJECT_POLICY);
-        match std::fs::read_to_string(&path) {
+        // A regular file only: a FIFO or a device planted there must not hang the assembly.
+        match harness_builtins::read_regular(&path) {
             Ok(text) => Self::from_yaml(&path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(Error::config(format!(
@@ -178,7 +179,7 @@ impl ProjectPolicy {
         let base = path.parent().unwrap_or(Path::new("."));
         let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
             let full = base.join(rel);
-            std::fs::read_to_string(&full)
+            harness_builtins::read_regular(&full)
                 .map(|text| (full.clone(), text))
                 .map_err(|e| {
                     Error::config(format!(

@@ -19,24 +19,69 @@ use crate::host::Host;
 /// withheld unless allow-listed for `env.get`, so a verifier cannot leak secrets through a child.
 const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM", "USER"];
 
-/// Reads `reader` to the end, keeping the first `cap` bytes; returns the kept text (lossily
-/// UTF-8) and whether anything was dropped. Reading on past the cap keeps a child process from
+/// Bytes of an output's end kept besides its first `cap` bytes when it runs past them: the end
+/// is where a program says how it failed.
+pub const KEPT_END_BYTES: usize = 16 * 1024;
+
+/// Reads `reader` to the end, keeping the first `cap` bytes and, when it runs past them, its last
+/// [`KEPT_END_BYTES`] (lossily UTF-8 both). Reading on past the cap keeps a child process from
 /// blocking on a full pipe.
-pub async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> (String, bool) {
-    let mut kept = Vec::new();
+pub async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> Capped {
+    let mut head = Vec::new();
+    let mut end = Vec::new();
+    let mut dropped = 0u64;
     let mut buf = [0u8; 8192];
-    let mut dropped = false;
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let room = cap.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-                dropped |= n > room;
+                let room = cap.saturating_sub(head.len()).min(n);
+                head.extend_from_slice(&buf[..room]);
+                end.extend_from_slice(&buf[room..n]);
+                if end.len() > 2 * KEPT_END_BYTES {
+                    let gone = end.len() - KEPT_END_BYTES;
+                    end.drain(..gone);
+                    dropped += gone as u64;
+                }
             }
         }
     }
-    (String::from_utf8_lossy(&kept).into_owned(), dropped)
+    let gone = end.len().saturating_sub(KEPT_END_BYTES);
+    end.drain(..gone);
+    dropped += gone as u64;
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    Capped {
+        head: text(&head),
+        end: (!end.is_empty() || dropped > 0).then(|| text(&end)),
+    }
+}
+
+/// An output read by [`read_capped`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped {
+    /// Its first `cap` bytes.
+    pub head: String,
+    /// Its last bytes, when it ran past the cap (what lies between is dropped).
+    pub end: Option<String>,
+}
+
+impl Capped {
+    /// The output as a program's result shows it: the head, then, when it ran past `cap`, a mark
+    /// and its end.
+    pub fn shown(self, cap: usize) -> String {
+        match self.end {
+            None => self.head,
+            Some(end) => format!(
+                "{}\n[output truncated at the {cap}-byte cap]\n…{end}",
+                self.head
+            ),
+        }
+    }
+
+    /// True when it ran past the cap.
+    pub fn cut(&self) -> bool {
+        self.end.is_some()
+    }
 }
 
 /// The outcome of one program run.
@@ -44,10 +89,12 @@ pub async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> (Str
 pub struct ProgramRun {
     /// The exit code; None when the program was killed (timeout or signal).
     pub exit_code: Option<i32>,
-    /// Standard output, lossily UTF-8, capped.
+    /// Standard output, lossily UTF-8, capped (see [`Capped::shown`]).
     pub stdout: String,
     /// Standard error, lossily UTF-8, capped.
     pub stderr: String,
+    /// True when standard output ran past the cap: what it holds is not the whole of it.
+    pub stdout_cut: bool,
     /// True when the program ran past its timeout and was killed.
     pub timed_out: bool,
     /// How long it ran.
@@ -69,7 +116,8 @@ pub struct Launch<'a> {
     pub hidden: Option<&'a Path>,
     /// Killed, with its whole process group, after this long.
     pub timeout: Duration,
-    /// Bytes of stdout and of stderr kept, each.
+    /// Bytes of stdout and of stderr kept, each, from their start (and when one runs past them,
+    /// its last [`KEPT_END_BYTES`] after the mark).
     pub cap: usize,
     /// Run inside an OS sandbox (bubblewrap) rather than as a plain child.
     pub isolation: Option<Isolation<'a>>,
@@ -215,38 +263,31 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
             group.kill();
             status
         };
-        let ((), (out, out_cut), (err, err_cut), status) = tokio::join!(
+        let ((), out, err, status) = tokio::join!(
             write_input,
             read_capped(stdout, cap),
             read_capped(stderr, cap),
             waited
         );
-        (out, out_cut, err, err_cut, status)
+        (out, err, status)
     };
     let ended = tokio::time::timeout(launch.timeout, output).await;
     // On a timeout, the leader is killed when the future drops the child; the rest now.
     group.kill();
     match ended {
-        Ok((mut stdout, out_cut, mut stderr, err_cut, status)) => {
-            let marker = format!("\n[output truncated at the {cap}-byte cap]");
-            if out_cut {
-                stdout.push_str(&marker);
-            }
-            if err_cut {
-                stderr.push_str(&marker);
-            }
-            Ok(ProgramRun {
-                exit_code: status?.code(),
-                stdout,
-                stderr,
-                timed_out: false,
-                duration: started.elapsed(),
-            })
-        }
+        Ok((stdout, stderr, status)) => Ok(ProgramRun {
+            exit_code: status?.code(),
+            stdout_cut: stdout.cut(),
+            stdout: stdout.shown(cap),
+            stderr: stderr.shown(cap),
+            timed_out: false,
+            duration: started.elapsed(),
+        }),
         Err(_) => Ok(ProgramRun {
             exit_code: None,
             stdout: String::new(),
             stderr: String::new(),
+            stdout_cut: false,
             timed_out: true,
             duration: started.elapsed(),
         }),
@@ -369,7 +410,8 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     /// `{exit_code, stdout, stderr, timed_out, duration_ms}`. `argv[0]` must be allow-listed
     /// exactly (`--allow-exec PROGRAM`); `cwd` must be inside the workspace (default: its root).
     /// A program that runs past `timeout` seconds is killed: `timed_out` is True and `exit_code`
-    /// None. Output beyond the cap is dropped and marked `[output truncated]`.
+    /// None. Output beyond the cap is dropped and marked `[output truncated …]`, its last 16 KiB
+    /// kept after the mark.
     ///
     /// ```python
     /// r = exec.run(["cargo", "test", "--quiet"], timeout = 300)

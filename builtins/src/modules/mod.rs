@@ -14,7 +14,8 @@ mod re;
 mod time;
 
 pub use exec::{
-    Isolation, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program, read_capped, run_program,
+    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program,
+    read_capped, run_program,
 };
 pub use http::client_builder as http_client_builder;
 

@@ -260,29 +260,41 @@ pub(crate) struct CriteriaStage {
 
 impl CriteriaStage {
     /// A stage judging `criteria` in `workspace`; `None` when there are none.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Check`] when the HTTP client for `endpoint` criteria cannot be made (never
+    /// replaced by one that follows redirects).
     pub(crate) fn from_spec(
         criteria: &[Criterion],
         workspace: &harness_builtins::Workspace,
-    ) -> Option<Self> {
+    ) -> Result<Option<Self>> {
         if criteria.is_empty() {
-            return None;
+            return Ok(None);
         }
         let (criteria, workspace) = (criteria.to_vec(), workspace.clone());
-        let http = criteria
+        let http = if criteria
             .iter()
             .any(|c| matches!(c, Criterion::Endpoint { .. }))
-            .then(|| {
-                harness_builtins::http_client_builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .no_proxy()
-                    .build()
-                    .unwrap_or_default()
-            });
-        Some(CriteriaStage {
+        {
+            let client = harness_builtins::http_client_builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .build()
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Check,
+                        format!("criteria: cannot make the HTTP client for `endpoint`: {e}"),
+                    )
+                })?;
+            Some(client)
+        } else {
+            None
+        };
+        Ok(Some(CriteriaStage {
             criteria,
             workspace,
             http,
-        })
+        }))
     }
 }
 
@@ -335,9 +347,11 @@ impl Check for CriteriaStage {
                 } = criterion
                 {
                     let started = std::time::Instant::now();
-                    let http = self.http.clone().unwrap_or_default();
+                    let http = self.http.as_ref().ok_or_else(|| {
+                        Error::new(ErrorKind::Check, "criteria: no HTTP client for `endpoint`")
+                    })?;
                     let result =
-                        endpoint(&http, url, *status, body_contains.as_deref(), *timeout).await;
+                        endpoint(http, url, *status, body_contains.as_deref(), *timeout).await;
                     judged.push((criterion.clone(), result, started.elapsed()));
                 }
             }

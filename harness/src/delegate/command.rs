@@ -172,15 +172,31 @@ impl Delegate for CommandDelegate {
 
 #[cfg(test)]
 mod tests {
+    use harness_builtins::{Capped, KEPT_END_BYTES, read_capped};
+
     #[tokio::test]
-    async fn head_marks_truncation() {
+    async fn the_head_and_the_end_of_a_long_output_are_kept() {
         assert_eq!(
-            harness_builtins::read_capped(&b"abcdef"[..], 3).await,
-            ("abc".to_owned(), true)
+            read_capped(&b"abc"[..], 3).await,
+            Capped {
+                head: "abc".to_owned(),
+                end: None
+            }
         );
+        let short = read_capped(&b"abcdef"[..], 3).await;
+        assert_eq!(short.end.as_deref(), Some("def"));
         assert_eq!(
-            harness_builtins::read_capped(&b"abc"[..], 3).await,
-            ("abc".to_owned(), false)
+            short.shown(3),
+            "abc\n[output truncated at the 3-byte cap]\n…def"
         );
+        // The end is the last bytes however long the middle, not what followed the head.
+        let long: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let capped = read_capped(&long[..], 10).await;
+        assert_eq!(capped.head, "line 0\nlin");
+        let end = capped.end.expect("cut");
+        assert_eq!(end.len(), KEPT_END_BYTES);
+        assert!(end.ends_with("line 199999\n"), "{}", &end[end.len() - 40..]);
     }
 }

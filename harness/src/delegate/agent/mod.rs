@@ -299,6 +299,11 @@ impl AgentDelegate {
                 self.spec.timeout.as_secs_f64()
             )));
         }
+        if run.stdout_cut {
+            return Err(fail(format!(
+                "its output ran past {MAX_OUTPUT_BYTES} bytes; a cut stream cannot be read to its end (give the agent a smaller task)"
+            )));
+        }
         let parsed = adapter.parse(&run.stdout, &invocation);
         let exit = match run.exit_code {
             Some(0) => None,
