@@ -90,6 +90,15 @@ impl From<harness_records::Error> for Failure {
     }
 }
 
+impl From<harness_service::StartError> for Failure {
+    fn from(e: harness_service::StartError) -> Self {
+        match e {
+            harness_service::StartError::Run(e) => Failure::Run(e),
+            harness_service::StartError::Records(e) => Failure::Records(e),
+        }
+    }
+}
+
 impl Failed for Failure {
     fn kind_name(&self) -> &'static str {
         match self {

@@ -696,6 +696,34 @@ fn a_journal_that_cannot_be_written_is_an_error_with_a_non_zero_exit() {
     }
 }
 
+/// `batch` and `serve` say the same of a journal they cannot write: kind `journal`, before
+/// anything runs.
+#[test]
+fn batch_and_serve_refuse_a_journal_they_cannot_write_as_kind_journal() {
+    let case = Case::scripted(HONEST, FILE_VERIFIER).with_file("blocker", "a file");
+    case.dir.write(
+        "batch.jsonl",
+        "{\"task\": \"t\", \"delegate\": {\"kind\": \"scripted\", \"script\": \"agent.star\"}}\n",
+    );
+    for args in [
+        vec!["batch", "batch.jsonl", "--journal", "blocker/runs.db"],
+        vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--root",
+            ".",
+            "--journal",
+            "blocker/runs.db",
+        ],
+    ] {
+        let out = harness(args.clone()).current_dir(case.dir.path()).run();
+        out.expect_code(2);
+        assert!(out.stderr.contains("error[journal]"), "{args:?}: {out:?}");
+        assert!(out.stderr.contains("blocker/runs.db"), "{args:?}: {out:?}");
+    }
+}
+
 #[test]
 fn reading_commands_refuse_missing_journals_and_bad_flags() {
     let home = TempDir::new();

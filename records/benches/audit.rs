@@ -117,6 +117,7 @@ fn main() {
                 critic: None,
                 logs: Vec::new(),
             }),
+            unread_verdict: None,
             retry_prompt: None,
         }],
         usage: Usage::default(),

@@ -129,6 +129,10 @@ pub struct RecordedAttempt {
     /// The pipeline's verdict on it (DESIGN §4.3: attempt, decision, findings, evidence,
     /// critic, logs).
     pub verdict: Option<Verdict>,
+    /// A verdict this build cannot read (written by another build: a finding source it does
+    /// not know, say), kept as stored and shown as it is; readers that need a typed verdict
+    /// fall back to `reasons`. A journal outlives the build that wrote it.
+    pub unread_verdict: Option<Value>,
     /// The retry prompt sent after it.
     pub retry_prompt: Option<String>,
 }
@@ -223,7 +227,10 @@ impl Record {
                 "duration_ms": millis(a.duration),
                 "usage": usage_json(a.usage),
                 "result": a.result,
-                "verdict": a.verdict,
+                "verdict": match &a.verdict {
+                    Some(verdict) => serde_json::to_value(verdict).ok(),
+                    None => a.unread_verdict.clone(),
+                },
                 "retry_prompt": a.retry_prompt,
             })).collect::<Vec<_>>(),
             "usage": usage_json(self.usage),
@@ -632,6 +639,17 @@ fn text_column(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<Option<S
 }
 
 fn attempt_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordedAttempt> {
+    // Never fails the row: one verdict this build cannot read must not hide every run.
+    let (verdict, unread_verdict) = match text_column(row, "verdict")? {
+        None => (None, None),
+        Some(text) => match serde_json::from_str::<Verdict>(&text) {
+            Ok(verdict) => (Some(verdict), None),
+            Err(_) => (
+                None,
+                Some(serde_json::from_str(&text).unwrap_or(Value::String(text))),
+            ),
+        },
+    };
     Ok(RecordedAttempt {
         attempt: row.get("attempt")?,
         passed: row.get("passed")?,
@@ -643,7 +661,8 @@ fn attempt_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordedAttempt
             requests: count(row.get("requests")?),
         },
         result: json_column(row, "result")?,
-        verdict: json_column(row, "verdict")?,
+        verdict,
+        unread_verdict,
         retry_prompt: text_column(row, "retry_prompt")?,
     })
 }
@@ -1124,6 +1143,40 @@ pub(crate) mod tests {
             shown["attempts"][0]["retry_prompt"],
             "Verification failed: no a.txt"
         );
+    }
+
+    /// A verdict written by another build (here a finding source this one does not know) is
+    /// shown as stored; it never makes the journal's runs unreadable.
+    #[test]
+    fn a_verdict_this_build_cannot_read_is_kept_as_stored() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        for id in ["d-1", "d-2"] {
+            let run = report(
+                id,
+                Outcome::Failed(ErrorKind::VerificationFailed),
+                &[(Some(false), &["verify: no a.txt"])],
+            );
+            journal
+                .record(&run, &RecordMeta::default())
+                .expect("record");
+        }
+        let foreign = json!({"attempt": 0, "decision": "retry", "findings": [{"source": "telepathy", "name": "", "message": "felt wrong", "blocking": true}]});
+        journal
+            .conn
+            .execute(
+                "UPDATE attempts SET verdict = ?1 WHERE delegation_id = 'd-1'",
+                [foreign.to_string()],
+            )
+            .expect("update");
+        let all = journal.list(&Filter::default()).expect("list");
+        assert_eq!(all.len(), 2);
+        let kept = journal.get("d-1").expect("get").expect("there");
+        assert!(kept.attempts[0].verdict.is_none());
+        assert_eq!(kept.attempts[0].reasons, ["verify: no a.txt"]);
+        assert_eq!(kept.to_json()["attempts"][0]["verdict"], foreign);
+        let other = journal.get("d-2").expect("get").expect("there");
+        assert!(other.attempts[0].verdict.is_some());
     }
 
     #[test]

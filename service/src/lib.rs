@@ -6,7 +6,7 @@
 //! wrong while it serves is a `tracing` warning).
 //!
 //! ```no_run
-//! # async fn doc() -> Result<(), harness::Error> {
+//! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
 //! let settings = harness_service::Settings {
 //!     listen: "127.0.0.1:8080".to_owned(),
 //!     root: "/srv/work".into(),
@@ -44,6 +44,38 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 mod page;
+
+/// Why a server could not start: a setting, or its journal.
+#[derive(Debug)]
+pub enum StartError {
+    /// A setting (the address, the root) or the runtime.
+    Run(Error),
+    /// The run journal cannot be opened or written (kind `journal`).
+    Records(harness_records::Error),
+}
+
+impl From<Error> for StartError {
+    fn from(e: Error) -> Self {
+        StartError::Run(e)
+    }
+}
+
+impl From<harness_records::Error> for StartError {
+    fn from(e: harness_records::Error) -> Self {
+        StartError::Records(e)
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Run(e) => e.fmt(f),
+            StartError::Records(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
 
 /// The largest request body accepted.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -180,10 +212,11 @@ impl Server {
     /// Checks `settings`, starts the journal writer and binds the listening socket.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`](harness::ErrorKind::Config): an address that is not one, a
-    /// non-loopback address without a token, a `root` that is not a directory, a journal that
-    /// cannot be written, an address already in use.
-    pub async fn bind(settings: Settings, runtime: Runtime) -> Result<Server, Error> {
+    /// [`StartError::Records`] (kind `journal`) for a journal that cannot be written;
+    /// [`StartError::Run`] of kind [`Config`](harness::ErrorKind::Config) for an address that
+    /// is not one, a non-loopback address without a token, a `root` that is not a directory, an
+    /// address already in use.
+    pub async fn bind(settings: Settings, runtime: Runtime) -> Result<Server, StartError> {
         let addr: SocketAddr = tokio::net::lookup_host(&settings.listen)
             .await
             .ok()
@@ -195,9 +228,9 @@ impl Server {
                 ))
             })?;
         if settings.token.is_none() && !addr.ip().is_loopback() {
-            return Err(Error::config(format!(
+            return Err(StartError::Run(Error::config(format!(
                 "--listen {addr} is reachable from other machines: set HARNESS_API_TOKEN (every request must then carry `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
-            )));
+            ))));
         }
         let root = settings
             .root
@@ -205,11 +238,14 @@ impl Server {
             .map_err(|e| Error::config(format!("--root {}: {e}", settings.root.display())))?;
         let journal = settings.journal;
         let writer = JournalWriter::start(&journal).map_err(|e| {
-            Error::config(format!(
-                "the run journal {} cannot be written: {}",
-                journal.display(),
-                e.message()
-            ))
+            harness_records::Error::new(
+                e.kind(),
+                format!(
+                    "the run journal {} cannot be written: {}",
+                    journal.display(),
+                    e.message()
+                ),
+            )
         })?;
         let queue = settings.queue.map(|queue| Queued {
             queue,

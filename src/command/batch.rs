@@ -73,10 +73,13 @@ pub async fn run(args: BatchArgs) -> u8 {
     let journal = match located.and_then(|l| l.map(|l| JournalWriter::start(&l.path)).transpose()) {
         Ok(writer) => writer,
         Err(e) => {
-            let e = harness::Error::config(format!(
-                "the run journal cannot be written (pass --journal PATH to a writable file, or --no-journal): {}",
-                e.message()
-            ));
+            let e = harness_records::Error::new(
+                e.kind(),
+                format!(
+                    "the run journal cannot be written (pass --journal PATH to a writable file, or --no-journal): {}",
+                    e.message()
+                ),
+            );
             return exit::fail(&e, false);
         }
     };
@@ -157,7 +160,7 @@ pub async fn run(args: BatchArgs) -> u8 {
                 source: Some(format!("{}:{line}", source.display()).into()),
                 workdir: None,
             };
-            super::store(journal, report, meta)
+            Box::pin(journal.stored(report, meta)) as harness_queue::Stored
         } else {
             Box::pin(async { Ok(()) }) as harness_queue::Stored
         }
@@ -284,7 +287,7 @@ pub async fn run(args: BatchArgs) -> u8 {
         unrecorded = !written.failures.is_empty() || written.crashed;
         if !written.failures.is_empty() {
             eprintln!(
-                "error[config]: {} delegation(s) not recorded in the run journal {}:",
+                "error[journal]: {} delegation(s) not recorded in the run journal {}:",
                 written.failures.len(),
                 path.display()
             );
@@ -294,7 +297,7 @@ pub async fn run(args: BatchArgs) -> u8 {
         }
         if written.crashed {
             eprintln!(
-                "error[config]: the run journal writer for {} failed; some delegations were not recorded",
+                "error[journal]: the run journal writer for {} failed; some delegations were not recorded",
                 path.display()
             );
         }

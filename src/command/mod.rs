@@ -15,25 +15,6 @@ mod worker;
 
 use crate::args::{Cli, Command};
 
-/// Queues `report` for `journal`'s writer; the future resolves once it is stored (or refused,
-/// with why) — for whoever may only acknowledge work (a queue's result, a client's stream) once
-/// its record is written.
-pub(crate) fn store(
-    journal: &harness_records::JournalWriter,
-    report: harness::Report,
-    meta: harness_records::RecordMeta,
-) -> harness_queue::Stored {
-    let (told, stored) = tokio::sync::oneshot::channel();
-    journal.record_then(report, meta, move |r| {
-        let _ = told.send(r);
-    });
-    Box::pin(async move {
-        stored
-            .await
-            .unwrap_or_else(|_| Err("the journal writer stopped".to_owned()))
-    })
-}
-
 /// Runs the command and returns the process exit code.
 pub async fn dispatch(cli: Cli) -> u8 {
     match cli.command {

@@ -1,7 +1,7 @@
 //! `harness serve`: the HTTP API, the review page and, with `--queue`, the collector of what
 //! workers send back — the `harness-service` crate, started with the flags' settings.
 
-use harness::{Error, Runtime};
+use harness::Runtime;
 
 use crate::args::ServeArgs;
 use crate::exit;
@@ -15,10 +15,8 @@ pub async fn run(args: ServeArgs) -> u8 {
     }
 }
 
-async fn serve(args: ServeArgs) -> Result<(), Error> {
-    let journal = harness_records::locate(args.journal.as_deref())
-        .map_err(|e| Error::config(e.message()))?
-        .path;
+async fn serve(args: ServeArgs) -> Result<(), exit::Failure> {
+    let journal = harness_records::locate(args.journal.as_deref())?.path;
     let queue = match &args.queue {
         None => None,
         Some(url) => Some(harness_queue::open(url, harness_queue::QueueOptions::default()).await?),

@@ -653,6 +653,7 @@ pub(crate) mod tests {
                     usage: Usage::default(),
                     result: None,
                     verdict: crate::journal::tests::verdict(i as u32, *passed, reasons),
+                    unread_verdict: None,
                     retry_prompt: None,
                 })
                 .collect(),
