@@ -613,7 +613,47 @@ fn shutdown_records_running_delegations() {
         assert!(Instant::now() < deadline, "the delegation never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // A client follows the run's events while the server stops: the stream must not hold the
+    // shutdown (and with it the cancellation) until the delegate finishes on its own.
+    let addr = server.addr.clone();
+    let path = format!("/v1/delegations/{id}/events");
+    let (open, opened) = std::sync::mpsc::channel();
+    let follower = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(&addr).expect("connect");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut told = false;
+        while let Ok(n) = stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+            if !told && String::from_utf8_lossy(&answer).contains("AttemptStarted") {
+                told = true;
+                let _ = open.send(());
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    });
+    opened
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the stream opened");
     server.stop();
+    let streamed = dechunk(
+        follower
+            .join()
+            .expect("the follower")
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, body)| body),
+    );
+    let last = stream_events(&streamed).pop().expect("events");
+    assert_eq!(last["type"], json!("DelegationCompleted"), "{streamed}");
+    assert_eq!(last["kind"], json!("cancelled"), "{streamed}");
     let out = crate::util::harness(["runs", "show", &id, "--json", "--journal"])
         .args([dir.join("runs.db")])
         .run();

@@ -346,6 +346,9 @@ impl Server {
                 *said
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+                // Cancelled as soon as the server stops accepting: their last events end the
+                // event streams still open, which the graceful shutdown waits for.
+                let _ = stop.send(true);
             })
             .await
             .map_err(|e| Error::config(format!("serving failed: {e}")))?;
@@ -354,7 +357,6 @@ impl Server {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let _ = stop.send(true);
         let mut tasks = std::mem::take(
             &mut *app
                 .tasks
@@ -931,10 +933,13 @@ async fn events(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         live.get(&id)
-            .map(|l| (l.seen.clone(), l.sender.subscribe()))
+            .map(|l| (l.seen.clone(), l.sender.subscribe(), l.queued.is_some()))
     };
-    let (past, receiver) = match subscribed {
-        Some((past, receiver)) => (past, Some(receiver)),
+    // A queued run's events come back with its report, which a stopping server no longer
+    // waits for: its stream ends with the server. A run here ends with its own last event.
+    let stopping = app.shutdown.clone();
+    let (past, receiver, queued) = match subscribed {
+        Some((past, receiver, queued)) => (past, Some(receiver), queued),
         None => {
             let lookup = id.clone();
             let record = read(&app, move |j| j.get(&lookup)).await?;
@@ -946,17 +951,11 @@ async fn events(
                 ));
             };
             let past: Vec<EventRecord> = record
-                .to_json()
-                .get("events")
-                .and_then(Value::as_array)
-                .map(|events| {
-                    events
-                        .iter()
-                        .filter_map(|e| serde_json::from_value(e.clone()).ok())
-                        .collect()
-                })
-                .unwrap_or_default();
-            (past, None)
+                .events
+                .into_iter()
+                .filter_map(|e| serde_json::from_value(e).ok())
+                .collect();
+            (past, None, false)
         }
     };
     let to_sse = |record: &EventRecord| {
@@ -970,23 +969,29 @@ async fn events(
     };
     let last_seq = past.last().map(|r| r.seq);
     let past: Vec<_> = past.iter().map(to_sse).collect();
-    let live =
-        futures_util::stream::unfold((receiver, last_seq), move |(receiver, last)| async move {
+    let live = futures_util::stream::unfold(
+        (receiver, last_seq, stopping),
+        move |(receiver, last, mut stopping)| async move {
             let mut receiver = receiver?;
             loop {
-                match receiver.recv().await {
+                let received = tokio::select! {
+                    received = receiver.recv() => received,
+                    _ = stopping.wait_for(|s| *s), if queued => return None,
+                };
+                match received {
                     Ok(record) if last.is_some_and(|l| record.seq <= l) => {}
                     Ok(record) => {
                         let done = matches!(record.event, RunEvent::DelegationCompleted { .. });
                         let event = to_sse(&record);
                         let next = if done { None } else { Some(receiver) };
-                        return Some((event, (next, Some(record.seq))));
+                        return Some((event, (next, Some(record.seq), stopping)));
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }
             }
-        });
+        },
+    );
     let stream = futures_util::StreamExt::chain(futures_util::stream::iter(past), live);
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
