@@ -39,24 +39,19 @@ pub struct ProgramReply {
 }
 
 /// Stands between a sandbox's scripts and the outside world ([`Sandbox::with_interceptor`]).
-/// Every method has a default that intercepts nothing.
+/// What reaches the network or starts a program is each interceptor's explicit choice (no
+/// default lets it through); watching evaluations is off unless asked for.
 ///
 /// [`Sandbox::with_interceptor`]: crate::Sandbox::with_interceptor
 pub trait Interceptor: Send + Sync + std::fmt::Debug {
     /// The answer to a request for `url` (as the script wrote it, and as parsed), after the
     /// capability checks passed: `None` lets it reach the network; `Some(Err(why))` is the
     /// script's error (no answer for this URL).
-    fn http(&self, written: &str, parsed: &str) -> Option<Result<HttpReply, String>> {
-        let _ = (written, parsed);
-        None
-    }
+    fn http(&self, written: &str, parsed: &str) -> Option<Result<HttpReply, String>>;
 
     /// The run of `program`, after the capability checks passed: `None` starts the program;
     /// `Some(Err(why))` is the script's error.
-    fn exec(&self, program: &str) -> Option<Result<ProgramReply, String>> {
-        let _ = program;
-        None
-    }
+    fn exec(&self, program: &str) -> Option<Result<ProgramReply, String>>;
 
     /// Returns true to have every evaluation profiled for statement coverage: then
     /// [`Interceptor::parsed`] sees each script and [`Interceptor::evaluated`] each evaluation.

@@ -354,7 +354,7 @@ where
                         "cancelled: the batch was stopped and its grace period ran out".to_owned()
                     };
                     let report = runtime
-                        .run_until(&delegation, &crate::events::Nobody, cancelled)
+                        .run_until(&delegation, &crate::Nobody, cancelled)
                         .await;
                     let _ = tx.send(BatchOutcome {
                         line,

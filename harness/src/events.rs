@@ -262,8 +262,10 @@ impl std::fmt::Debug for Emitter<'_> {
     }
 }
 
-/// An observer that ignores everything (a batch's delegations, judging outside a run).
-pub(crate) struct Nobody;
+/// An observer that ignores everything (a batch's delegations, a worker's, judging outside a
+/// run): progress-only events are not even built for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Nobody;
 
 impl Observer for Nobody {
     fn on_event(&self, _: &EventRecord) {}

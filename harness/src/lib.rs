@@ -65,7 +65,7 @@ pub use delegation::{
     DEFAULT_MAX_VERIFY_RETRIES, DEFAULT_STUCK_AFTER, Delegation, MAX_VERIFY_RETRIES,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use events::{EventRecord, Observer, RunEvent};
+pub use events::{EventRecord, Nobody, Observer, RunEvent};
 pub use harness_hooks::{
     Changes, CriticOutcome, CriticReview, DelegateInfo, DelegationResult, Evidence, EvidenceResult,
     Request, ToolCall, ToolResult,

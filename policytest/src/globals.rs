@@ -1,14 +1,16 @@
 //! The globals of `*_test.star` files: `verifier(path)` and `hook(path)`, which load real policy
 //! files and return callables, and `assert_eq`, `assert_ne`, `assert_true`, `assert_contains`.
 //!
-//! A test file reaches the loaders through the [`PolicyRunner`] of its sandbox's
-//! [`TestFile`] interceptor; `verifier(path)` and `hook(path)` return callables that hand their
+//! A test file reaches the loaders through the runner its sandbox's [`TestFile`] interceptor
+//! carries; `verifier(path)` and `hook(path)` return callables that hand their
 //! payload and mocks to it.
 //!
 //! This module allows `unsafe_code` only for starlark's `#[derive(ProvidesStaticType)]`, which
 //! expands to an `unsafe impl` of its type-id marker trait. No unsafe code is written by hand.
 
 use std::sync::Arc;
+
+use harness_builtins::{HttpReply, ProgramReply};
 
 use allocative::Allocative;
 use serde_json::{Map, Value as Json};
@@ -18,6 +20,8 @@ use starlark::starlark_module;
 use starlark::starlark_simple_value;
 use starlark::values::none::NoneType;
 use starlark::values::{NoSerialize, ProvidesStaticType, StarlarkValue, Value, starlark_value};
+
+use crate::FileRunner;
 
 /// Which kind of policy file a test loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Allocative)]
@@ -39,44 +43,28 @@ impl PolicyKind {
     }
 }
 
-/// Loads and calls real policy files for a test file. The host implements it with the same
-/// loaders `harness run` uses.
-pub trait PolicyRunner: Send + Sync + std::fmt::Debug {
-    /// Checks that the policy at `path` (as the test wrote it) loads; `options` are the helper's
-    /// keyword arguments (`allow_hosts`, …). Called by `verifier(path)` and `hook(path)`, so a
-    /// missing or broken file fails the test at that line.
-    ///
-    /// # Errors
-    /// Why the policy cannot be loaded, naming its file and line.
-    fn open(&self, kind: PolicyKind, path: &str, options: &Map<String, Json>)
-    -> Result<(), String>;
-
-    /// Runs the policy on `args` (the positional arguments of the call, as JSON) with `kwargs`
-    /// (its mocks: `files`, `http`, `exec`, `args`, `evidence`, …) and returns what the test sees.
-    ///
-    /// # Errors
-    /// Why the call could not give a verdict: the policy broke, a mock is malformed or not
-    /// allowed, an unmocked URL or program was reached.
-    fn call(
-        &self,
-        kind: PolicyKind,
-        path: &str,
-        options: &Map<String, Json>,
-        args: Vec<Json>,
-        kwargs: Map<String, Json>,
-    ) -> Result<Json, String>;
-}
-
-/// The interceptor of a test file's sandbox: it carries the file's [`PolicyRunner`] to the
-/// test globals, and intercepts nothing (a test file itself reaches no network and runs no
-/// program).
+/// The interceptor of a test file's sandbox: it carries the file's runner (the loaders
+/// `harness run` uses) to the test globals, and lets the file itself reach no network and run
+/// no program (its sandbox grants neither; this refuses them again).
 #[derive(Debug)]
-pub struct TestFile {
+pub(crate) struct TestFile {
     /// Loads and calls the policies the file's tests name.
-    pub runner: Arc<dyn PolicyRunner>,
+    pub(crate) runner: Arc<FileRunner>,
 }
 
 impl harness_builtins::Interceptor for TestFile {
+    fn http(&self, written: &str, _: &str) -> Option<Result<HttpReply, String>> {
+        Some(Err(format!(
+            "a test file reaches no network ({written}); mock it in the policy's call: http = {{...}}"
+        )))
+    }
+
+    fn exec(&self, program: &str) -> Option<Result<ProgramReply, String>> {
+        Some(Err(format!(
+            "a test file runs no program ({program}); mock it in the policy's call: exec = {{...}}"
+        )))
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -87,7 +75,7 @@ pub fn register(builder: &mut GlobalsBuilder) {
     test_globals(builder);
 }
 
-/// A policy a test loaded: calling it runs the real file through the host's [`PolicyRunner`].
+/// A policy a test loaded: calling it runs the real file through the test file's runner.
 #[derive(Debug, ProvidesStaticType, NoSerialize, Allocative)]
 struct PolicyHandle {
     kind: PolicyKind,
@@ -105,7 +93,7 @@ impl std::fmt::Display for PolicyHandle {
 }
 
 /// The policy runner of the test file `eval` runs.
-fn runner<'e>(eval: &Evaluator<'_, '_, 'e>) -> anyhow::Result<&'e dyn PolicyRunner> {
+fn runner<'e>(eval: &Evaluator<'_, '_, 'e>) -> anyhow::Result<&'e FileRunner> {
     harness_builtins::interceptor(eval)
         .and_then(|i| i.as_any().downcast_ref::<TestFile>())
         .map(|file| &*file.runner)

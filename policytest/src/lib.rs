@@ -18,7 +18,8 @@ mod globals;
 mod mocks;
 
 pub use coverage::{Coverage, ScriptCoverage};
-pub use globals::{PolicyKind, PolicyRunner, TestFile, register};
+use globals::TestFile;
+pub use globals::{PolicyKind, register};
 pub use mocks::{Mocked, Mocks};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -369,7 +370,7 @@ fn described(e: &harness_builtins::Error) -> String {
 /// Serves `verifier(path)` and `hook(path)` for one test file: paths are relative to its
 /// directory.
 #[derive(Debug)]
-struct FileRunner {
+pub(crate) struct FileRunner {
     shared: Arc<Shared>,
     dir: PathBuf,
 }
@@ -672,8 +673,11 @@ impl FileRunner {
     }
 }
 
-impl PolicyRunner for FileRunner {
-    fn open(
+impl FileRunner {
+    /// Checks that the policy at `path` (as the test wrote it) loads; `options` are the helper's
+    /// keyword arguments (`allow_hosts`, …). Called by `verifier(path)` and `hook(path)`, so a
+    /// missing or broken file fails the test at that line.
+    pub(crate) fn open(
         &self,
         kind: PolicyKind,
         path: &str,
@@ -708,7 +712,10 @@ impl PolicyRunner for FileRunner {
         }
     }
 
-    fn call(
+    /// Runs the policy on `args` (the positional arguments of the call, as JSON) with `kwargs`
+    /// (its mocks: `files`, `http`, `exec`, `args`, `evidence`, …) and returns what the test
+    /// sees; an error says why the call gave no verdict.
+    pub(crate) fn call(
         &self,
         kind: PolicyKind,
         path: &str,

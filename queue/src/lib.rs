@@ -33,7 +33,7 @@ mod worker;
 pub use nats::NatsQueue;
 pub use sqlite::SqliteQueue;
 pub use submit::{Followed, Plan, Stored, follow, job_id, settle};
-pub use worker::{WorkerSettings, WorkerSummary, work};
+pub use worker::{Finished, WorkerSettings, WorkerSummary, work};
 
 /// A boxed future, as the [`Queue`] methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

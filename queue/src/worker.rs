@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::{Assembler, Observer, Runtime};
+use harness::{Assembler, Nobody, Runtime};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -37,6 +37,9 @@ pub struct WorkerSummary {
 }
 
 /// Counts kept while the loop runs.
+/// Told of each job a worker finished, with its report, before the report is sent back.
+pub type Finished = dyn Fn(&JobResult) + Send + Sync;
+
 #[derive(Default)]
 struct Tally {
     completed: std::sync::atomic::AtomicUsize,
@@ -45,14 +48,14 @@ struct Tally {
 }
 
 /// Runs jobs from `queue` until `stop` resolves: then no new job is leased, and running ones are
-/// cancelled and given back to the queue (another worker runs them from the start). `observer`
-/// sees every delegation's events. Problems (an unreachable queue, a report that cannot be sent)
+/// cancelled and given back to the queue (another worker runs them from the start). `finished`
+/// is told of each job this worker finished (not of one it gave back). Problems (an unreachable queue, a report that cannot be sent)
 /// are `tracing` warnings; each finished job is an `info` event.
 pub async fn work(
     queue: Arc<dyn Queue>,
     runtime: Arc<Runtime>,
     settings: WorkerSettings,
-    observer: Arc<dyn Observer + Send + Sync>,
+    finished: Arc<Finished>,
     stop: impl Future<Output = ()>,
 ) -> WorkerSummary {
     let tally = Arc::new(Tally::default());
@@ -84,7 +87,7 @@ pub async fn work(
         };
         let queue = Arc::clone(&queue);
         let runtime = Arc::clone(&runtime);
-        let observer = Arc::clone(&observer);
+        let finished = Arc::clone(&finished);
         let tally = Arc::clone(&tally);
         let settings = settings.clone();
         let mut stopped = stopping.subscribe();
@@ -94,7 +97,7 @@ pub async fn work(
                 &*queue,
                 &runtime,
                 &settings,
-                &*observer,
+                &*finished,
                 &tally,
                 lease,
                 async move {
@@ -119,7 +122,7 @@ async fn run_one(
     queue: &dyn Queue,
     runtime: &Runtime,
     settings: &WorkerSettings,
-    observer: &dyn Observer,
+    finished: &Finished,
     tally: &Tally,
     lease: Lease,
     stopped: impl Future<Output = ()>,
@@ -168,7 +171,7 @@ async fn run_one(
         cancelled.store(true, SeqCst);
         "the worker is stopping".to_owned()
     };
-    let run = runtime.run_as(job.id.clone(), &delegation, observer, stop);
+    let run = runtime.run_as(job.id.clone(), &delegation, &Nobody, stop);
     let report = tokio::select! {
         report = run => report,
         () = heartbeat => unreachable!("the heartbeat never ends"),
@@ -202,6 +205,7 @@ async fn run_one(
         attempts = result.report.attempts.len(),
         "worker: job finished"
     );
+    finished(&result);
     // The report must reach the queue: a few tries, then the lease runs out and the job is
     // delivered again (at least once).
     for attempt in 0..5u32 {

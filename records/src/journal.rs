@@ -556,6 +556,17 @@ impl Journal {
             .next())
     }
 
+    /// Returns true when the journal holds a record with this id (reading nothing else of it).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
+    pub fn contains(&self, id: &str) -> Result<bool> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM delegations WHERE id = ?1")
+            .and_then(|mut statement| statement.exists(params![id]))
+            .map_err(|e| self.error("cannot read", &e))
+    }
+
     fn query(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Record>> {
         let read = |e: rusqlite::Error| self.error("cannot read", &e);
         let mut statement = self.conn.prepare(sql).map_err(read)?;
@@ -918,6 +929,19 @@ pub(crate) mod tests {
         assert_eq!(two.error_message.as_deref(), Some("it broke"));
         assert_eq!(two.attempts[0].passed, None);
         assert!(journal.get("d-3").expect("get").is_none());
+    }
+
+    #[test]
+    fn contains_says_whether_a_record_is_there() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        assert!(!journal.contains("d-1").expect("read"));
+        let run = report("d-1", Outcome::Skipped, &[]);
+        journal
+            .record(&run, &RecordMeta::default())
+            .expect("record");
+        assert!(journal.contains("d-1").expect("read"));
+        assert!(!journal.contains("d-2").expect("read"));
     }
 
     #[test]

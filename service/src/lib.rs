@@ -413,12 +413,57 @@ impl App {
             .live
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(mut run) = live.remove(id) {
+        // Whoever still follows the run hears the rest; it is no longer live for anyone new.
+        if let Some(run) = live.remove(id) {
             for event in events {
-                run.seen.push(event.clone());
                 let _ = run.sender.send(event);
             }
         }
+    }
+
+    /// Reads an override of run `id` as the API and the review page take it: `decision`
+    /// (`approve` or `reject`), `type` (`check`, `verifier`, `direct`), a reason, and who decides
+    /// — the caller named, else the token's owner, never guessed (`ask` says how to name one).
+    fn override_request(
+        &self,
+        id: &str,
+        decision: &str,
+        override_type: &str,
+        reason: Option<String>,
+        user: Option<&str>,
+        ask: &str,
+    ) -> Result<OverrideRequest, ApiError> {
+        let approve = match decision {
+            "approve" => true,
+            "reject" => false,
+            other => {
+                return Err(bad(
+                    "config",
+                    format!("`decision` is {other:?}; use approve or reject"),
+                ));
+            }
+        };
+        let override_type = OverrideType::from_name(override_type).ok_or_else(|| {
+            bad(
+                "config",
+                format!("`type` is {override_type:?}; use check, verifier or direct"),
+            )
+        })?;
+        let user = user
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+            .or_else(|| self.token_user.clone())
+            .ok_or_else(|| bad("user_required", format!("who decides? {ask}")))?;
+        Ok(OverrideRequest {
+            run_id: id.to_owned(),
+            approve,
+            override_type,
+            reason: reason
+                .map(|r| r.trim().to_owned())
+                .filter(|r| !r.is_empty()),
+            user,
+        })
     }
 
     /// Applies an override (the API's and the review page's alike) and counts it for `/metrics`.
@@ -754,9 +799,9 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
             .collect();
         let recorded = read(&app, move |j| {
             ids.into_iter()
-                .filter_map(|id| match j.get(&id) {
-                    Ok(Some(_)) => Some(Ok(id)),
-                    Ok(None) => None,
+                .filter_map(|id| match j.contains(&id) {
+                    Ok(true) => Some(Ok(id)),
+                    Ok(false) => None,
                     Err(e) => Some(Err(e)),
                 })
                 .collect::<harness_records::Result<std::collections::HashSet<String>>>()
@@ -1019,52 +1064,22 @@ async fn override_run(
 ) -> Result<Response, ApiError> {
     let body: OverrideBody = serde_json::from_slice(&body)
         .map_err(|e| bad("config", format!("the body is not an override: {e}")))?;
-    let approve = match body.decision.as_str() {
-        "approve" => true,
-        "reject" => false,
-        other => {
-            return Err(bad(
-                "config",
-                format!("`decision` is {other:?}; use approve or reject"),
-            ));
-        }
-    };
-    let override_type = OverrideType::from_name(&body.override_type).ok_or_else(|| {
-        bad(
-            "config",
-            format!(
-                "`type` is {:?}; use check, verifier or direct",
-                body.override_type
-            ),
-        )
-    })?;
-    // Attributed to the caller named in the body, else to the token's identity; never guessed.
-    let user = body
-        .user
-        .map(|u| u.trim().to_owned())
-        .filter(|u| !u.is_empty())
-        .or_else(|| app.token_user.clone())
-        .ok_or_else(|| {
-            bad(
-                "user_required",
-                "who decides? give `user` in the body, or start the server with HARNESS_API_USER naming the token's owner",
-            )
-        })?;
+    let request = app.override_request(
+        &id,
+        &body.decision,
+        &body.override_type,
+        body.reason,
+        body.user.as_deref(),
+        "give `user` in the body, or start the server with HARNESS_API_USER naming the token's owner",
+    )?;
     let lookup = id.clone();
-    if read(&app, move |j| j.get(&lookup)).await?.is_none() {
+    if !read(&app, move |j| j.contains(&lookup)).await? {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
             "not_found".into(),
             format!("no delegation {id}"),
         ));
     }
-    let request = OverrideRequest {
-        run_id: id,
-        approve,
-        override_type,
-        reason: body.reason,
-        user,
-    };
     let done = app.decide(request).await?;
     Ok(axum::Json(json!({"override": done.to_json()})).into_response())
 }

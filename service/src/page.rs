@@ -10,7 +10,7 @@ use axum::Form;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use harness_records::{Journal, OverrideRequest, OverrideType};
+use harness_records::Journal;
 
 use super::{ApiError, Shared, read};
 
@@ -272,44 +272,16 @@ pub(super) async fn decide(
         )
             .into_response()
     };
-    let override_type = match OverrideType::from_name(&form.override_type) {
-        Some(override_type) => override_type,
-        None => {
-            return refused(
-                StatusCode::BAD_REQUEST,
-                "config",
-                "type must be check, verifier or direct",
-            );
-        }
-    };
-    let approve = match form.decision.as_str() {
-        "approve" => true,
-        "reject" => false,
-        _ => {
-            return refused(
-                StatusCode::BAD_REQUEST,
-                "config",
-                "decision must be approve or reject",
-            );
-        }
-    };
-    let Some(user) = Some(form.user.trim().to_owned())
-        .filter(|u| !u.is_empty())
-        .or_else(|| app.token_user.clone())
-    else {
-        return refused(
-            StatusCode::BAD_REQUEST,
-            "user_required",
-            "who decides? fill in User",
-        );
-    };
-    let reason = Some(form.reason.trim().to_owned()).filter(|r| !r.is_empty());
-    let request = OverrideRequest {
-        run_id: id.clone(),
-        approve,
-        override_type,
-        reason,
-        user,
+    let request = match app.override_request(
+        &id,
+        &form.decision,
+        &form.override_type,
+        Some(form.reason),
+        Some(&form.user),
+        "fill in User",
+    ) {
+        Ok(request) => request,
+        Err(ApiError(status, kind, message)) => return refused(status, &kind, &message),
     };
     match app.decide(request).await {
         Ok(done) => Redirect::to(&format!("/runs/{id}?done={}", done.decision)).into_response(),

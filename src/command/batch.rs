@@ -216,8 +216,8 @@ pub async fn run(args: BatchArgs) -> u8 {
                 recorded_in.as_ref().is_some_and(|read| {
                     read.lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .get(id)
-                        .is_ok_and(|r| r.is_some())
+                        .contains(id)
+                        .is_ok_and(|there| there)
                 })
             };
             let plan = harness_queue::Plan {

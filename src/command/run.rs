@@ -43,7 +43,6 @@ pub async fn run(args: RunArgs) -> u8 {
     let report = runtime
         .run_until(&delegation, &observer, settings::shutdown_signal())
         .await;
-    let trace_id = report.trace_id.clone();
     if let Some(e) = events.finish() {
         eprintln!("warning: {e}");
     }
@@ -59,7 +58,6 @@ pub async fn run(args: RunArgs) -> u8 {
     };
     if json_output {
         let mut object = report.to_json();
-        object["trace_id"] = serde_json::json!(trace_id);
         object["journal"] = serde_json::json!(journal.map(|p| p.display().to_string()));
         if let Some(e) = &unrecorded {
             object["journal_error"] =
@@ -69,7 +67,7 @@ pub async fn run(args: RunArgs) -> u8 {
     } else {
         // With `--events -` stdout carries JSON lines only: the answer stays on stderr.
         let stdout_is_events = args.events.as_deref() == Some(std::path::Path::new("-"));
-        print_summary(&report, trace_id.as_deref(), !stdout_is_events);
+        print_summary(&report, !stdout_is_events);
         if let Some(path) = journal {
             eprintln!(
                 "recorded in {} (harness runs show {})",
@@ -254,7 +252,7 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
 }
 
 /// The outcome line, warnings and trace on stderr; the passed answer on stdout when `answer`.
-fn print_summary(report: &Report, trace_id: Option<&str>, answer: bool) {
+fn print_summary(report: &Report, answer: bool) {
     let attempts = report.attempts.len();
     let plural = if attempts == 1 { "" } else { "s" };
     match report.outcome {
@@ -286,7 +284,7 @@ fn print_summary(report: &Report, trace_id: Option<&str>, answer: bool) {
             eprintln!("warning: {warning}");
         }
     }
-    if let Some(id) = trace_id {
+    if let Some(id) = &report.trace_id {
         match telemetry::trace_url(id) {
             Some(url) => eprintln!("trace: {id} {url}"),
             None => eprintln!("trace: {id}"),

@@ -51,13 +51,17 @@ pub async fn run(args: WorkerArgs) -> u8 {
 }
 
 /// Prints each delegation this worker finishes.
-fn print_finished(record: &harness::EventRecord) {
-    if let harness::RunEvent::DelegationCompleted { outcome, kind } = &record.event {
-        let kind = kind.as_deref().map_or(String::new(), |k| format!(" ({k})"));
-        eprintln!(
-            "worker: {}: {outcome}{kind} after {} attempt(s)",
-            record.run_id,
-            record.attempt + 1
-        );
-    }
+fn print_finished(done: &harness_queue::JobResult) {
+    let kind = done
+        .report
+        .error
+        .as_ref()
+        .map_or(String::new(), |e| format!(" ({})", e.kind().as_str()));
+    eprintln!(
+        "worker: {} line {}: {}{kind} after {} attempt(s)",
+        done.id,
+        done.line,
+        done.report.outcome.as_str(),
+        done.report.attempts.len()
+    );
 }
