@@ -16,16 +16,10 @@ fn assert_golden(name: &str, actual: &Value) {
         .join("tests/golden")
         .join(name);
     let text = serde_json::to_string_pretty(actual).expect("JSON") + "\n";
-    if std::env::var_os("HARNESS_BLESS").is_some() {
-        std::fs::write(&path, &text).expect("write the golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (HARNESS_BLESS=1 writes it)", path.display()));
-    assert!(
-        expected == text,
-        "{} differs (HARNESS_BLESS=1 regenerates it):\n--- expected\n{expected}\n--- actual\n{text}",
-        path.display()
+    harness_testkit::golden::assert_golden(
+        &path,
+        &text,
+        "HARNESS_BLESS=1 cargo test --test tests golden",
     );
 }
 

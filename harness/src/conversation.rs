@@ -145,11 +145,6 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
-    /// Returns the spec in the OpenAI `tools` wire format.
-    pub fn to_openai(&self) -> Value {
-        serde_json::to_value(self.wire()).expect("a tool spec always serialises")
-    }
-
     /// The tool as the OpenAI wire has it, borrowed.
     pub(crate) fn wire(&self) -> WireTool<'_> {
         WireTool {

@@ -217,7 +217,16 @@ impl DelegationFile {
             Some(plan) => PlanStep::parse_list(&file, plan)?,
         };
         let (tools, tool_verifiers) = Tool::parse_list(&file, source, raw.tools, read)?;
-        let verify = VerifySource::from_keys(&file, source, raw.verify, raw.verify_file, read)?;
+        // Named after the file, not the batch line: the name is part of the compiled-script
+        // cache key, so identical inline verifiers on many lines compile once.
+        let verify = VerifySource::from_keys(
+            &file,
+            format!("{}#verify", source.display()),
+            "def run(result):",
+            raw.verify,
+            ("verify_file", raw.verify_file),
+            read,
+        )?;
         let gates = Gates::parse(
             &file,
             RawGates {

@@ -3,7 +3,7 @@
 //! crash of the delegation.
 
 use std::io::{Read as _, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,26 +159,30 @@ fn tool_verifier(
             "{at}: `name` is missing or not a string"
         )));
     };
-    let verifier = match (map.get("verify"), map.get("verify_file")) {
-        (Some(Value::String(script)), None) if !script.trim().is_empty() => VerifySource {
-            name: format!("{}#tools.{name}.verify", source.display()),
-            path: None,
-            source: script.clone(),
-        },
-        (None, Some(Value::String(rel))) => {
-            VerifySource::read(read, &format!("tools[{i}].verify_file"), Path::new(rel))?
-        }
-        (None, None) => {
-            return Err(Error::config(format!(
-                "{at} ({name}): give `verify` (a script defining `def run(call, result):`) or `verify_file`, or write the tool as a plain name"
-            )));
-        }
-        _ => {
-            return Err(Error::config(format!(
-                "{at} ({name}): give one of `verify` (an inline script) and `verify_file` (a path), as a non-empty string"
-            )));
-        }
+    let string = |key: &str| match map.get(key) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::String(text)) => Ok(Some(Some(text.clone()))),
+        Some(other) => Err(Error::config(format!(
+            "{at} ({name}): `{key}` is {other}; give a string"
+        ))),
     };
+    let verifier = VerifySource::from_keys(
+        &format!("{at} ({name})"),
+        format!("{}#tools.{name}.verify", source.display()),
+        "def run(call, result):",
+        string("verify")?,
+        (
+            &format!("tools[{i}].verify_file"),
+            string("verify_file")?.flatten().map(PathBuf::from),
+        ),
+        read,
+    )?
+    .ok_or_else(|| {
+        Error::config(format!(
+            "{at} ({name}): give `verify` (a script defining `def run(call, result):`) or `verify_file`, or write the tool as a plain name"
+        ))
+    })?;
     Ok((name.clone(), verifier))
 }
 

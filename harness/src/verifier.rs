@@ -25,23 +25,25 @@ pub struct VerifySource {
 }
 
 impl VerifySource {
-    /// Reads a delegation file's `verify` (an inline script, `Some(None)` when the key is
-    /// present but empty) and `verify_file` (read by `read`); `source` is the delegation file.
+    /// Reads a `verify` (an inline script, `Some(None)` when the key is present but empty) and
+    /// a `verify_file` (read by `read`, as `file_key` says) given at `at`: a delegation's, or a
+    /// tool's. The inline script is named `name`; `signature` is what it must define.
     ///
     /// # Errors
     /// [`ErrorKind::Config`]: both keys, an empty script, an unreadable file.
     pub(crate) fn from_keys(
-        file: &str,
-        source: &Path,
+        at: &str,
+        name: String,
+        signature: &str,
         inline: Option<Option<String>>,
-        path: Option<PathBuf>,
+        (file_key, path): (&str, Option<PathBuf>),
         read: &ReadScript<'_>,
     ) -> Result<Option<Self>> {
         let inline = match inline {
             Some(Some(script)) if !script.trim().is_empty() => Some(script),
             Some(_) => {
                 return Err(Error::config(format!(
-                    "{file}: `verify` is empty; give a Starlark script defining `def run(result):`, or remove the key"
+                    "{at}: `verify` is empty; give a Starlark script defining `{signature}`, or remove the key"
                 )));
             }
             None => None,
@@ -49,17 +51,15 @@ impl VerifySource {
         Ok(match (inline, path) {
             (Some(_), Some(_)) => {
                 return Err(Error::config(format!(
-                    "{file}: give `verify` (inline script) or `verify_file` (a path), not both"
+                    "{at}: give one of `verify` (an inline script) and `verify_file` (a path), not both"
                 )));
             }
-            // Named after the file, not the batch line: the name is part of the compiled-script
-            // cache key, so identical inline verifiers on many lines compile once.
             (Some(script), None) => Some(VerifySource {
-                name: format!("{}#verify", source.display()),
+                name,
                 path: None,
                 source: script,
             }),
-            (None, Some(rel)) => Some(VerifySource::read(read, "verify_file", &rel)?),
+            (None, Some(rel)) => Some(VerifySource::read(read, file_key, &rel)?),
             (None, None) => None,
         })
     }

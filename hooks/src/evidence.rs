@@ -69,23 +69,6 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// The keys this type names, in the order they are written.
-    pub const KEYS: [&'static str; 13] = [
-        "criterion",
-        "source",
-        "method",
-        "target",
-        "required",
-        "result",
-        "proof",
-        "exit_code",
-        "duration_ms",
-        "output_tail",
-        "subject_sha256",
-        "subject_bytes",
-        "at",
-    ];
-
     /// A record of `criterion`, checked by `source`, that came out `result`; the rest unset.
     pub fn new(criterion: impl Into<String>, source: &str, result: EvidenceResult) -> Self {
         Evidence {

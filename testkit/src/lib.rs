@@ -1,5 +1,5 @@
 //! Test fakes for `harness` (dev-only): one fake model server speaking the OpenAI protocol, one
-//! OTLP receiver decoding real protobuf, one plain HTTP fixture server.
+//! OTLP receiver decoding real protobuf, one plain HTTP fixture server, and golden files.
 //!
 //! ```no_run
 //! use harness_testkit::model::{ModelServer, answer};
@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod golden;
 pub mod model;
 pub mod otlp;
 mod serve;

@@ -566,9 +566,9 @@ fn parse(text: &str) -> Result<Parsed, String> {
             ));
         }
     };
-    let listed = match map.get("findings") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.clone(),
+    let listed: &[Value] = match map.get("findings") {
+        None | Some(Value::Null) => &[],
+        Some(Value::Array(items)) => items,
         Some(_) => return Err("the reviewer's `findings` must be a list".to_owned()),
     };
     let mut findings = Vec::new();

@@ -225,18 +225,18 @@ impl PlanStage {
 impl Check for PlanStage {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let calls = subject.value["tool_calls"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let ran: Vec<&str> = subject
-                .evidence
-                .iter()
-                .map(|e| e.criterion.as_str())
-                .collect();
+            let Subject {
+                value,
+                evidence,
+                findings,
+                ..
+            } = subject;
+            let calls: &[serde_json::Value] =
+                value["tool_calls"].as_array().map_or(&[], Vec::as_slice);
+            let ran: Vec<&str> = evidence.iter().map(|e| e.criterion.as_str()).collect();
             for step in &self.steps {
-                if !step.taken(&calls, &ran) {
-                    subject.findings.push(Finding::blocking(
+                if !step.taken(calls, &ran) {
+                    findings.push(Finding::blocking(
                         Source::Plan,
                         "required_step",
                         format!(

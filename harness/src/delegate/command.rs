@@ -64,10 +64,7 @@ impl CommandDelegate {
             .map(|a| a.replace(PROMPT_PLACEHOLDER, prompt))
             .collect();
         // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
-        let env: Vec<(String, String)> = crate::telemetry::propagation_fields()
-            .into_iter()
-            .map(|(name, value)| (name.to_ascii_uppercase(), value))
-            .collect();
+        let env: Vec<(String, String)> = super::trace_env().collect();
         // Run as every other program is: its own process group (whatever it leaves running is
         // killed with it), output capped, never found in the workspace through PATH. Unlike a
         // check, it inherits the whole environment: agent CLIs need their keys, and the command
@@ -108,12 +105,7 @@ impl CommandDelegate {
                 ),
             ));
         }
-        let how = match run.exit_code {
-            Some(0) => None,
-            Some(code) => Some(format!("exited with code {code}")),
-            None => Some("was killed by a signal".to_owned()),
-        };
-        if let Some(how) = how {
+        if let Some(how) = super::how_it_ended(run.exit_code) {
             let tail = match super::output_tail("", &run.stderr) {
                 tail if tail.is_empty() => "; stderr was empty".to_owned(),
                 tail => tail,

@@ -54,6 +54,23 @@ pub(crate) fn output_tail(stdout: &str, stderr: &str) -> String {
     out
 }
 
+/// The current trace context as a child process's environment (`TRACEPARENT`, `TRACESTATE`), so
+/// an agent CLI continues this trace.
+pub(crate) fn trace_env() -> impl Iterator<Item = (String, String)> {
+    crate::telemetry::propagation_fields()
+        .into_iter()
+        .map(|(name, value)| (name.to_ascii_uppercase(), value))
+}
+
+/// How a program that did not succeed ended, in words; `None` when it exited 0.
+pub(crate) fn how_it_ended(exit_code: Option<i32>) -> Option<String> {
+    match exit_code {
+        Some(0) => None,
+        Some(code) => Some(format!("exited with code {code}")),
+        None => Some("was killed by a signal".to_owned()),
+    }
+}
+
 /// A boxed future, as returned by [`Delegate::turn`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -61,48 +61,41 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
                 let id = item["id"].as_str().unwrap_or_default().to_owned();
                 let kind = item["type"].as_str().unwrap_or_default();
                 let status = item["status"].as_str().unwrap_or_default();
-                match kind {
+                // A completed item the log keeps: its arguments, what it returned, whether it
+                // failed.
+                let done = match kind {
                     "agent_message" => {
                         parsed.response = item["text"].as_str().unwrap_or_default().to_owned();
+                        None
                     }
-                    "command_execution" => {
-                        log.call(
-                            id.clone(),
-                            kind.to_owned(),
-                            serde_json::json!({"command": item["command"]}),
-                        );
-                        let failed = status != "completed" || item["exit_code"].as_i64() != Some(0);
-                        log.result(&id, text(&item["aggregated_output"]), failed);
-                    }
-                    "file_change" => {
-                        log.call(
-                            id.clone(),
-                            kind.to_owned(),
-                            serde_json::json!({"changes": item["changes"]}),
-                        );
-                        log.result(&id, status.to_owned(), status != "completed");
-                    }
-                    "mcp_tool_call" => {
-                        log.call(
-                            id.clone(),
-                            kind.to_owned(),
-                            serde_json::json!({"server": item["server"], "tool": item["tool"], "arguments": item["arguments"]}),
-                        );
-                        let content = match &item["error"] {
+                    "command_execution" => Some((
+                        serde_json::json!({"command": item["command"]}),
+                        text(&item["aggregated_output"]),
+                        status != "completed" || item["exit_code"].as_i64() != Some(0),
+                    )),
+                    "file_change" => Some((
+                        serde_json::json!({"changes": item["changes"]}),
+                        status.to_owned(),
+                        status != "completed",
+                    )),
+                    "mcp_tool_call" => Some((
+                        serde_json::json!({"server": item["server"], "tool": item["tool"], "arguments": item["arguments"]}),
+                        match &item["error"] {
                             Value::Null => text(&item["result"]["content"]),
                             error => text(&error["message"]),
-                        };
-                        log.result(&id, content, status != "completed");
-                    }
-                    "web_search" => {
-                        log.call(
-                            id.clone(),
-                            kind.to_owned(),
-                            serde_json::json!({"query": item["query"]}),
-                        );
-                        log.result(&id, "searched".to_owned(), false);
-                    }
-                    _ => {}
+                        },
+                        status != "completed",
+                    )),
+                    "web_search" => Some((
+                        serde_json::json!({"query": item["query"]}),
+                        "searched".to_owned(),
+                        false,
+                    )),
+                    _ => None,
+                };
+                if let Some((arguments, content, failed)) = done {
+                    log.call(id.clone(), kind.to_owned(), arguments);
+                    log.result(&id, content, failed);
                 }
             }
             Some("turn.completed") => {

@@ -130,14 +130,6 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
-    /// Every kind, in the order the docs list them.
-    pub const ALL: [AgentKind; 4] = [
-        AgentKind::Claude,
-        AgentKind::Codex,
-        AgentKind::Gemini,
-        AgentKind::Aider,
-    ];
-
     fn adapter(self) -> &'static dyn Adapter {
         match self {
             AgentKind::Claude => &claude::Claude,
@@ -150,11 +142,6 @@ impl AgentKind {
     /// The kind's name in delegation files, which is also its program's name.
     pub fn name(self) -> &'static str {
         self.adapter().name()
-    }
-
-    /// The kind named `name`.
-    pub fn from_name(name: &str) -> Option<AgentKind> {
-        AgentKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     /// How to install the CLI.
@@ -260,10 +247,7 @@ impl AgentDelegate {
         let mut argv = vec![self.spec.binary.to_string_lossy().into_owned()];
         argv.extend(adapter.args(&invocation));
         let mut env = self.spec.env.clone();
-        // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
-        for (key, value) in crate::telemetry::propagation_fields() {
-            env.push((key.to_ascii_uppercase(), value));
-        }
+        env.extend(super::trace_env());
         let launch = harness_builtins::Launch {
             cwd: &self.spec.workdir,
             env: &env,
@@ -305,11 +289,7 @@ impl AgentDelegate {
             )));
         }
         let parsed = adapter.parse(&run.stdout, &invocation);
-        let exit = match run.exit_code {
-            Some(0) => None,
-            Some(code) => Some(format!("exited with code {code}")),
-            None => Some("was killed by a signal".to_owned()),
-        };
+        let exit = super::how_it_ended(run.exit_code);
         let parsed = match (parsed, exit) {
             (Ok(parsed), None) => parsed,
             // The CLI's own words first: an error it reported in its stream, else how it exited.
