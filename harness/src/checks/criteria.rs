@@ -167,21 +167,26 @@ fn command(map: &Map<String, Value>) -> std::result::Result<CheckSpec, String> {
     {
         return Err(format!("unknown key `{key}` in a command criterion"));
     }
-    let timeout = match map.get("timeout_s") {
-        None => Duration::from_secs(300),
-        Some(value) => match value
-            .as_f64()
-            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
-        {
-            Some(s) => Duration::from_secs_f64(s),
-            None => {
-                return Err(format!(
-                    "`timeout_s` is {value}; give seconds, more than 0 and at most 86400"
-                ));
-            }
-        },
-    };
+    let timeout = timeout_s(map, 300.0, 86_400.0)?;
     Ok(CheckSpec::shell(name, command, timeout, true))
+}
+
+/// A criterion's `timeout_s`: `default` seconds when absent, else more than 0 and at most `max`.
+fn timeout_s(
+    map: &Map<String, Value>,
+    default: f64,
+    max: f64,
+) -> std::result::Result<Duration, String> {
+    let Some(value) = map.get("timeout_s") else {
+        return Ok(Duration::from_secs_f64(default));
+    };
+    value
+        .as_f64()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= max)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            format!("`timeout_s` is {value}; give seconds, more than 0 and at most {max}")
+        })
 }
 
 /// Validates the mapping form of an `endpoint` criterion.
@@ -226,20 +231,7 @@ fn endpoint_spec(map: &Map<String, Value>) -> std::result::Result<Criterion, Str
             ));
         }
     };
-    let timeout = match map.get("timeout_s") {
-        None => Duration::from_secs(5),
-        Some(value) => match value
-            .as_f64()
-            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
-        {
-            Some(s) => Duration::from_secs_f64(s),
-            None => {
-                return Err(format!(
-                    "`timeout_s` is {value}; give seconds, more than 0 and at most 3600"
-                ));
-            }
-        },
-    };
+    let timeout = timeout_s(map, 5.0, 3600.0)?;
     Ok(Criterion::Endpoint {
         url: url.to_owned(),
         status,
