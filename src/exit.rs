@@ -27,6 +27,7 @@ pub fn for_error(kind: ErrorKind) -> u8 {
         ErrorKind::Blocked => BLOCKED,
         ErrorKind::VerificationFailed
         | ErrorKind::ScopeViolation
+        | ErrorKind::GateTampered
         | ErrorKind::NoGate
         | ErrorKind::Stuck
         | ErrorKind::CriticRejected => NOT_VERIFIED,

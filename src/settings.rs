@@ -76,6 +76,10 @@ pub fn overrides(
         allow_env: sandbox.allow_env.clone(),
         hooks: hooks.to_vec(),
         trace_parent: harness_telemetry::parent_from_env(),
+        parent_id: std::env::var("HARNESS_PARENT_ID")
+            .ok()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty()),
         journal: journal.map(Path::to_path_buf),
     }
 }

@@ -153,7 +153,7 @@ fn delegate_tools_cannot_rewrite_a_tool_verifier_or_the_critics_script() {
 }
 
 #[test]
-fn a_policy_change_made_by_a_command_fails_the_run_as_a_scope_violation() {
+fn a_policy_change_made_by_a_command_fails_the_run_as_gate_tampered() {
     // The verifier would fail (no hello.txt); the delegate rewrites it to pass instead.
     let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "printf 'def run(result):\\n    return True\\n' > verify.star"]}}]"#;
     let dir = project(
@@ -163,12 +163,12 @@ fn a_policy_change_made_by_a_command_fails_the_run_as_a_scope_violation() {
     let (out, report) = run(&dir);
     out.expect_code(1);
     assert_eq!(report["outcome"], json!("failed"), "{out:?}");
-    assert_eq!(report["kind"], json!("scope_violation"), "{out:?}");
+    assert_eq!(report["kind"], json!("gate_tampered"), "{out:?}");
     assert_eq!(report["verified"], json!(false));
     let message = report["error"]["message"].as_str().expect("message");
     assert!(message.contains("verify.star (modified)"), "{message}");
     let finding = &report["history"][0]["findings"][0];
-    assert_eq!(finding["source"], json!("scope"), "{report}");
+    assert_eq!(finding["source"], json!("integrity"), "{report}");
     // The command did run: the change is real, and it was found.
     assert!(
         dir.read("ws/verify.star")
@@ -227,7 +227,7 @@ fn a_batch_judges_every_line_by_the_scripts_it_read_before_the_first_ran() {
             .find(|l| l["line"] == json!(n))
             .unwrap_or_else(|| panic!("line {n}: {out:?}"))
     };
-    assert_eq!(by_line(1)["kind"], json!("scope_violation"), "{out:?}");
+    assert_eq!(by_line(1)["kind"], json!("gate_tampered"), "{out:?}");
     assert_eq!(by_line(2)["outcome"], json!("failed"), "{out:?}");
     assert_eq!(by_line(2)["kind"], json!("verification_failed"), "{out:?}");
 }

@@ -662,6 +662,8 @@ fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
             "VerificationStarted",
             "CheckStarted",
             "CheckCompleted",
+            // "All tests pass." with the check failing: an unsupported claim.
+            "ClaimsChecked",
             "VerificationCompleted",
             "RetryContextAssembled",
             "AttemptStarted",
@@ -670,6 +672,7 @@ fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
             "VerificationStarted",
             "CheckStarted",
             "CheckCompleted",
+            "ClaimsChecked",
             "VerificationCompleted",
             "DelegationCompleted",
         ],
@@ -685,11 +688,13 @@ fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
     assert_eq!(lines[4]["exit_code"], json!(1));
     assert_eq!(lines[4]["required"], json!(true));
     assert_eq!(lines[4]["attempt"], json!(0));
-    assert_eq!(lines[12]["attempt"], json!(1));
-    assert_eq!(lines[5]["outcome"], json!("retry"));
+    assert_eq!(lines[5]["claims"], json!(1));
+    assert_eq!(lines[5]["unsupported"], json!(1));
+    assert_eq!(lines[13]["attempt"], json!(1));
+    assert_eq!(lines[6]["outcome"], json!("retry"));
     assert_eq!(
-        lines[14],
-        json!({"run_id": report["id"], "attempt": 1, "seq": 14, "at": lines[14]["at"],
+        lines[16],
+        json!({"run_id": report["id"], "attempt": 1, "seq": 16, "at": lines[16]["at"],
                "type": "DelegationCompleted", "outcome": "passed", "kind": null})
     );
     // The journal keeps the same events; `runs show` prints the evidence table.
@@ -707,12 +712,18 @@ fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
         table.stdout.contains("CRITERION  RESULT   PROOF"),
         "{table:?}"
     );
+    let row = |cells: &[&str]| {
+        table.stdout.lines().any(|l| {
+            l.split_whitespace()
+                .take(cells.len())
+                .eq(cells.iter().copied())
+        })
+    };
+    assert!(row(&["tests", "fail", "exit", "1"]), "{table:?}");
+    assert!(row(&["tests", "pass", "exit", "0"]), "{table:?}");
+    // The unsupported "All tests pass." of attempt 1 has its own row.
     assert!(
-        table.stdout.contains("tests      fail     exit 1 in"),
-        "{table:?}"
-    );
-    assert!(
-        table.stdout.contains("tests      pass     exit 0 in"),
+        row(&["claim:tests", "fail", "claims", "the", "tests", "pass"]),
         "{table:?}"
     );
     // `--events -`: stdout is the events, one JSON object per line, and nothing else (the

@@ -297,8 +297,14 @@ fn a_reviewer_that_cannot_be_read_is_unavailable_never_a_pass_of_its_own() {
         );
         let (out, report) = run(&dir);
         out.expect_code(0);
-        // The checks passed; the critic's failure is recorded and kept as debt, not as a verdict.
-        assert_eq!(report["outcome"], json!("passed"), "{answer}: {out:?}");
+        // The checks passed; the critic's failure is recorded and kept as debt, never a plain
+        // pass: the run waits for a human.
+        assert_eq!(
+            report["outcome"],
+            json!("passed_with_debt"),
+            "{answer}: {out:?}"
+        );
+        assert_eq!(report["review"]["status"], json!("pending"), "{answer}");
         let critic = critic_of(&report, 0);
         assert_eq!(critic["outcome"], json!("SOFT_FAIL"), "{answer}");
         assert_eq!(critic["available"], json!(false));
@@ -313,6 +319,78 @@ fn a_reviewer_that_cannot_be_read_is_unavailable_never_a_pass_of_its_own() {
         assert!(debt.starts_with("critic unavailable:"), "{debt}");
         assert_eq!(report["debt"][0]["blocking"], json!(false));
     }
+}
+
+#[test]
+fn an_unavailable_critic_with_nothing_deterministic_is_no_gate_and_retry_re_prompts() {
+    // No checks: the critic was the only judge, and it could not be read.
+    let dir = delegation(
+        &reviewer(&["not json"]),
+        "  when: always
+",
+        "max_verify_retries: 0
+",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("no_gate"), "{out:?}");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("critic was unavailable") && message.contains("on_unavailable: retry"),
+        "{message}"
+    );
+
+    // `on_unavailable: retry`: the builder hears it and the next attempt is reviewed again.
+    let dir = delegation(
+        &reviewer(&[
+            "not json",
+            r#"{"outcome": "PASS", "reasoning": "fine", "findings": []}"#,
+        ]),
+        "  when: always\n  on_unavailable: retry\n",
+        &format!("{CHECKED}max_verify_retries: 1\n"),
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    assert_eq!(report["attempts"], json!(2));
+    let prompt = report["history"][0]["retry_prompt"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(prompt.contains("the reviewer was unavailable"), "{prompt}");
+    assert_eq!(critic_of(&report, 1)["outcome"], json!("PASS"));
+}
+
+#[test]
+fn delegated_work_is_risky_and_its_parent_is_recorded() {
+    let dir = delegation(
+        &reviewer(&[r#"{"outcome": "PASS", "reasoning": "fine", "findings": []}"#]),
+        "",
+        &format!("{CHECKED}max_verify_retries: 0\nparent_id: d-parent\n"),
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    assert_eq!(report["result"]["parent_id"], json!("d-parent"), "{out:?}");
+    // The risky critic reviewed one file because the work was delegated.
+    assert_eq!(critic_of(&report, 0)["outcome"], json!("PASS"), "{out:?}");
+    // The same from the environment.
+    let dir = delegation(
+        &reviewer(&[r#"{"outcome": "PASS", "reasoning": "fine", "findings": []}"#]),
+        "",
+        &format!("{CHECKED}max_verify_retries: 0\n"),
+    );
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .env("HARNESS_PARENT_ID", "d-env-parent")
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(
+        report["result"]["parent_id"],
+        json!("d-env-parent"),
+        "{out:?}"
+    );
+    assert_eq!(critic_of(&report, 0)["outcome"], json!("PASS"), "{out:?}");
 }
 
 #[test]

@@ -23,7 +23,13 @@ fn quickstart_lies_is_caught_and_passes_on_attempt_2() {
     assert_eq!(report["attempts"], json!(2));
     assert_eq!(
         report["reasons"],
-        json!([["verify: expected file hello.txt does not exist"], []])
+        json!([
+            [
+                "claim file: claims to have created hello.txt; no tool call wrote it and the workspace has no hello.txt",
+                "verify: expected file hello.txt does not exist"
+            ],
+            []
+        ])
     );
     assert_eq!(
         report["result"]["tool_calls"][0]["name"],
@@ -187,7 +193,9 @@ fn the_checks_example_fails_a_false_claim_on_its_test_output_and_passes_the_fix(
         .iter()
         .filter_map(|f| f["name"].as_str())
         .collect();
-    assert_eq!(names, ["tests", "no_placeholders:*.sh"], "{first}");
+    // The failing test, the placeholder, and "tests pass" said over a failing check.
+    assert_eq!(names, ["tests", "no_placeholders:*.sh", "tests"], "{first}");
+    assert_eq!(first["findings"][2]["source"], json!("claim"), "{first}");
     assert!(
         first["findings"][0]["message"]
             .as_str()

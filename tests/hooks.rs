@@ -896,9 +896,17 @@ fn the_hooks_example_passes_on_attempt_2_with_the_redacted_response() {
     let reasons = report["reasons"].as_array().expect("reasons");
     assert_eq!(reasons.len(), 2);
     let first = reasons[0].as_array().expect("a list");
-    assert_eq!(first.len(), 1, "{out:?}");
+    // The built-in claims stage and the example's own claim-check hook both caught the lie.
+    assert_eq!(first.len(), 2, "{out:?}");
     assert!(
         first[0]
+            .as_str()
+            .expect("a string")
+            .starts_with("claim file: claims to have created version.txt"),
+        "{out:?}"
+    );
+    assert!(
+        first[1]
             .as_str()
             .expect("a string")
             .starts_with("hook claim-check: "),

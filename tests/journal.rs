@@ -253,9 +253,19 @@ fn the_report_counts_known_delegations_exactly() {
     for key in ["p50", "p95", "max"] {
         assert!(scripted["duration_ms"][key].is_u64(), "{scripted:#}");
     }
-    // "hello.txt does not exist (attempt N)" from the lie-then-truth and exhausted delegations.
+    // "Done, I created hello.txt" with nothing written, caught by the claims stage in the
+    // lie-then-truth, exhausted and hook-failed delegations; then the verifier's own reason.
     assert_eq!(
         scripted["top_reasons"][0],
+        json!({
+            "source": "claim file",
+            "reason": "claims to have created <path>; no tool call wrote it and the workspace has no <path>",
+            "count": 6,
+            "example": "claims to have created hello.txt; no tool call wrote it and the workspace has no hello.txt",
+        })
+    );
+    assert_eq!(
+        scripted["top_reasons"][1],
         json!({
             "source": "verify",
             "reason": "<path> does not exist (attempt <n>)",
@@ -263,8 +273,8 @@ fn the_report_counts_known_delegations_exactly() {
             "example": "hello.txt does not exist (attempt 0)",
         })
     );
-    assert_eq!(scripted["top_reasons"][1]["source"], json!("hook no-proof"));
-    assert_eq!(scripted["top_reasons"][1]["count"], json!(2));
+    assert_eq!(scripted["top_reasons"][2]["source"], json!("hook no-proof"));
+    assert_eq!(scripted["top_reasons"][2]["count"], json!(2));
     assert_eq!(
         scripted["top_hooks"],
         json!([{"hook": "no-proof", "count": 2}])
@@ -425,7 +435,10 @@ fn runs_list_and_show_read_single_records() {
         assert_eq!(attempt["passed"], json!(false));
         assert_eq!(
             attempt["reasons"],
-            json!([format!("verify: hello.txt does not exist (attempt {i})")])
+            json!([
+                "claim file: claims to have created hello.txt; no tool call wrote it and the workspace has no hello.txt".to_owned(),
+                format!("verify: hello.txt does not exist (attempt {i})")
+            ])
         );
         assert_eq!(attempt["usage"]["requests"], json!(1));
         // The whole run: what each attempt claimed, the verdict on it, the prompt it led to.
@@ -438,7 +451,7 @@ fn runs_list_and_show_read_single_records() {
             json!(if i < 2 { "retry" } else { "fail" })
         );
         assert_eq!(
-            attempt["verdict"]["findings"][0]["message"],
+            attempt["verdict"]["findings"][1]["message"],
             json!(format!("hello.txt does not exist (attempt {i})"))
         );
         assert_eq!(

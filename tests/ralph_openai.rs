@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 
 use crate::util::{Output, TempDir, copy_tree, expect_error_kind, harness, repo_root};
 
+/// What the claims stage says of "Done, I created hello.txt" when nothing wrote it.
+const CLAIM: &str = "claim file: claims to have created hello.txt; no tool call wrote it and the workspace has no hello.txt";
+
 /// The task every delegation here gets.
 const TASK: &str = "Create hello.txt containing the word hi";
 
@@ -214,7 +217,7 @@ fn lies_then_tells_the_truth(api: Api) {
     assert_eq!(report["attempts"], json!(2));
     assert_eq!(
         report["reasons"],
-        json!([["verify: hello.txt does not exist (attempt 0)"], []])
+        json!([[CLAIM, "verify: hello.txt does not exist (attempt 0)"], []])
     );
     assert_eq!(report["result"]["attempt"], json!(1));
     assert_eq!(report["result"]["response"], json!(TRUTH));
@@ -304,9 +307,9 @@ fn always_lies_until_the_retries_run_out(api: Api) {
     assert_eq!(
         report["reasons"],
         json!([
-            ["verify: hello.txt does not exist (attempt 0)"],
-            ["verify: hello.txt does not exist (attempt 1)"],
-            ["verify: hello.txt does not exist (attempt 2)"],
+            [CLAIM, "verify: hello.txt does not exist (attempt 0)"],
+            [CLAIM, "verify: hello.txt does not exist (attempt 1)"],
+            [CLAIM, "verify: hello.txt does not exist (attempt 2)"],
         ])
     );
     let message = report["error"]["message"].as_str().expect("a message");
@@ -347,7 +350,7 @@ fn zero_retries_means_one_request(api: Api) {
     assert_eq!(report["error"]["kind"], json!("verification_failed"));
     assert_eq!(
         report["reasons"],
-        json!([["verify: hello.txt does not exist (attempt 0)"]])
+        json!([[CLAIM, "verify: hello.txt does not exist (attempt 0)"]])
     );
     assert_eq!(server.seen().len(), 1);
     assert_eq!(dir.read("hello.txt"), None);
@@ -355,7 +358,7 @@ fn zero_retries_means_one_request(api: Api) {
 
 fn no_verifier_means_skipped_after_one_request(api: Api) {
     let server = ModelServer::start(lies_once);
-    let dir = delegation(api, &server, "", "tools: [write_file]\n");
+    let dir = delegation(api, &server, "", "tools: [write_file]\nclaims: off\n");
     let (out, report) = run_json(&dir);
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("skipped"), "{out:?}");

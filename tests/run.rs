@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 use crate::util::{Output, TempDir, expect_error_kind, harness, keys, response};
 use harness_testkit::web::WebServer;
 
+/// What the claims stage says of "Done, I created hello.txt" when nothing wrote it.
+const CLAIM: &str = "claim file: claims to have created hello.txt; no tool call wrote it and the workspace has no hello.txt";
+
 /// The task every delegation here gets.
 const TASK: &str = "Create hello.txt containing the word hi";
 
@@ -137,7 +140,7 @@ fn lies_then_tells_the_truth() {
     assert_eq!(requests_per_attempt(&report), [1, 2]);
     assert_eq!(
         report["reasons"],
-        json!([["verify: hello.txt does not exist (attempt 0)"], []])
+        json!([[CLAIM, "verify: hello.txt does not exist (attempt 0)"], []])
     );
     assert_eq!(report["result"]["attempt"], json!(1));
     // The same, as structured verdicts: one per attempt, findings with their source.
@@ -156,10 +159,13 @@ fn lies_then_tells_the_truth() {
     let history = report["history"].as_array().expect("history is a list");
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(history[0]["decision"], json!("retry"));
+    // The claims stage and the verifier both caught the lie, in pipeline order.
+    assert_eq!(history[0]["findings"][0]["source"], json!("claim"));
+    assert_eq!(history[0]["findings"][0]["path"], json!("hello.txt"));
     assert_eq!(
-        history[0]["findings"],
-        json!([{"source": "verify", "name": "", "severity": "blocking", "blocking": true,
-                "message": "hello.txt does not exist (attempt 0)"}])
+        history[0]["findings"][1],
+        json!({"source": "verify", "name": "", "severity": "blocking", "blocking": true,
+                "message": "hello.txt does not exist (attempt 0)"})
     );
     let prompt = history[0]["retry_prompt"].as_str().expect("a retry prompt");
     assert!(prompt.contains("VERIFICATION FAILED"), "{prompt}");
@@ -208,9 +214,9 @@ fn always_lies_until_the_retries_run_out() {
     assert_eq!(
         report["reasons"],
         json!([
-            ["verify: hello.txt does not exist (attempt 0)"],
-            ["verify: hello.txt does not exist (attempt 1)"],
-            ["verify: hello.txt does not exist (attempt 2)"],
+            [CLAIM, "verify: hello.txt does not exist (attempt 0)"],
+            [CLAIM, "verify: hello.txt does not exist (attempt 1)"],
+            [CLAIM, "verify: hello.txt does not exist (attempt 2)"],
         ])
     );
     // The error message carries every attempt's reasons too.
@@ -244,7 +250,7 @@ fn zero_retries_means_one_attempt() {
     assert_eq!(report["error"]["kind"], json!("verification_failed"));
     assert_eq!(
         report["reasons"],
-        json!([["verify: hello.txt does not exist (attempt 0)"]])
+        json!([[CLAIM, "verify: hello.txt does not exist (attempt 0)"]])
     );
 }
 
@@ -315,7 +321,7 @@ fn a_bad_project_policy_stops_the_run_before_the_delegate_runs() {
 
 #[test]
 fn no_verifier_means_skipped() {
-    let dir = delegation(ALWAYS_LIES, "tools: [write_file]\n");
+    let dir = delegation(ALWAYS_LIES, "tools: [write_file]\nclaims: off\n");
     let (out, report) = run_json(&dir, &[]);
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("skipped"));
@@ -328,6 +334,25 @@ fn no_verifier_means_skipped() {
         response(&report)["claim"],
         json!("Done, I created hello.txt")
     );
+}
+
+#[test]
+fn without_a_verifier_the_claims_stage_still_catches_a_claimed_file() {
+    let dir = delegation(ALWAYS_LIES, "tools: [write_file]\nmax_verify_retries: 1\n");
+    let (out, report) = run_json(&dir, &[]);
+    out.expect_code(1);
+    assert_eq!(report["outcome"], json!("failed"), "{out:?}");
+    assert_eq!(report["kind"], json!("verification_failed"));
+    assert_eq!(report["reasons"], json!([[CLAIM], [CLAIM]]));
+    let evidence = &report["history"][0]["evidence"][0];
+    assert_eq!(evidence["source"], json!("claim"), "{evidence}");
+    assert_eq!(evidence["result"], json!("fail"));
+    assert_eq!(evidence["target"], json!("hello.txt"));
+    // `claims: advisory` says it and lets the run end as nothing verified it.
+    let dir = delegation(ALWAYS_LIES, "tools: [write_file]\nclaims: advisory\n");
+    let (out, report) = run_json(&dir, &[]);
+    out.expect_code(0);
+    assert_eq!(report["outcome"], json!("skipped"), "{out:?}");
 }
 
 #[test]
@@ -729,6 +754,7 @@ fn the_json_object() {
         keys(&report["result"]),
         [
             "attempt",
+            "changes",
             "evidence",
             "id",
             "parent_id",

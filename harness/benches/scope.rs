@@ -192,12 +192,12 @@ fn main() {
             git(root, &["status", "--porcelain"]);
             git_status.push(t.elapsed());
             let t = Instant::now();
-            let snapshot = scope.snapshot();
+            let snapshot = scope.snapshot(&|_| false, &std::sync::Arc::default());
             snapshots.push(t.elapsed());
             entries = snapshot.entries();
             if round == 0 {
                 // What a snapshot holds: the bytes its drop gives back.
-                let spare = scope.snapshot();
+                let spare = scope.snapshot(&|_| false, &std::sync::Arc::default());
                 let with = LIVE.load(Ordering::Relaxed);
                 drop(spare);
                 bytes = with - LIVE.load(Ordering::Relaxed);

@@ -34,6 +34,9 @@ pub struct Overrides {
     pub trace_parent: Option<String>,
     /// The run journal this process writes: delegate tools may not write it.
     pub journal: Option<PathBuf>,
+    /// The run this work was delegated from, when the file does not say `parent_id:` (the CLI
+    /// reads `HARNESS_PARENT_ID`).
+    pub parent_id: Option<String>,
 }
 
 /// Builds ready [`Delegation`]s. Each workspace's project policy and each script file (verifier,

@@ -6,6 +6,7 @@
 
 use harness_hooks::CriticOutcome;
 
+use crate::checks::OnUnavailable;
 use crate::error::{Error, ErrorKind};
 use crate::report::Outcome;
 use crate::retry::{self, RetryContext};
@@ -25,6 +26,8 @@ pub enum OnExhausted {
 pub(crate) struct Rules {
     /// What a spent budget does when only the critic objects (`Fail` without a critic).
     pub(crate) on_exhausted: OnExhausted,
+    /// What an unusable review does.
+    pub(crate) on_unavailable: OnUnavailable,
     /// The same blocking finding on this many consecutive attempts ends the loop (0: never).
     pub(crate) stuck_after: u32,
     /// The delegation's token budget (`limits.max_tokens`).
@@ -50,6 +53,9 @@ pub(crate) struct Judged {
     pub(crate) fatal: Option<Error>,
     /// Unified diffs of what the delegation changed so far, for the retry context.
     pub(crate) diff: Vec<String>,
+    /// True when a deterministic stage (checks, criteria, a verifier, hooks, a scope) judged
+    /// the attempt: what decides an unavailable critic's run.
+    pub(crate) deterministic: bool,
 }
 
 /// What happens next.
@@ -92,6 +98,7 @@ pub(crate) fn decide(
         verdict,
         fatal,
         diff,
+        deterministic,
     } = judged;
     let Some(mut verdict) = verdict else {
         return Decided {
@@ -120,6 +127,48 @@ pub(crate) fn decide(
             review.summary()
         );
         end(&mut verdict, Error::new(ErrorKind::CriticRejected, message))
+    } else if verdict.blocking().next().is_none() && unavailable(&verdict) {
+        // An unusable review never leaves a run plain `passed` (DESIGN §4.9).
+        if rules.on_unavailable == OnUnavailable::Retry && !last {
+            let why = verdict
+                .critic
+                .as_ref()
+                .and_then(|c| c.error.clone())
+                .unwrap_or_default();
+            let mut finding = Finding::blocking(
+                Source::Critic,
+                "unavailable",
+                format!(
+                    "the reviewer was unavailable ({why}); the work is sent back to be reviewed again (critic.on_unavailable: retry)"
+                ),
+            );
+            finding.severity = crate::verdict::Severity::Other;
+            verdict.findings.push(finding);
+            verdict.decision = Decision::Retry;
+            Next::Retry(RetryContext::assemble(
+                &verdict,
+                budget.total,
+                earlier,
+                &diff,
+            ))
+        } else if deterministic {
+            verdict.decision = Decision::Pass;
+            Next::Deliver {
+                outcome: Outcome::PassedWithDebt,
+                debt: critic_findings(&verdict),
+            }
+        } else {
+            let message = format!(
+                "the critic was unavailable on attempt {} and nothing deterministic judged the work (no checks, criteria, verifier or hooks): {}; add `checks:` or `criteria:`, or set `critic.on_unavailable: retry`",
+                verdict.attempt + 1,
+                verdict
+                    .critic
+                    .as_ref()
+                    .and_then(|c| c.error.as_deref())
+                    .unwrap_or("no usable answer")
+            );
+            end(&mut verdict, Error::new(ErrorKind::NoGate, message))
+        }
     } else if verdict.blocking().next().is_none() {
         verdict.decision = Decision::Pass;
         Next::Deliver {
@@ -179,6 +228,11 @@ pub(crate) fn decide(
         verdict: Some(verdict),
         next,
     }
+}
+
+/// Whether the critic reviewed `verdict`'s attempt and its review could not be used.
+fn unavailable(verdict: &Verdict) -> bool {
+    verdict.critic.as_ref().is_some_and(|c| !c.available)
 }
 
 /// The critic's findings of `verdict`: the run's debt when it passes with them.
@@ -279,10 +333,15 @@ mod tests {
         rules: Rules,
         expect: Expect,
         decision: Option<Decision>,
+        /// The critic reviewed, and its answer could not be used.
+        unavailable: bool,
+        /// A deterministic stage judged the attempt.
+        deterministic: bool,
     }
 
     const RULES: Rules = Rules {
         on_exhausted: OnExhausted::Debt,
+        on_unavailable: OnUnavailable::Debt,
         stuck_after: 3,
         max_tokens: None,
     };
@@ -305,12 +364,68 @@ mod tests {
             rules: RULES,
             expect,
             decision,
+            unavailable: false,
+            deterministic: true,
         }
+    }
+
+    fn critic_unavailable() -> Finding {
+        Finding::advisory(Source::Critic, "unavailable", "critic unavailable: no JSON")
     }
 
     #[test]
     fn every_row_of_the_decision_table() {
         let rows = vec![
+            // DESIGN §4.9: an unusable review never leaves a run plain `passed`: with
+            // deterministic stages green → passed_with_debt, naming the critic…
+            Row {
+                critic: Some(CriticOutcome::SoftFail),
+                unavailable: true,
+                ..row(
+                    "critic unavailable, checks passed",
+                    vec![critic_unavailable()],
+                    Expect::Deliver(Outcome::PassedWithDebt, 1),
+                )
+            },
+            // …with nothing deterministic → failed, no_gate…
+            Row {
+                critic: Some(CriticOutcome::SoftFail),
+                unavailable: true,
+                deterministic: false,
+                ..row(
+                    "critic unavailable, nothing deterministic",
+                    vec![critic_unavailable()],
+                    Expect::End(ErrorKind::NoGate),
+                )
+            },
+            // …and with on_unavailable: retry, the builder is re-prompted while it can be.
+            Row {
+                critic: Some(CriticOutcome::SoftFail),
+                unavailable: true,
+                rules: Rules {
+                    on_unavailable: OnUnavailable::Retry,
+                    ..RULES
+                },
+                ..row(
+                    "critic unavailable, on_unavailable retry",
+                    vec![critic_unavailable()],
+                    Expect::Retry,
+                )
+            },
+            Row {
+                attempt: 2,
+                critic: Some(CriticOutcome::SoftFail),
+                unavailable: true,
+                rules: Rules {
+                    on_unavailable: OnUnavailable::Retry,
+                    ..RULES
+                },
+                ..row(
+                    "critic unavailable, on_unavailable retry, no retries left",
+                    vec![critic_unavailable()],
+                    Expect::Deliver(Outcome::PassedWithDebt, 1),
+                )
+            },
             // DESIGN §4.5 / seed 000 §6.3: scope violation → failed, no retry.
             Row {
                 fatal: Some(ErrorKind::ScopeViolation),
@@ -479,10 +594,17 @@ mod tests {
         ];
         for row in rows {
             let earlier: Vec<&Verdict> = row.earlier.iter().collect();
+            let mut judged_verdict = verdict(row.attempt, row.findings, row.critic);
+            if row.unavailable {
+                let review = judged_verdict.critic.as_mut().expect("a review");
+                review.available = false;
+                review.error = Some("no JSON".to_owned());
+            }
             let judged = Judged {
-                verdict: Some(verdict(row.attempt, row.findings, row.critic)),
+                verdict: Some(judged_verdict),
                 fatal: row.fatal.map(|k| Error::new(k, "fatal")),
                 diff: Vec::new(),
+                deterministic: row.deterministic,
             };
             let budget = Budget {
                 total: row.total,
@@ -510,6 +632,7 @@ mod tests {
             verdict: None,
             fatal: None,
             diff: Vec::new(),
+            deterministic: true,
         };
         let budget = Budget {
             total: 3,
@@ -543,6 +666,7 @@ mod tests {
             verdict: Some(verdict(2, vec![check_failed()], None)),
             fatal: None,
             diff: Vec::new(),
+            deterministic: true,
         };
         let message = end(last, &[&first, &second], RULES);
         assert!(
@@ -557,6 +681,7 @@ mod tests {
             )),
             fatal: None,
             diff: Vec::new(),
+            deterministic: true,
         };
         assert_eq!(
             end(hard, &[], RULES),
@@ -566,6 +691,7 @@ mod tests {
             verdict: Some(verdict(1, vec![check_failed()], None)),
             fatal: None,
             diff: Vec::new(),
+            deterministic: true,
         };
         let two = Rules {
             stuck_after: 2,

@@ -10,7 +10,7 @@ use harness_hooks::{DelegateInfo, Request};
 use serde_json::Value;
 
 use crate::assembly::Overrides;
-use crate::checks::{CheckSpec, Criterion, CriticSpec, PlanStep};
+use crate::checks::{CheckSpec, ClaimsMode, Criterion, CriticSpec, PlanStep};
 use crate::decision::{OnExhausted, Rules};
 use crate::delegate::DelegateConfig;
 use crate::error::{Error, Result};
@@ -56,8 +56,12 @@ pub struct Delegation {
     require_checks: bool,
     scope: Option<ScopeSpec>,
     stuck_after: u32,
+    observe: bool,
+    protect: Option<Vec<String>>,
+    claims: ClaimsMode,
     critic: Option<CriticSpec>,
     risk: bool,
+    parent_id: Option<String>,
     citations_required: bool,
     plan: Vec<PlanStep>,
     tool_verifiers: Vec<(String, VerifySource)>,
@@ -88,6 +92,26 @@ impl Delegation {
         let (command_criteria, criteria) = gates.criteria.unwrap_or_default();
         let mut checks = gates.checks.unwrap_or_default();
         checks.extend(command_criteria);
+        for check in &mut checks {
+            check.confirm = check.confirm.or(gates.confirm);
+            check.flaky = check.flaky.or(gates.flaky);
+        }
+        let observe = gates.observe.unwrap_or(true);
+        if !observe {
+            if gates.scope.is_some() {
+                return Err(Error::config(format!(
+                    "{label}: `observe: false` with `scope:`: a scope is judged on what changed, which only observation sees; remove `observe: false` or the scope"
+                )));
+            }
+            if criteria
+                .iter()
+                .any(|c| matches!(c, Criterion::NoNewSkips(_)))
+            {
+                return Err(Error::config(format!(
+                    "{label}: `observe: false` with the `no_new_skips` criterion: it reads the diff, which only observation makes; remove one of them"
+                )));
+            }
+        }
         for (source, retries) in [
             ("--max-verify-retries", overrides.max_verify_retries),
             ("`max_verify_retries`", file.max_verify_retries),
@@ -132,8 +156,12 @@ impl Delegation {
             require_checks: gates.require_checks.unwrap_or(false),
             scope: gates.scope,
             stuck_after: gates.stuck_after.unwrap_or(DEFAULT_STUCK_AFTER),
+            observe,
+            protect: gates.protect,
+            claims: gates.claims.unwrap_or_default(),
             critic: file.critic.or_else(|| project.critic.clone()),
             risk: file.risk,
+            parent_id: file.parent_id.or_else(|| overrides.parent_id.clone()),
             citations_required: file.citations_required,
             plan: file.plan,
         })
@@ -301,16 +329,48 @@ impl Delegation {
                 .critic
                 .as_ref()
                 .map_or(OnExhausted::Fail, |c| c.on_exhausted),
+            on_unavailable: self
+                .critic
+                .as_ref()
+                .map_or_else(Default::default, |c| c.on_unavailable),
             stuck_after: self.stuck_after,
             max_tokens: self.max_tokens,
         }
+    }
+
+    /// True when the workspace is snapshotted before attempt 0 and diffed after each attempt
+    /// (`observe:`, default true).
+    pub fn observe(&self) -> bool {
+        self.observe
+    }
+
+    /// `protect:` as written (or from the project); `None` for the default.
+    pub fn protect(&self) -> Option<&[String]> {
+        self.protect.as_deref()
+    }
+
+    /// What an unsupported claim in the answer does (`claims:`).
+    pub fn claims(&self) -> ClaimsMode {
+        self.claims
+    }
+
+    /// The run this work was delegated from (`parent_id:` or `HARNESS_PARENT_ID`).
+    pub fn parent_id(&self) -> Option<&str> {
+        self.parent_id.as_deref()
     }
 
     /// The harness's own files this delegation must not change (DESIGN §4.8): the delegation
     /// file, the verifier, the per-tool verifiers, the agent's and the critic's scripts, the hook
     /// files, and the `.harness/` of the workspace at `root` (its resolved workdir).
     pub(crate) fn protected_paths(&self, root: &Path) -> Vec<PathBuf> {
-        let mut protected = vec![root.join(".harness"), self.source.clone()];
+        let git = root.join(".git");
+        let mut protected = vec![
+            root.join(".harness"),
+            self.source.clone(),
+            git.join("config"),
+            git.join("hooks"),
+            git.join("info"),
+        ];
         let verifiers = self
             .verify
             .iter()

@@ -30,8 +30,11 @@ pub enum ErrorKind {
     Cancelled,
     /// Every attempt was verified and none passed.
     VerificationFailed,
-    /// The delegate changed what it may not (DESIGN §4.8): the harness's own policy.
+    /// The delegate changed files outside its `scope` (DESIGN §4.8).
     ScopeViolation,
+    /// The delegate changed what judges it (DESIGN §4.8): the harness's policy, a protected gate
+    /// input (an existing test, a script a check runs), git's configuration or hooks.
+    GateTampered,
     /// `require_checks` is set, and the delegation has no checks and no criteria.
     NoGate,
     /// The same blocking finding on `stuck_after` consecutive attempts: retrying is not helping.
@@ -51,6 +54,7 @@ impl ErrorKind {
             self,
             ErrorKind::VerificationFailed
                 | ErrorKind::ScopeViolation
+                | ErrorKind::GateTampered
                 | ErrorKind::NoGate
                 | ErrorKind::Stuck
                 | ErrorKind::CriticRejected
@@ -71,6 +75,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::VerificationFailed => "verification_failed",
             ErrorKind::ScopeViolation => "scope_violation",
+            ErrorKind::GateTampered => "gate_tampered",
             ErrorKind::NoGate => "no_gate",
             ErrorKind::Stuck => "stuck",
             ErrorKind::Budget => "budget",

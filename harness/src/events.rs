@@ -85,6 +85,19 @@ pub enum RunEvent {
         /// `fail` (the delegation ends) or `retry`.
         on_violation: String,
     },
+    /// The delegate changed what judges it (DESIGN §4.8): the delegation ends `failed`, kind
+    /// `gate_tampered`.
+    GateTampered {
+        /// Each file and how it changed (`tests/test_a.py (modified)`).
+        paths: Vec<String>,
+    },
+    /// The claims stage read the answer's side-effect claims and checked them.
+    ClaimsChecked {
+        /// Claims read.
+        claims: usize,
+        /// Claims the tool log, the changes and the checks do not support.
+        unsupported: usize,
+    },
     /// A check or criterion began.
     CheckStarted {
         /// Its name.
@@ -104,6 +117,13 @@ pub enum RunEvent {
         duration_ms: u64,
         /// False for an advisory check.
         required: bool,
+        /// Exit codes of every run when a failing check was re-run (`confirm`); empty when it
+        /// ran once.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        exit_codes: Vec<Option<i32>>,
+        /// True when it failed and then passed on a re-run.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        flaky: bool,
     },
     /// The pipeline began judging an attempt.
     VerificationStarted,
@@ -186,6 +206,8 @@ impl RunEvent {
             RunEvent::ToolVerificationFailed { .. } => "ToolVerificationFailed",
             RunEvent::ScopeValidated { .. } => "ScopeValidated",
             RunEvent::ScopeViolationDetected { .. } => "ScopeViolationDetected",
+            RunEvent::GateTampered { .. } => "GateTampered",
+            RunEvent::ClaimsChecked { .. } => "ClaimsChecked",
             RunEvent::CheckStarted { .. } => "CheckStarted",
             RunEvent::CheckCompleted { .. } => "CheckCompleted",
             RunEvent::VerificationStarted => "VerificationStarted",

@@ -1,10 +1,11 @@
 //! The gates a delegation file or a project policy's `verification_defaults` names — `checks`,
-//! `criteria`, `require_checks`, `scope`, `stuck_after` — validated, each `None` when not given,
-//! so that a request's keys override the project's defaults one by one.
+//! `criteria`, `require_checks`, `scope`, `stuck_after`, `observe`, `protect`, `claims`,
+//! `confirm`, `flaky` — validated, each `None` when not given, so that a request's keys override
+//! the project's defaults one by one.
 
 use serde_json::Value;
 
-use crate::checks::{CheckSpec, Criterion, RawCheck};
+use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, RawCheck};
 use crate::error::{Error, Result};
 use crate::scope::{RawScope, ScopeSpec};
 
@@ -17,6 +18,13 @@ pub(crate) struct Gates {
     pub(crate) require_checks: Option<bool>,
     pub(crate) scope: Option<ScopeSpec>,
     pub(crate) stuck_after: Option<u32>,
+    pub(crate) observe: Option<bool>,
+    /// Globs of gate inputs, validated; `Some([])` turns the default off.
+    pub(crate) protect: Option<Vec<String>>,
+    pub(crate) claims: Option<ClaimsMode>,
+    /// The `confirm` and `flaky` of checks that do not say.
+    pub(crate) confirm: Option<u8>,
+    pub(crate) flaky: Option<Flaky>,
 }
 
 /// The gates' keys as written.
@@ -27,6 +35,11 @@ pub(crate) struct RawGates {
     pub(crate) require_checks: Option<bool>,
     pub(crate) scope: Option<RawScope>,
     pub(crate) stuck_after: Option<u32>,
+    pub(crate) observe: Option<bool>,
+    pub(crate) protect: Option<Vec<String>>,
+    pub(crate) claims: Option<String>,
+    pub(crate) confirm: Option<u64>,
+    pub(crate) flaky: Option<String>,
 }
 
 impl Gates {
@@ -48,6 +61,20 @@ impl Gates {
             require_checks: raw.require_checks,
             scope: raw.scope.map(|s| ScopeSpec::parse(file, s)).transpose()?,
             stuck_after: raw.stuck_after,
+            observe: raw.observe,
+            protect: raw
+                .protect
+                .map(|globs| crate::integrity::GateInputs::compile(&globs, file).map(|_| globs))
+                .transpose()?,
+            claims: raw
+                .claims
+                .map(|c| ClaimsMode::parse(file, &c))
+                .transpose()?,
+            confirm: raw
+                .confirm
+                .map(|n| crate::checks::confirm(file, n))
+                .transpose()?,
+            flaky: raw.flaky.map(|f| Flaky::parse(file, &f)).transpose()?,
         })
     }
 
@@ -64,6 +91,11 @@ impl Gates {
             require_checks: self.require_checks.or(defaults.require_checks),
             scope: self.scope.or_else(|| defaults.scope.clone()),
             stuck_after: self.stuck_after.or(defaults.stuck_after),
+            observe: self.observe.or(defaults.observe),
+            protect: self.protect.or_else(|| defaults.protect.clone()),
+            claims: self.claims.or(defaults.claims),
+            confirm: self.confirm.or(defaults.confirm),
+            flaky: self.flaky.or(defaults.flaky),
         };
         let commands = gates.checks.iter().flatten();
         let named = gates.criteria.iter().flat_map(|(c, _)| c.iter());

@@ -12,6 +12,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::integrity::GateInputs;
 
 use crate::error::{Error, ErrorKind};
 
@@ -32,6 +35,8 @@ pub(crate) struct PolicyGuard {
     /// Path → fingerprint of every protected file when the guard was made; `None` when the
     /// delegate has no way to change files but through the (refusing) tools.
     before: Option<BTreeMap<PathBuf, Fingerprint>>,
+    /// The gate inputs inside the workspace (`protect`): existing ones are refused to tools.
+    gate: Arc<GateInputs>,
 }
 
 /// What `stat` says about a file: enough to see that it was written, replaced or touched.
@@ -56,14 +61,20 @@ impl PolicyGuard {
     /// Protects the `protected` paths (files or directories, inside the workspace or not) and
     /// the `journals` (refused, not fingerprinted), and fingerprints the protected files when
     /// `watch`: the delegate can write other than through the tools (it is offered
-    /// `run_command`, or it is an agent CLI).
-    pub(crate) fn new(mut protected: Vec<PathBuf>, journals: Vec<PathBuf>, watch: bool) -> Self {
+    /// `run_command`, or it is an agent CLI). `gate` are the workspace's gate inputs.
+    pub(crate) fn new(
+        mut protected: Vec<PathBuf>,
+        journals: Vec<PathBuf>,
+        watch: bool,
+        gate: Arc<GateInputs>,
+    ) -> Self {
         protected.extend(journals.iter().cloned());
         let mut guard = PolicyGuard {
             given: protected,
             protected: std::sync::OnceLock::new(),
             journals,
             before: None,
+            gate,
         };
         if watch {
             guard.before = Some(guard.fingerprints());
@@ -89,6 +100,11 @@ impl PolicyGuard {
             all.dedup();
             all
         })
+    }
+
+    /// The workspace's gate inputs.
+    pub(crate) fn gate(&self) -> &GateInputs {
+        &self.gate
     }
 
     /// Returns the protected path covering `path` (an absolute, resolved path), if any.
@@ -129,9 +145,10 @@ impl PolicyGuard {
         changes
     }
 
-    /// The scope violation to end the delegation with when the protected files changed, naming
-    /// each change (paths inside `root` relative to it).
-    pub(crate) fn violation(&self, root: &Path) -> Option<Error> {
+    /// The changes of the protected files, each as `path (how)` (paths inside `root` relative
+    /// to it), and the `gate_tampered` error to end the delegation with; `None` when nothing
+    /// changed.
+    pub(crate) fn violation(&self, root: &Path) -> Option<(Vec<String>, Error)> {
         let changes = self.changes();
         if changes.is_empty() {
             return None;
@@ -143,13 +160,14 @@ impl PolicyGuard {
                 format!("{} ({})", shown.display(), c.how)
             })
             .collect();
-        Some(Error::new(
-            ErrorKind::ScopeViolation,
+        let error = Error::new(
+            ErrorKind::GateTampered,
             format!(
-                "the delegate changed the harness policy that judges it: {}; hooks, .harness/, the delegation file and the verifier and agent scripts are out of a delegate's reach (DESIGN §4.8)",
+                "the delegate changed the harness policy that judges it: {}; hooks, .harness/, the delegation file, the verifier and agent scripts and git's config, hooks and info/ are out of a delegate's reach (DESIGN §4.8)",
                 listed.join(", ")
             ),
-        ))
+        );
+        Some((listed, error))
     }
 
     fn is_journal(&self, path: &Path) -> bool {
@@ -234,6 +252,7 @@ mod tests {
                 d.protected_paths(&root),
                 d.journals(&root),
                 d.changes_files_itself(),
+                Arc::default(),
             )
         };
         let unwatched = guard_of(delegation(&root, "write_file"));

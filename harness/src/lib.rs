@@ -35,6 +35,7 @@ mod gates;
 #[cfg(test)]
 mod golden;
 mod guard;
+pub mod integrity;
 mod pipeline;
 mod policy;
 mod project;
@@ -55,8 +56,8 @@ mod verifier;
 
 pub use assembly::{Assembler, Overrides};
 pub use checks::{
-    CheckSpec, Criterion, CriticSpec, CriticWhen, PlanStep, REVIEW_TEMPLATE,
-    REVIEW_TEMPLATE_VERSION, review_template_sha256,
+    CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, OnUnavailable,
+    PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256,
 };
 pub use conversation::{Message, ToolSpec, Usage};
 pub use decision::OnExhausted;

@@ -8,8 +8,8 @@ use harness_builtins::Workspace;
 use harness_hooks::DelegationResult;
 
 use crate::checks::{
-    Check, CitationStage, CommandChecks, CriteriaStage, Critic, InlineVerifier, PlanStage,
-    PostVerifyHooks, ScopeStage, Subject,
+    Check, CitationStage, ClaimsStage, CommandChecks, CriteriaStage, Critic, InlineVerifier,
+    ObserveStage, PlanStage, PostVerifyHooks, Subject,
 };
 use crate::conversation::Usage;
 use crate::delegate::Delegate;
@@ -43,6 +43,8 @@ pub(crate) struct Materials<'a> {
     /// The critic's delegate and its read-only tools, when the delegation has a critic that
     /// reviews (not `when: never`).
     pub(crate) critic: Option<(Box<dyn Delegate>, Toolbox)>,
+    /// The gate inputs (`protect`, or its default).
+    pub(crate) gate: crate::integrity::GateInputs,
 }
 
 impl Pipeline {
@@ -60,9 +62,10 @@ impl Pipeline {
         }
     }
 
-    /// The pipeline of a delegation, in authority order: scope, checks, criteria, plan,
-    /// citations, the inline verifier, `delegation.post_verify` hooks, the critic. Each stage is
-    /// built from its own section and is left out when the section is absent.
+    /// The pipeline of a delegation, in authority order: observation (integrity and scope),
+    /// checks, criteria, claims, plan, citations, the inline verifier, `delegation.post_verify`
+    /// hooks, the critic. Each stage is built from its own section and is left out when the
+    /// section is absent; observation and claims are on unless turned off.
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) for a scope that does not compile;
@@ -76,16 +79,27 @@ impl Pipeline {
             policy,
             names,
             critic,
+            gate,
         } = made;
         let mut warnings = Vec::new();
-        let scope = match delegation.scope() {
-            Some(spec) => {
-                let file = delegation.source().display().to_string();
-                let stage = ScopeStage::from_spec(spec, workspace, &file).await?;
-                warnings.extend(stage.warnings().iter().cloned());
-                Some(stage)
-            }
-            None => None,
+        let observe = if delegation.observe() {
+            let file = delegation.source().display().to_string();
+            let stage = ObserveStage::from_spec(
+                delegation.scope(),
+                gate,
+                workspace,
+                &file,
+                delegation.timeout(),
+            )
+            .await?;
+            warnings.extend(stage.warnings().iter().cloned());
+            Some(stage)
+        } else {
+            warnings.push(format!(
+                "{}: `observe: false`: the workspace is not snapshotted, so the critic, the claims stage and the retry prompt see no changes, and gate inputs are protected only from the harness's own tools",
+                delegation.source().display()
+            ));
+            None
         };
         let critic = match (delegation.critic(), critic) {
             (Some(spec), Some((delegate, toolbox))) => Some(Critic::new(
@@ -101,11 +115,12 @@ impl Pipeline {
         fn boxed(stage: impl Check + 'static) -> Box<dyn Check> {
             Box::new(stage)
         }
-        let stages: [Option<Box<dyn Check>>; 8] = [
-            scope.map(boxed),
+        let stages: [Option<Box<dyn Check>>; 9] = [
+            observe.map(boxed),
             CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?
                 .map(boxed),
             CriteriaStage::from_spec(delegation.criteria(), workspace)?.map(boxed),
+            ClaimsStage::from_spec(delegation.claims(), workspace.root()).map(boxed),
             PlanStage::from_spec(delegation.plan()).map(boxed),
             CitationStage::from_spec(delegation.citations_required(), workspace).map(boxed),
             verifier.map(|v| boxed(InlineVerifier(v, delegation.redact().clone()))),
@@ -120,9 +135,16 @@ impl Pipeline {
         Ok((pipeline, warnings))
     }
 
-    /// Returns true when anything verifies; otherwise delegations are `skipped`.
+    /// Returns true when anything verifies; otherwise delegations are `skipped` (unless a
+    /// stage that only refutes, the claims stage or integrity, finds something).
     pub fn is_active(&self) -> bool {
-        !self.stages.is_empty()
+        self.stages.iter().any(|s| s.verifies())
+    }
+
+    /// Returns true when a deterministic stage verifies (anything but the critic): a critic
+    /// that is unavailable then leaves the run `passed_with_debt`, not `no_gate`.
+    pub(crate) fn is_deterministic(&self) -> bool {
+        self.stages.iter().any(|s| s.verifies() && !s.is_opinion())
     }
 
     /// Judges one attempt. Returns the Result as the stages left it (a post-verify `modify`
@@ -153,7 +175,7 @@ impl Pipeline {
         mut carried: Vec<Finding>,
         events: &crate::events::Emitter<'_>,
     ) -> Judgement {
-        if !self.is_active() {
+        if self.stages.is_empty() {
             return Judgement {
                 result,
                 verdict: Ok(None),
@@ -190,6 +212,15 @@ impl Pipeline {
             Decision::Fail
         } else if subject.findings.iter().any(|f| f.blocking) {
             Decision::Retry
+        } else if !self.is_active() {
+            // Only stages that refute ran, and found nothing: nothing verified the attempt.
+            return Judgement {
+                result: subject.result,
+                verdict: Ok(None),
+                diff: subject.diff,
+                fatal: None,
+                usage: subject.usage,
+            };
         } else {
             Decision::Pass
         };

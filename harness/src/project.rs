@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, critic, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: none | bwrap}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, observe, protect, claims, confirm, flaky, critic, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: none | bwrap}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +60,16 @@ struct RawDefaults {
     scope: Option<crate::scope::RawScope>,
     #[serde(default)]
     stuck_after: Option<u32>,
+    #[serde(default)]
+    observe: Option<bool>,
+    #[serde(default)]
+    protect: Option<Vec<String>>,
+    #[serde(default)]
+    claims: Option<String>,
+    #[serde(default)]
+    confirm: Option<u64>,
+    #[serde(default)]
+    flaky: Option<String>,
     #[serde(default)]
     critic: Option<crate::checks::RawCritic>,
 }
@@ -200,6 +210,11 @@ impl ProjectPolicy {
                 require_checks: defaults.require_checks,
                 scope: defaults.scope,
                 stuck_after: defaults.stuck_after,
+                observe: defaults.observe,
+                protect: defaults.protect,
+                claims: defaults.claims,
+                confirm: defaults.confirm,
+                flaky: defaults.flaky,
             },
         )?;
         let given = raw.limits.unwrap_or_default();

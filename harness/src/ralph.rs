@@ -202,9 +202,14 @@ async fn execute(
     };
     // However the attempts ended, a changed policy is the finding that matters.
     match ended {
-        Err(e) if e.kind() != ErrorKind::ScopeViolation => {
+        Err(e)
+            if !matches!(
+                e.kind(),
+                ErrorKind::ScopeViolation | ErrorKind::GateTampered
+            ) =>
+        {
             match session.guard.violation(session.toolbox.root()) {
-                Some(violation) => Err(violation),
+                Some((_, violation)) => Err(violation),
                 None => Err(e),
             }
         }
@@ -306,22 +311,15 @@ async fn judge(
     let record = &mut current[0];
     let result = Box::pin(turn::attempt(session, attempt, events, &mut record.usage)).await?;
     // Judged only when the policy that judges it is as it was: a change fails the delegation.
-    if let Some(violation) = session.guard.violation(session.toolbox.root()) {
-        events.emit(RunEvent::ScopeViolationDetected {
-            paths: session
-                .guard
-                .changes()
-                .iter()
-                .map(|c| c.path.display().to_string())
-                .collect(),
-            on_violation: "fail".to_owned(),
-        });
-        let finding = Finding::blocking(Source::Scope, "policy", violation.message());
+    if let Some((paths, violation)) = session.guard.violation(session.toolbox.root()) {
+        events.emit(RunEvent::GateTampered { paths });
+        let finding = Finding::blocking(Source::Integrity, "policy", violation.message());
         record.result = Some(result);
         return Ok(Judged {
             verdict: Some(Verdict::refused(attempt, finding)),
             fatal: Some(violation),
             diff: Vec::new(),
+            deterministic: true,
         });
     }
     events.progress(|| RunEvent::Responded {
@@ -341,6 +339,7 @@ async fn judge(
         verdict: judgement.verdict?,
         fatal: judgement.fatal,
         diff: judgement.diff,
+        deterministic: session.pipeline.is_deterministic(),
     })
 }
 

@@ -163,27 +163,32 @@ impl Scope {
         }
     }
 
-    /// Records the workspace as it is now.
-    pub fn snapshot(&self) -> Snapshot {
-        let mut snapshot = self.walk(None);
+    /// Records the workspace as it is now. The text of small files the delegate may change is
+    /// kept (to the budget) so a touch is no change and the diff can show lines; `first` names
+    /// the files kept before all others (gate inputs: a rewrite with the same bytes is no
+    /// tampering). The walk ends early, incomplete, when `stop` is set.
+    pub fn snapshot(&self, first: &dyn Fn(&str) -> bool, stop: &Arc<AtomicBool>) -> Snapshot {
+        let mut snapshot = self.walk(None, Some(stop));
         for (index, entry) in snapshot.files.values_mut().enumerate() {
             entry.index = u32::try_from(index).unwrap_or(u32::MAX);
         }
-        // Keep the text of small files the delegate may change, smallest first, to the budget.
-        let mut candidates: Vec<(&str, u64)> = snapshot
+        // Smallest first, the `first` ones before the rest, to the budget.
+        let mut candidates: Vec<(bool, u64, &str)> = snapshot
             .files
             .iter()
-            .filter(|(path, entry)| {
-                entry.is_file() && entry.size <= MAX_KEPT_FILE && self.refuses(path).is_none()
+            .filter(|(_, entry)| entry.is_file() && entry.size <= MAX_KEPT_FILE)
+            .filter_map(|(path, entry)| {
+                let priority = first(path);
+                (priority || self.refuses(path).is_none())
+                    .then_some((!priority, entry.size, &**path))
             })
-            .map(|(path, entry)| (&**path, entry.size))
             .collect();
-        candidates.sort_unstable_by_key(|(path, size)| (*size, *path));
+        candidates.sort_unstable();
         let mut budget = MAX_KEPT_TOTAL;
         let mut kept = Vec::new();
-        for (path, size) in candidates {
+        for (_, size, path) in candidates {
             if size > budget {
-                break;
+                continue;
             }
             budget -= size;
             kept.push(path.to_owned());
@@ -222,7 +227,7 @@ impl Scope {
             .map(|_| AtomicBool::new(false))
             .collect();
         // Only what is new or whose `lstat` moved comes back; the rest is marked in `seen`.
-        let after = self.walk(Some((before, &seen)));
+        let after = self.walk(Some((before, &seen)), None);
         let mut changes = Changes::default();
         let mut diffs = Vec::new();
         for (path, now) in &after.files {
@@ -282,7 +287,11 @@ impl Scope {
     /// `scope.ignore` are left out, links are recorded but never followed. Against a
     /// `baseline`, only the entries that are new or whose `lstat` moved are gathered; the others
     /// are marked in its `seen` flags (by [`Entry::index`]).
-    fn walk(&self, baseline: Option<(&Snapshot, &[AtomicBool])>) -> Snapshot {
+    fn walk(
+        &self,
+        baseline: Option<(&Snapshot, &[AtomicBool])>,
+        stop: Option<&Arc<AtomicBool>>,
+    ) -> Snapshot {
         let shared = Shared::default();
         let ignore = Arc::clone(&self.ignore);
         ignore::WalkBuilder::new(&self.root)
@@ -301,6 +310,7 @@ impl Scope {
                 shared: &shared,
                 root: &self.root,
                 baseline,
+                stop: stop.map(|s| &**s),
             });
         let Gathered {
             files,
@@ -334,6 +344,11 @@ impl Snapshot {
     /// The number of entries recorded.
     pub fn entries(&self) -> usize {
         self.files.len()
+    }
+
+    /// The bytes kept of `path` at the snapshot, if they were kept.
+    pub fn kept(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(path)?.content.as_deref()
     }
 }
 
@@ -453,6 +468,7 @@ struct Visitors<'s> {
     shared: &'s Shared,
     root: &'s Path,
     baseline: Option<(&'s Snapshot, &'s [AtomicBool])>,
+    stop: Option<&'s AtomicBool>,
 }
 
 impl<'s> ignore::ParallelVisitorBuilder<'s> for Visitors<'s> {
@@ -461,6 +477,7 @@ impl<'s> ignore::ParallelVisitorBuilder<'s> for Visitors<'s> {
             shared: self.shared,
             root: self.root,
             baseline: self.baseline,
+            stop: self.stop,
             batch: Vec::with_capacity(BATCH),
             problems: Vec::new(),
         })
@@ -479,6 +496,7 @@ struct Visitor<'s> {
     shared: &'s Shared,
     root: &'s Path,
     baseline: Option<(&'s Snapshot, &'s [AtomicBool])>,
+    stop: Option<&'s AtomicBool>,
     batch: Vec<(Box<str>, Entry)>,
     problems: Vec<String>,
 }
@@ -521,6 +539,9 @@ impl ignore::ParallelVisitor for Visitor<'_> {
         };
         if entry.depth() == 0 {
             return ignore::WalkState::Continue;
+        }
+        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return ignore::WalkState::Quit;
         }
         // Directories are walked, not recorded: a change shows in what they hold.
         if entry.file_type().is_some_and(|t| t.is_dir()) {
@@ -599,7 +620,7 @@ mod tests {
         write(root, "src/gone.rs", "fn gone() {}\n");
         write(root, "docs/outside.md", "# outside\n");
         let scope = scope(root, &["src/**"], &[]);
-        let before = scope.snapshot();
+        let before = scope.snapshot(&|_| false, &Arc::default());
         assert_eq!(before.entries(), 5);
 
         write(root, "src/edit.rs", "fn edit() { changed() }\n");
@@ -642,7 +663,7 @@ mod tests {
         write(root, "a.txt", "one\n");
         write(root, "target/out.bin", "old\n");
         let scope = scope(root, &[], &["target/", "*.log"]);
-        let before = scope.snapshot();
+        let before = scope.snapshot(&|_| false, &Arc::default());
         assert_eq!(before.entries(), 1);
 
         write(root, "b.txt", "two\n");

@@ -173,6 +173,11 @@ impl Session {
         };
         let delegate = delegation.delegate().build(&made).await?;
         let protected = delegation.protected_paths(workspace.root());
+        let gate = Arc::new(crate::integrity::GateInputs::for_checks(
+            delegation.protect(),
+            delegation.checks(),
+            workspace.root(),
+        )?);
         let critic = match delegation.critic().filter(|spec| spec.reviews()) {
             None => None,
             Some(spec) => {
@@ -180,7 +185,12 @@ impl Session {
                 let reads = Toolbox::new(
                     workspace.clone(),
                     &["read_file".to_owned(), "list_files".to_owned()],
-                    Arc::new(PolicyGuard::new(protected.clone(), Vec::new(), false)),
+                    Arc::new(PolicyGuard::new(
+                        protected.clone(),
+                        Vec::new(),
+                        false,
+                        Arc::clone(&gate),
+                    )),
                     false,
                 )?;
                 Some((reviewer.build(&made).await?, reads))
@@ -193,12 +203,14 @@ impl Session {
             policy: policy.as_ref(),
             names: &names,
             critic,
+            gate: (*gate).clone(),
         })
         .await?;
         let guard = Arc::new(PolicyGuard::new(
             protected,
             delegation.journals(workspace.root()),
             delegation.changes_files_itself(),
+            gate,
         ));
         let toolbox = Toolbox::new(
             workspace,

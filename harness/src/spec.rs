@@ -23,7 +23,7 @@ use crate::scope::RawScope;
 use crate::tools::{Tool, ToolVerifiers};
 use crate::verifier::VerifySource;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, verify | verify_file, max_verify_retries, stuck_after, critic, risk, citations, plan, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, observe, protect, claims, confirm, flaky, verify | verify_file, max_verify_retries, stuck_after, critic, risk, parent_id, citations, plan, hooks, workdir, network, limits";
 
 /// Default `limits.max_turns` (per attempt).
 pub const DEFAULT_MAX_TURNS: u32 = 20;
@@ -63,6 +63,18 @@ struct RawFile {
     scope: Option<RawScope>,
     #[serde(default)]
     stuck_after: Option<u32>,
+    #[serde(default)]
+    observe: Option<bool>,
+    #[serde(default)]
+    protect: Option<Vec<String>>,
+    #[serde(default)]
+    claims: Option<String>,
+    #[serde(default)]
+    confirm: Option<u64>,
+    #[serde(default)]
+    flaky: Option<String>,
+    #[serde(default)]
+    parent_id: Option<String>,
     #[serde(default)]
     critic: Option<RawCritic>,
     #[serde(default)]
@@ -117,6 +129,8 @@ pub(crate) struct DelegationFile {
     pub(crate) gates: Gates,
     pub(crate) critic: Option<CriticSpec>,
     pub(crate) risk: bool,
+    /// The run this work was delegated from (`parent_id:`), when the file says.
+    pub(crate) parent_id: Option<String>,
     pub(crate) citations_required: bool,
     pub(crate) plan: Vec<PlanStep>,
 }
@@ -235,6 +249,11 @@ impl DelegationFile {
                 require_checks: raw.require_checks,
                 scope: raw.scope,
                 stuck_after: raw.stuck_after,
+                observe: raw.observe,
+                protect: raw.protect,
+                claims: raw.claims,
+                confirm: raw.confirm,
+                flaky: raw.flaky,
             },
         )?;
         let limits = raw.limits.unwrap_or_default();
@@ -271,6 +290,14 @@ impl DelegationFile {
             gates,
             critic,
             risk: raw.risk.unwrap_or(false),
+            parent_id: match raw.parent_id.map(|p| p.trim().to_owned()) {
+                Some(p) if p.is_empty() => {
+                    return Err(Error::config(format!(
+                        "{file}: `parent_id` is empty; give the id of the run this work was delegated from, or leave the key out"
+                    )));
+                }
+                p => p,
+            },
             citations_required,
             plan,
             label: file,

@@ -316,6 +316,19 @@ impl Toolbox {
                 self.workspace.relative(protected)
             ));
         }
+        let rel = self.workspace.relative(&full);
+        if let Some(what) = crate::integrity::always_protected(&rel) {
+            return Err(format!(
+                "refused: {path:?} is {what}, which is always out of a delegate's reach: it would change what judges this or a later run"
+            ));
+        }
+        if full.symlink_metadata().is_ok() {
+            if let Some(glob) = self.guard.gate().matching(&rel) {
+                return Err(format!(
+                    "refused: {path:?} is a gate input (it matches protect glob `{glob}`): existing tests and the files the checks run may not be modified, deleted or replaced by the delegate; add a new file instead (new files under the glob are allowed)"
+                ));
+            }
+        }
         Ok(full)
     }
 
@@ -340,6 +353,18 @@ impl Toolbox {
         let path = string_arg(args, "path")?;
         let content = string_arg(args, "content")?;
         let full = self.resolve_for_write(path)?;
+        let rel = self.workspace.relative(&full);
+        if self.guard.gate().guards_scripts(&rel) {
+            let before = harness_builtins::open_regular(&full).and_then(|mut f| {
+                let mut bytes = Vec::new();
+                f.read_to_end(&mut bytes).map(|_| bytes)
+            });
+            if before.is_ok_and(|b| crate::integrity::scripts_differ(&b, content.as_bytes())) {
+                return Err(format!(
+                    "refused: the `scripts` of {path:?} run the checks (`npm test`…) and may not be changed by the delegate; change the other keys only"
+                ));
+            }
+        }
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{path:?}: {e}"))?;
             // Creating directories may have followed a link made since the check; check again.

@@ -63,7 +63,7 @@ pub(crate) async fn attempt(
             });
             return Ok(DelegationResult {
                 id: events.run_id().to_owned(),
-                parent_id: None,
+                parent_id: session.delegation.parent_id().map(str::to_owned),
                 attempt,
                 response,
                 tool_calls,

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
+    /// Gate integrity: the delegate changed what judges it (policy, protected gate inputs).
+    Integrity,
     /// The scope check: what changed against what was allowed.
     Scope,
     /// A deterministic check command.
@@ -27,6 +29,9 @@ pub enum Source {
     Plan,
     /// A citation in the response.
     Citation,
+    /// A claim in the response (a file written, tests passing, a commit) the tool log and the
+    /// workspace do not support.
+    Claim,
     /// A budget (tokens, time).
     Budget,
 }
@@ -35,6 +40,7 @@ impl Source {
     /// Returns the stable name, e.g. `verify`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Source::Integrity => "integrity",
             Source::Scope => "scope",
             Source::Check => "check",
             Source::Criterion => "criterion",
@@ -43,6 +49,7 @@ impl Source {
             Source::Critic => "critic",
             Source::Plan => "plan",
             Source::Citation => "citation",
+            Source::Claim => "claim",
             Source::Budget => "budget",
         }
     }

@@ -21,16 +21,20 @@ pub enum EvidenceResult {
     Error,
     /// It ran out of time (a failure, seed 000 §10.3).
     Timeout,
+    /// It failed and then passed when re-run on the same state (`confirm`): a failure unless
+    /// the check says `flaky: advisory`.
+    Flaky,
 }
 
 impl EvidenceResult {
-    /// Returns `pass`, `fail`, `error` or `timeout`.
+    /// Returns `pass`, `fail`, `error`, `timeout` or `flaky`.
     pub fn as_str(self) -> &'static str {
         match self {
             EvidenceResult::Pass => "pass",
             EvidenceResult::Fail => "fail",
             EvidenceResult::Error => "error",
             EvidenceResult::Timeout => "timeout",
+            EvidenceResult::Flaky => "flaky",
         }
     }
 }

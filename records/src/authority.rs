@@ -230,7 +230,7 @@ fn fitting(outcome: &str, kind: Option<&str>, blocking: &[String]) -> (Vec<Overr
     let judged_by_checks = |s: &String| {
         matches!(
             s.as_str(),
-            "check" | "criterion" | "verify" | "hook" | "plan" | "citation" | "budget"
+            "check" | "criterion" | "verify" | "hook" | "plan" | "citation" | "claim" | "budget"
         )
     };
     if outcome == "passed_with_debt" || kind == Some("critic_rejected") {
@@ -243,7 +243,8 @@ fn fitting(outcome: &str, kind: Option<&str>, blocking: &[String]) -> (Vec<Overr
         sources.dedup();
         sources.join(", ")
     };
-    if matches!(kind, Some("scope_violation" | "no_gate")) || blocking.is_empty() {
+    if matches!(kind, Some("scope_violation" | "gate_tampered" | "no_gate")) || blocking.is_empty()
+    {
         return (vec![Direct], what);
     }
     if blocking.iter().all(judged_by_checks) {

@@ -230,9 +230,20 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
             exit_code,
             duration_ms,
             required,
+            exit_codes,
+            flaky,
         } => {
+            let runs = exit_codes
+                .iter()
+                .map(|c| c.map_or_else(|| "signal".to_owned(), |c| c.to_string()))
+                .collect::<Vec<_>>()
+                .join(", ");
             let how = match (passed, exit_code) {
+                _ if *flaky => format!("FLAKY (exit codes {runs})"),
                 (true, _) => "passed".to_owned(),
+                (false, _) if exit_codes.len() > 1 => {
+                    format!("failed {} runs (exit codes {runs})", exit_codes.len())
+                }
                 (false, Some(code)) => format!("failed (exit {code})"),
                 (false, None) => "failed".to_owned(),
             };
@@ -241,6 +252,18 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 "  check {check_name}: {how} in {:.1} s{advisory}",
                 *duration_ms as f64 / 1000.0
             );
+        }
+        RunEvent::GateTampered { paths } => {
+            eprintln!("  GATE TAMPERED: the delegate changed what judges it:");
+            for path in paths {
+                eprintln!("    {path}");
+            }
+        }
+        RunEvent::ClaimsChecked {
+            claims,
+            unsupported,
+        } if *unsupported > 0 => {
+            eprintln!("  claims: {unsupported} of {claims} not supported by the tool log");
         }
         RunEvent::RetryContextAssembled { .. } => eprintln!(
             "  retrying: sending the verification reasons back to the same delegate ({} of {} retries)",

@@ -46,6 +46,57 @@ pub struct CheckSpec {
     pub criterion: bool,
     /// Runs at the same time as the `parallel` checks next to it (`parallel: true`).
     pub parallel: bool,
+    /// Re-runs of a failing check on the same workspace state (`confirm: N`, 0 to 5); `None`
+    /// when the entry does not say (the project default, else 0).
+    pub confirm: Option<u8>,
+    /// What a check that failed and then passed on a re-run counts as; `None` when the entry
+    /// does not say (the project default, else `fail`).
+    pub flaky: Option<Flaky>,
+}
+
+/// What a flaky check — failed, then passed when re-run (`confirm`) — counts as.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Flaky {
+    /// A failure whose message says "flaky: failed 1 of 2 runs" (the default: a test that
+    /// fails sometimes is not passing).
+    #[default]
+    Fail,
+    /// An advisory finding: said, never held against the attempt.
+    Advisory,
+}
+
+/// Re-runs `confirm` may ask for, at most.
+pub const MAX_CONFIRM: u8 = 5;
+
+impl Flaky {
+    /// Reads `flaky:` as written at `at`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for a value other than `fail` or `advisory`.
+    pub(crate) fn parse(at: &str, value: &str) -> Result<Self> {
+        match value {
+            "fail" => Ok(Flaky::Fail),
+            "advisory" => Ok(Flaky::Advisory),
+            other => Err(Error::config(format!(
+                "{at}: `flaky` is {other:?}; use `fail` (the default: a check that fails and then passes counts as failing) or `advisory` (said, not held against the attempt)"
+            ))),
+        }
+    }
+}
+
+/// Reads `confirm:` as written at `at`: 0 to [`MAX_CONFIRM`].
+///
+/// # Errors
+/// [`ErrorKind::Config`] for a value out of range.
+pub(crate) fn confirm(at: &str, value: u64) -> Result<u8> {
+    u8::try_from(value)
+        .ok()
+        .filter(|n| *n <= MAX_CONFIRM)
+        .ok_or_else(|| {
+            Error::config(format!(
+                "{at}: `confirm` is {value}; give 0 (a failing check is not re-run, the default) to {MAX_CONFIRM} re-runs of a failing check"
+            ))
+        })
 }
 
 /// One `checks:` entry as written.
@@ -66,6 +117,10 @@ pub(crate) struct RawCheck {
     env: Option<Map<String, Value>>,
     #[serde(default)]
     parallel: Option<bool>,
+    #[serde(default)]
+    confirm: Option<u64>,
+    #[serde(default)]
+    flaky: Option<String>,
 }
 
 impl CheckSpec {
@@ -79,6 +134,8 @@ impl CheckSpec {
             env: Vec::new(),
             criterion,
             parallel: false,
+            confirm: None,
+            flaky: None,
         }
     }
 
@@ -137,6 +194,10 @@ impl CheckSpec {
                 }
                 env.push((key, value));
             }
+            let flaky = check
+                .flaky
+                .map(|f| Flaky::parse(&format!("{at} ({name})"), &f))
+                .transpose()?;
             specs.push(CheckSpec {
                 name,
                 argv,
@@ -145,6 +206,8 @@ impl CheckSpec {
                 env,
                 criterion: false,
                 parallel: check.parallel.unwrap_or(false),
+                confirm: check.confirm.map(|n| confirm(&at, n)).transpose()?,
+                flaky,
             });
         }
         Ok(specs)
@@ -232,7 +295,8 @@ impl Check for CommandChecks {
                     self.execute_together(group).await
                 };
                 for (check, run) in group.iter().zip(runs) {
-                    self.record(check, run?, subject);
+                    let runs = self.confirmed(check, run?).await?;
+                    self.record(check, runs, subject);
                 }
             }
             Ok(())
@@ -292,10 +356,40 @@ impl CommandChecks {
             .collect()
     }
 
+    /// Re-runs `check` when its first run failed and it asks for `confirm` re-runs, on the same
+    /// workspace state, until one passes: every run, the first one first.
+    async fn confirmed(&self, check: &CheckSpec, first: Ran) -> Result<Vec<Ran>> {
+        let mut runs = vec![first];
+        let reruns = check.confirm.unwrap_or(0);
+        for _ in 0..reruns {
+            if runs.last().is_some_and(|r| passed(&r.run)) {
+                break;
+            }
+            let span = tracing::info_span!(
+                "check",
+                check.name = check.name.as_str(),
+                check.rerun = true
+            );
+            runs.push(self.execute(check).instrument(span).await?);
+        }
+        Ok(runs)
+    }
+
     /// Turns what `check` did into its evidence record, its event, and a finding unless it
-    /// passed.
-    fn record(&self, check: &CheckSpec, ran: Ran, subject: &mut Subject<'_>) {
-        let Ran { at, run } = ran;
+    /// passed. `runs` are its runs: one, or the first failing one and its re-runs (`confirm`).
+    fn record(&self, check: &CheckSpec, mut runs: Vec<Ran>, subject: &mut Subject<'_>) {
+        let exit_codes: Vec<Option<i32>> = if runs.len() > 1 {
+            runs.iter().map(|r| r.run.exit_code).collect()
+        } else {
+            Vec::new()
+        };
+        let failures = runs.iter().filter(|r| !passed(&r.run)).count();
+        let total = runs.len();
+        // The evidence shows the last run (the one that passed, for a flaky check), and the
+        // first failure's output is what the delegate reads.
+        let flaky = total > 1 && passed(&runs[total - 1].run);
+        let first_failure = (flaky && !runs.is_empty()).then(|| runs.remove(0));
+        let Ran { at, run } = runs.pop().expect("a check ran at least once");
         let seconds = run.duration.as_secs_f64();
         let (result, proof) = match (run.timed_out, run.exit_code) {
             (true, _) => (
@@ -315,12 +409,34 @@ impl CommandChecks {
                 format!("killed by a signal after {seconds:.1} s"),
             ),
         };
-        let mut output = run.stdout;
-        if !run.stderr.is_empty() {
+        let (result, proof) = if flaky {
+            (
+                EvidenceResult::Flaky,
+                format!(
+                    "flaky: failed {failures} of {total} runs on the same workspace (exit codes {}), then {proof}",
+                    codes(&exit_codes)
+                ),
+            )
+        } else if total > 1 {
+            (
+                result,
+                format!(
+                    "{proof}; failed all {total} runs (confirm: {}, exit codes {})",
+                    total - 1,
+                    codes(&exit_codes)
+                ),
+            )
+        } else {
+            (result, proof)
+        };
+        // A flaky check's output worth reading is its failing run's.
+        let shown = first_failure.as_ref().map_or(&run, |f| &f.run);
+        let mut output = shown.stdout.clone();
+        if !shown.stderr.is_empty() {
             if !output.is_empty() && !output.ends_with('\n') {
                 output.push('\n');
             }
-            output.push_str(&run.stderr);
+            output.push_str(&shown.stderr);
         }
         self.redact.scrub_string(&mut output);
         let tail_start = output
@@ -334,7 +450,7 @@ impl CommandChecks {
             Source::Check
         };
         let duration_ms = u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX);
-        subject.evidence.push(Evidence {
+        let mut evidence = Evidence {
             method: Some(check.method()),
             required: check.required,
             proof: Some(proof.clone()),
@@ -343,32 +459,69 @@ impl CommandChecks {
             output_tail: Some(output[tail_start..].to_owned()),
             at: Some(at),
             ..Evidence::new(check.name.clone(), source.as_str(), result)
-        });
+        };
+        if !exit_codes.is_empty() {
+            evidence.extra.insert(
+                "exit_codes".to_owned(),
+                Value::Array(
+                    exit_codes
+                        .iter()
+                        .map(|c| c.map_or(Value::Null, Value::from))
+                        .collect(),
+                ),
+            );
+        }
+        subject.evidence.push(evidence);
         subject.emit(RunEvent::CheckCompleted {
             check_name: check.name.clone(),
             passed: result == EvidenceResult::Pass,
             exit_code: run.exit_code,
-            duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
+            duration_ms,
             required: check.required,
+            exit_codes,
+            flaky,
         });
         if result == EvidenceResult::Pass {
             return;
         }
         let lines: Vec<&str> = output.lines().collect();
         let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
-        let mut message = format!("`{}` failed: {proof}", check.method());
+        let mut message = if flaky {
+            format!(
+                "`{}` is {proof}; a check that fails sometimes is not passing",
+                check.method()
+            )
+        } else {
+            format!("`{}` failed: {proof}", check.method())
+        };
         if !tail.trim().is_empty() {
             message.push_str(&format!(
-                "; the last {} line(s) of its output:\n{tail}",
-                lines.len().min(TAIL_LINES)
+                "; the last {} line(s) of {}output:\n{tail}",
+                lines.len().min(TAIL_LINES),
+                if flaky { "the failing run's " } else { "its " }
             ));
         }
-        subject.findings.push(if check.required {
+        let blocking = check.required && !(flaky && check.flaky == Some(Flaky::Advisory));
+        subject.findings.push(if blocking {
             Finding::blocking(source, &check.name, message)
         } else {
             Finding::advisory(source, &check.name, message)
         });
     }
+}
+
+/// Whether a run passed: exit 0, in time.
+fn passed(run: &harness_builtins::ProgramRun) -> bool {
+    !run.timed_out && run.exit_code == Some(0)
+}
+
+/// Exit codes as a list: `[1, 0]` (`signal` for a run a signal ended).
+fn codes(codes: &[Option<i32>]) -> String {
+    let shown: Vec<String> = codes
+        .iter()
+        .map(|c| c.map_or_else(|| "signal".to_owned(), |c| c.to_string()))
+        .collect();
+    format!("[{}]", shown.join(", "))
 }
 
 /// Runs `check` with `root` as its working directory and `home` as its HOME.

@@ -28,8 +28,8 @@ const MAX_SCANNED_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_QUOTED: usize = 10;
 
 /// What a placeholder looks like.
-static PLACEHOLDER: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(
+static PLACEHOLDER: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(
         r"\b(TODO|TBD|FIXME|XXX)\b|\[INSERT\]|\[IMPLEMENT\]|\btodo!\(|\bunimplemented!\(",
     )
     .expect("the placeholder pattern compiles")
@@ -45,6 +45,9 @@ pub enum Criterion {
     FileExists(String),
     /// `no_placeholders:GLOB` — no placeholder marker in any file the glob matches.
     NoPlaceholders(String),
+    /// `no_new_skips` or `no_new_skips:GLOB` — the attempt's diff adds no test-skip marker to
+    /// a test file (the glob, or the common test locations of `protect`'s default).
+    NoNewSkips(Option<String>),
     /// `endpoint: URL` — a GET of the URL answers `status` (and its body holds `body_contains`).
     /// The host is the policy author's, named exactly, so a local address is allowed; redirects
     /// are not followed (a hop elsewhere would leave what the author named).
@@ -75,6 +78,10 @@ impl Criterion {
                 Error::config(format!("{at}: {why} (a criterion is {CRITERIA_HINT})"))
             };
             let (kind, target) = match &entry {
+                Value::String(text) if text.trim() == "no_new_skips" => {
+                    out.push(Criterion::NoNewSkips(None));
+                    continue;
+                }
                 Value::String(text) => match text.split_once(':') {
                     Some((kind, target)) => (
                         kind.trim().to_owned(),
@@ -123,6 +130,11 @@ impl Criterion {
                         .map_err(|e| bad(format!("the glob {target:?} does not compile: {e}")))?;
                     Criterion::NoPlaceholders(target)
                 }
+                "no_new_skips" => {
+                    globset::Glob::new(&target)
+                        .map_err(|e| bad(format!("the glob {target:?} does not compile: {e}")))?;
+                    Criterion::NoNewSkips(Some(target))
+                }
                 other => return Err(bad(format!("unknown criterion kind {other:?}"))),
             });
         }
@@ -134,6 +146,8 @@ impl Criterion {
         match self {
             Criterion::FileExists(path) => format!("file_exists:{path}"),
             Criterion::NoPlaceholders(glob) => format!("no_placeholders:{glob}"),
+            Criterion::NoNewSkips(None) => "no_new_skips".to_owned(),
+            Criterion::NoNewSkips(Some(glob)) => format!("no_new_skips:{glob}"),
             Criterion::Endpoint { url, .. } => format!("endpoint:{url}"),
         }
     }
@@ -143,6 +157,9 @@ impl Criterion {
         match self {
             Criterion::FileExists(path) => ("file_exists", path),
             Criterion::NoPlaceholders(glob) => ("no_placeholders", glob),
+            Criterion::NoNewSkips(glob) => {
+                ("no_new_skips", glob.as_deref().unwrap_or("test files"))
+            }
             Criterion::Endpoint { url, .. } => ("endpoint", url),
         }
     }
@@ -307,7 +324,7 @@ impl Check for CriteriaStage {
             let files: Vec<Criterion> = self
                 .criteria
                 .iter()
-                .filter(|c| !matches!(c, Criterion::Endpoint { .. }))
+                .filter(|c| matches!(c, Criterion::FileExists(_) | Criterion::NoPlaceholders(_)))
                 .cloned()
                 .collect();
             let workspace = self.workspace.clone();
@@ -347,6 +364,13 @@ impl Check for CriteriaStage {
                     judged.push((criterion.clone(), result, started.elapsed()));
                 }
             }
+            for criterion in &self.criteria {
+                if let Criterion::NoNewSkips(glob) = criterion {
+                    let started = std::time::Instant::now();
+                    let result = skips(glob.as_deref(), subject);
+                    judged.push((criterion.clone(), result, started.elapsed()));
+                }
+            }
             // Evidence in the order the criteria were written.
             judged.sort_by_key(|(c, _, _)| self.criteria.iter().position(|d| d == c));
             let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
@@ -357,6 +381,8 @@ impl Check for CriteriaStage {
                     exit_code: None,
                     duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
                     required: true,
+                    exit_codes: Vec::new(),
+                    flaky: false,
                 });
                 let (method, target) = criterion.method_and_target();
                 subject.evidence.push(Evidence {
@@ -386,7 +412,9 @@ fn judge(workspace: &harness_builtins::Workspace, criterion: &Criterion) -> Judg
     match criterion {
         Criterion::FileExists(path) => file_exists(workspace, path),
         Criterion::NoPlaceholders(glob) => no_placeholders(workspace, glob),
-        Criterion::Endpoint { .. } => unreachable!("endpoints are judged by `endpoint`"),
+        Criterion::Endpoint { .. } | Criterion::NoNewSkips(_) => {
+            unreachable!("endpoints and skips are judged in `check`")
+        }
     }
 }
 
@@ -437,6 +465,8 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
     let mut scanned = 0usize;
     let mut found: Vec<String> = Vec::new();
     let mut count = 0usize;
+    // Files the glob names that could not be judged: each is a failure, never skipped.
+    let mut unjudged: Vec<String> = Vec::new();
     let walk = walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -444,54 +474,236 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
             !(e.depth() > 0 && e.file_type().is_dir() && (name == ".git" || name == ".harness"))
-        })
-        .filter_map(std::result::Result::ok)
-        .filter(|e| e.file_type().is_file());
+        });
     for entry in walk {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                // A directory that cannot be read may hold matching files.
+                let at = e
+                    .path()
+                    .map_or_else(|| "?".to_owned(), |p| workspace.relative(p));
+                unjudged.push(format!("{at}: cannot be read ({e})"));
+                continue;
+            }
+        };
+        if entry.file_type().is_dir() {
+            continue;
+        }
         let rel = workspace.relative(entry.path());
         if !matcher.is_match(&rel) {
             continue;
         }
-        if entry
-            .metadata()
-            .map_or(true, |m| m.len() > MAX_SCANNED_BYTES)
-        {
+        let kind = entry.file_type();
+        if kind.is_symlink() {
+            unjudged.push(format!("{rel}: is a symbolic link (not followed)"));
             continue;
         }
-        let Ok(text) = harness_builtins::open_regular(entry.path()).and_then(|mut f| {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut f, &mut text).map(|_| text)
-        }) else {
+        if !kind.is_file() {
+            unjudged.push(format!("{rel}: is not a regular file"));
             continue;
+        }
+        match entry.metadata() {
+            Ok(meta) if meta.len() > MAX_SCANNED_BYTES => {
+                unjudged.push(format!(
+                    "{rel}: is {} bytes, over the {MAX_SCANNED_BYTES}-byte scan cap",
+                    meta.len()
+                ));
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                unjudged.push(format!("{rel}: cannot be read ({e})"));
+                continue;
+            }
+        }
+        // Bytes, not text: a file that is not UTF-8 is scanned all the same.
+        let bytes = match harness_builtins::open_regular(entry.path()).and_then(|f| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(f, MAX_SCANNED_BYTES + 1),
+                &mut bytes,
+            )
+            .map(|_| bytes)
+        }) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                unjudged.push(format!("{rel}: cannot be read ({e})"));
+                continue;
+            }
         };
         scanned += 1;
-        for (i, line) in text.lines().enumerate() {
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
             for m in PLACEHOLDER.find_iter(line) {
                 count += 1;
                 if found.len() < MAX_QUOTED {
-                    found.push(format!("{rel}:{} {}", i + 1, m.as_str()));
+                    found.push(format!(
+                        "{rel}:{} {}",
+                        i + 1,
+                        String::from_utf8_lossy(m.as_bytes())
+                    ));
                 }
             }
         }
     }
-    if count == 0 {
-        Judged {
+    if scanned == 0 && unjudged.is_empty() {
+        return fail(format!(
+            "no file matches {glob}: nothing was checked (no evidence is not a pass)"
+        ));
+    }
+    if count == 0 && unjudged.is_empty() {
+        return Judged {
             passed: true,
             result: EvidenceResult::Pass,
             proof: format!("no placeholders in {scanned} file(s) matching {glob}"),
             sha256: None,
             bytes: None,
-        }
-    } else {
+        };
+    }
+    let mut parts = Vec::new();
+    if count > 0 {
         let more = if count > found.len() {
             format!(" and {} more", count - found.len())
         } else {
             String::new()
         };
-        fail(format!(
+        parts.push(format!(
             "{count} placeholder(s) in files matching {glob}: {}{more}",
             found.join(", ")
-        ))
+        ));
+    }
+    if !unjudged.is_empty() {
+        let shown = unjudged.len().min(MAX_QUOTED);
+        let more = if unjudged.len() > shown {
+            format!(" and {} more", unjudged.len() - shown)
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "{} file(s) matching {glob} could not be judged: {}{more}",
+            unjudged.len(),
+            unjudged[..shown].join("; ")
+        ));
+    }
+    fail(parts.join("; "))
+}
+
+/// Judges `no_new_skips` (of `glob`, or the common test locations) on what the attempt changed.
+fn skips(glob: Option<&str>, subject: &Subject<'_>) -> Judged {
+    let mut set = globset::GlobSetBuilder::new();
+    let shown = match glob {
+        Some(glob) => match globset::Glob::new(glob) {
+            Ok(g) => {
+                set.add(g);
+                glob.to_owned()
+            }
+            Err(e) => return fail(format!("the pattern {glob:?} does not compile: {e}")),
+        },
+        None => {
+            for default in crate::integrity::DEFAULT_PROTECT {
+                set.add(globset::Glob::new(default).expect("the default globs compile"));
+            }
+            "the common test locations".to_owned()
+        }
+    };
+    let Ok(tests) = set.build() else {
+        return fail(format!("the pattern {shown:?} does not compile"));
+    };
+    let Some(changes) = &subject.result.changes else {
+        return fail(
+            "no_new_skips needs the workspace observed (`observe: false` is set): nothing was checked"
+                .to_owned(),
+        );
+    };
+    let changed: Vec<&str> = changes
+        .added
+        .iter()
+        .chain(&changes.modified)
+        .map(String::as_str)
+        .collect();
+    no_new_skips(&tests, &shown, &changed, &subject.diff)
+}
+
+/// What a test skip looks like in the common frameworks (pytest, unittest, Rust, Go, Jest,
+/// Mocha, Vitest, JUnit).
+static SKIP_MARKER: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"@pytest\.mark\.skip|\bpytest\.skip\(|@unittest\.skip|#\[ignore\b|\bt\.Skip(Now|f)?\(|\b(it|describe|test|context)\.skip\b|\bx(it|describe|test)\(|@Disabled\b|\.only\(",
+    )
+    .expect("the skip pattern compiles")
+});
+
+/// `no_new_skips`: the unified `diffs` of the attempt add no skip marker to a file `tests`
+/// matches. A changed test file without a diff (binary, too large to keep) cannot be judged
+/// and fails.
+fn no_new_skips(
+    tests: &globset::GlobSet,
+    glob: &str,
+    changed: &[&str],
+    diffs: &[String],
+) -> Judged {
+    let mut found = Vec::new();
+    let mut judged = std::collections::HashSet::new();
+    for diff in diffs {
+        let mut file: Option<&str> = None;
+        let mut line = 0u32;
+        for text in diff.lines() {
+            if let Some(name) = text.strip_prefix("+++ ") {
+                file = name.strip_prefix("b/").filter(|f| tests.is_match(f));
+                if let Some(f) = file {
+                    judged.insert(f.to_owned());
+                }
+                continue;
+            }
+            if text.starts_with("--- ") {
+                continue;
+            }
+            if let Some(hunk) = text.strip_prefix("@@ ") {
+                // `@@ -a,b +c,d @@`: new lines count from c.
+                line = hunk
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|new| new.trim_start_matches('+').split(',').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(1);
+                continue;
+            }
+            let Some(file) = file else { continue };
+            if let Some(added) = text.strip_prefix('+') {
+                if let Some(m) = SKIP_MARKER.find(added) {
+                    if found.len() < MAX_QUOTED {
+                        found.push(format!("{file}:{line} adds `{}`", m.as_str()));
+                    }
+                }
+                line += 1;
+            } else if !text.starts_with('-') && !text.starts_with('\\') {
+                line += 1;
+            }
+        }
+    }
+    let unjudged: Vec<&str> = changed
+        .iter()
+        .filter(|f| tests.is_match(f) && !judged.contains(**f))
+        .copied()
+        .collect();
+    if !found.is_empty() {
+        return fail(format!(
+            "the attempt adds a test skip to a test file ({glob}): {}; fix the code instead of skipping its tests",
+            found.join(", ")
+        ));
+    }
+    if !unjudged.is_empty() {
+        return fail(format!(
+            "changed test file(s) could not be judged for new skips (no text diff: binary or too large): {}",
+            unjudged.join(", ")
+        ));
+    }
+    Judged {
+        passed: true,
+        result: EvidenceResult::Pass,
+        proof: format!("no skip marker added to files matching {glob}"),
+        sha256: None,
+        bytes: None,
     }
 }
 

@@ -101,6 +101,19 @@ pub enum CriticWhen {
     Never,
 }
 
+/// What an unusable review does (`critic.on_unavailable`, DESIGN §4.9). Either way the run never
+/// ends plain `passed` on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnUnavailable {
+    /// With deterministic stages passing, `passed_with_debt` naming the unavailable critic (a
+    /// human decides); with none, `failed`, kind `no_gate`.
+    #[default]
+    Debt,
+    /// The builder is re-prompted ("the reviewer was unavailable") and the next attempt is
+    /// reviewed again, within the retry budget.
+    Retry,
+}
+
 /// The independent reviewer of a delegation (DESIGN §4.9).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CriticSpec {
@@ -112,6 +125,8 @@ pub struct CriticSpec {
     pub criteria: String,
     /// What a spent budget does when only the critic objects.
     pub on_exhausted: OnExhausted,
+    /// What an unusable review (unparseable, a crash, a timeout) does.
+    pub on_unavailable: OnUnavailable,
     /// Turns the reviewer may take (reading files) before its verdict.
     pub max_turns: u32,
 }
@@ -135,6 +150,8 @@ pub(crate) struct RawCritic {
     criteria: Option<String>,
     #[serde(default)]
     on_exhausted: Option<String>,
+    #[serde(default)]
+    on_unavailable: Option<String>,
     #[serde(default)]
     max_turns: Option<u32>,
 }
@@ -174,6 +191,15 @@ impl CriticSpec {
                 )));
             }
         };
+        let on_unavailable = match raw.on_unavailable.as_deref() {
+            None | Some("debt") => OnUnavailable::Debt,
+            Some("retry") => OnUnavailable::Retry,
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "{file}: `critic.on_unavailable` is {other:?}; use `debt` (the default: with deterministic checks passing the run ends passed_with_debt for a human; with none it ends failed, no_gate) or `retry` (the builder is re-prompted and reviewed again)"
+                )));
+            }
+        };
         let max_turns = raw.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         if max_turns == 0 {
             return Err(Error::config(format!(
@@ -185,6 +211,7 @@ impl CriticSpec {
             when,
             criteria: raw.criteria.unwrap_or_default(),
             on_exhausted,
+            on_unavailable,
             max_turns,
         })
     }

@@ -2,6 +2,7 @@
 //! small thing that looks at one attempt and adds findings. The [`Pipeline`](crate::Pipeline)
 //! orders them by authority and turns what they found into a verdict.
 
+mod claims;
 mod commands;
 mod criteria;
 mod critic;
@@ -10,18 +11,21 @@ mod hooks;
 mod scope;
 mod verifier;
 
-pub use commands::CheckSpec;
-pub(crate) use commands::{CommandChecks, RawCheck};
+pub(crate) use claims::ClaimsStage;
+pub use claims::{Claim, ClaimsMode};
+pub use commands::{CheckSpec, Flaky};
+pub(crate) use commands::{CommandChecks, RawCheck, confirm};
 pub(crate) use criteria::CriteriaStage;
 pub use criteria::Criterion;
 pub(crate) use critic::{Critic, RawCritic};
 pub use critic::{
-    CriticSpec, CriticWhen, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256,
+    CriticSpec, CriticWhen, OnUnavailable, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION,
+    review_template_sha256,
 };
 pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::{CitationStage, PlanStage, RawPlan};
 pub(crate) use hooks::PostVerifyHooks;
-pub(crate) use scope::ScopeStage;
+pub(crate) use scope::ObserveStage;
 pub(crate) use verifier::InlineVerifier;
 
 use harness_hooks::{CriticReview, DelegationResult, Evidence};
@@ -48,6 +52,8 @@ pub(crate) struct Subject<'e> {
     pub(crate) logs: Vec<String>,
     /// Unified diffs of what the delegation changed (when a scope baseline was taken).
     pub(crate) diff: Vec<String>,
+    /// Whether git's HEAD moved since the baseline (set by observation; `None`: not observed).
+    pub(crate) head_moved: Option<bool>,
     /// Set by a stage that ends the delegation at once (a scope violation under
     /// `on_violation: fail`): the stages after it do not run.
     pub(crate) fatal: Option<crate::error::Error>,
@@ -76,6 +82,7 @@ impl<'e> Subject<'e> {
             evidence: Vec::new(),
             logs: Vec::new(),
             diff: Vec::new(),
+            head_moved: None,
             fatal: None,
             critic: None,
             usage: Usage::default(),
@@ -135,5 +142,12 @@ pub(crate) trait Check: Send + Sync + std::fmt::Debug {
     /// the subject before it.
     fn is_opinion(&self) -> bool {
         false
+    }
+
+    /// Returns false for a stage that can refute an attempt but never verifies one (the claims
+    /// stage, observation without a scope or gate inputs): a pipeline of only those leaves a
+    /// delegation `skipped` when they find nothing.
+    fn verifies(&self) -> bool {
+        true
     }
 }

@@ -299,7 +299,12 @@ impl KindStats {
                 for hook in hooks_here {
                     *hooks.entry(hook.to_owned()).or_default() += 1;
                 }
-                for record in attempt.evidence().iter().filter(|e| !e.passed()) {
+                // Claims are not checks: they have their own count, by finding.
+                for record in attempt
+                    .evidence()
+                    .iter()
+                    .filter(|e| !e.passed() && e.source != "claim")
+                {
                     *checks.entry(record.criterion.clone()).or_default() += 1;
                 }
             }

@@ -1,0 +1,365 @@
+//! Gate integrity (DESIGN §4.8): what the gate judges with stays out of the delegate's reach.
+//!
+//! Two lists. **Always protected**, whatever the delegation says: any `.harness/` directory
+//! below the workspace (a planted nested policy would govern later runs there) and git's
+//! `config`, `hooks/` and `info/` (code git runs on the operator's next command). **Gate
+//! inputs** (`protect:`): existing files the checks judge with — the tests, the script a check
+//! runs, the `scripts` of a `package.json` that `npm test` reads. Tools refuse to modify,
+//! delete or replace them; the observation stage turns an out-of-band change (a shell, an agent
+//! CLI) into `gate_tampered`. New files under the globs are allowed: a task may add tests.
+
+use std::path::Path;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+
+use crate::checks::CheckSpec;
+use crate::error::{Error, Result};
+
+/// The common test locations, protected when a delegation has checks or command criteria and
+/// does not say `protect:`.
+pub const DEFAULT_PROTECT: [&str; 12] = [
+    "tests/**",
+    "test/**",
+    "spec/**",
+    "**/__tests__/**",
+    "**/*_test.*",
+    "**/test_*.*",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/conftest.py",
+    "**/pytest.ini",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+];
+
+/// Whether `rel` (relative to the workspace, `/`-separated) is always out of a delegate's
+/// reach: inside any `.harness/` directory, or git's `config`, `hooks/` or `info/` (of the
+/// workspace's repository or one nested in it).
+pub(crate) fn always_protected(rel: &str) -> Option<&'static str> {
+    let parts: Vec<&str> = rel
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        if *part == ".harness" {
+            return Some("a `.harness/` policy directory");
+        }
+        if *part == ".git" {
+            match parts.get(i + 1) {
+                Some(&"config") if parts.len() == i + 2 => return Some("git's configuration"),
+                Some(&"hooks") => return Some("a git hook"),
+                Some(&"info") => return Some("git's info/ (attributes, excludes)"),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The gate inputs of one delegation: `protect` globs, and the `package.json` files whose
+/// `scripts` a check runs.
+#[derive(Debug, Clone, Default)]
+pub struct GateInputs {
+    globs: Vec<String>,
+    set: GlobSet,
+    /// Workspace files whose `scripts` object is protected (`npm test`, `yarn test`…).
+    scripts: Vec<String>,
+}
+
+impl GateInputs {
+    /// Compiles `globs`; `at` names the file and key in messages.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the glob that does not compile.
+    pub fn compile(globs: &[String], at: &str) -> Result<Self> {
+        let mut set = GlobSetBuilder::new();
+        for (i, pattern) in globs.iter().enumerate() {
+            let glob = Glob::new(pattern).map_err(|e| {
+                Error::config(format!(
+                    "{at}: `protect[{i}]`: the glob {pattern:?} does not compile: {e}; write a glob relative to the workspace, like \"tests/**\""
+                ))
+            })?;
+            set.add(glob);
+        }
+        let set = set
+            .build()
+            .map_err(|e| Error::config(format!("{at}: `protect`: {e}")))?;
+        Ok(GateInputs {
+            globs: globs.to_vec(),
+            set,
+            scripts: Vec::new(),
+        })
+    }
+
+    /// The gate inputs of a delegation whose workspace is `root`: `protect` as written, or —
+    /// when it is not written and `checks` is not empty — the common test locations plus every
+    /// workspace file a check names as its program or script.
+    pub(crate) fn for_checks(
+        protect: Option<&[String]>,
+        checks: &[CheckSpec],
+        root: &Path,
+    ) -> Result<Self> {
+        if let Some(globs) = protect {
+            return Self::compile(globs, "protect");
+        }
+        if checks.is_empty() {
+            return Ok(GateInputs::default());
+        }
+        let mut globs: Vec<String> = DEFAULT_PROTECT.iter().map(|g| (*g).to_owned()).collect();
+        let mut scripts = Vec::new();
+        for check in checks {
+            for (file, whole) in named_files(&check.argv, root) {
+                let list = if whole { &mut globs } else { &mut scripts };
+                if !list.contains(&file) {
+                    list.push(file);
+                }
+            }
+        }
+        // A file name is a glob of itself once its metacharacters are escaped.
+        let escaped: Vec<String> = globs
+            .iter()
+            .map(|g| {
+                if DEFAULT_PROTECT.contains(&g.as_str()) {
+                    g.clone()
+                } else {
+                    globset::escape(g)
+                }
+            })
+            .collect();
+        let mut inputs = Self::compile(&escaped, "protect")?;
+        inputs.globs = globs;
+        inputs.scripts = scripts;
+        Ok(inputs)
+    }
+
+    /// True when nothing is protected.
+    pub fn is_empty(&self) -> bool {
+        self.globs.is_empty() && self.scripts.is_empty()
+    }
+
+    /// The globs, as written or defaulted (file names unescaped).
+    pub fn globs(&self) -> &[String] {
+        &self.globs
+    }
+
+    /// The glob protecting `rel` as a whole, if any.
+    pub fn matching(&self, rel: &str) -> Option<&str> {
+        self.set
+            .matches(rel)
+            .first()
+            .map(|&i| self.globs[i].as_str())
+    }
+
+    /// True when `rel` is a `package.json` whose `scripts` a check runs.
+    pub fn guards_scripts(&self, rel: &str) -> bool {
+        self.scripts.iter().any(|s| s == rel)
+    }
+}
+
+/// Whether the `scripts` of two `package.json` texts differ (text that is not JSON counts as
+/// differing: what cannot be compared is not assumed equal).
+pub(crate) fn scripts_differ(before: &[u8], after: &[u8]) -> bool {
+    let scripts = |bytes: &[u8]| {
+        serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .map(|v| v.get("scripts").cloned().unwrap_or(Value::Null))
+    };
+    match (scripts(before), scripts(after)) {
+        (Some(a), Some(b)) => a != b,
+        _ => true,
+    }
+}
+
+/// Workspace files a check's command names: `(path, true)` for a file protected whole (a
+/// script it runs, a `Makefile`), `(path, false)` for a `package.json` whose `scripts` it runs.
+fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
+    let words: Vec<String> = match argv {
+        [sh, c, script] if sh == "sh" && c == "-c" => shell_words(script),
+        argv => argv.to_vec(),
+    };
+    let mut files = Vec::new();
+    let mut at_command = true;
+    for word in &words {
+        if matches!(word.as_str(), "&&" | "||" | ";" | "|" | "&") {
+            at_command = true;
+            continue;
+        }
+        let program = std::mem::replace(&mut at_command, false);
+        if program {
+            let runner = word.rsplit('/').next().unwrap_or(word);
+            match runner {
+                "make" | "gmake" => {
+                    for name in ["Makefile", "makefile", "GNUmakefile"] {
+                        if root.join(name).is_file() {
+                            files.push((name.to_owned(), true));
+                        }
+                    }
+                }
+                "npm" | "yarn" | "pnpm" | "bun" if root.join("package.json").is_file() => {
+                    files.push(("package.json".to_owned(), false));
+                }
+                _ => {}
+            }
+        }
+        if word.starts_with('-') || (program && word.contains('=')) {
+            continue;
+        }
+        let rel = word.trim_start_matches("./");
+        if rel.is_empty() || rel.starts_with('/') || rel.split('/').any(|p| p == "..") {
+            continue;
+        }
+        // Only what exists, as a regular file, inside the workspace: a word is not a path
+        // because it could be one.
+        let full = root.join(rel);
+        if full.symlink_metadata().is_ok_and(|m| m.is_file()) {
+            files.push((rel.to_owned(), true));
+        }
+    }
+    files
+}
+
+/// Splits a shell command into words and the operators between commands. Quotes group;
+/// anything cleverer (substitutions, redirections) is left as words, which at worst protects a
+/// file that exists and is named.
+fn shell_words(script: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = script.chars().peekable();
+    let flush = |word: &mut String, words: &mut Vec<String>| {
+        if !word.is_empty() {
+            words.push(std::mem::take(word));
+        }
+    };
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, c) if c.is_whitespace() => flush(&mut word, &mut words),
+            (None, ';' | '|' | '&' | '\n' | '(' | ')') => {
+                flush(&mut word, &mut words);
+                let mut op = c.to_string();
+                if matches!(c, '|' | '&') && chars.peek() == Some(&c) {
+                    chars.next();
+                    op.push(c);
+                }
+                words.push(if op == "\n" || op == "(" || op == ")" {
+                    ";".to_owned()
+                } else {
+                    op
+                });
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    flush(&mut word, &mut words);
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(run: &str) -> CheckSpec {
+        CheckSpec::shell("tests", run, std::time::Duration::from_secs(1), false)
+    }
+
+    #[test]
+    fn nested_policy_and_git_internals_are_always_protected() {
+        for path in [
+            ".harness/policy.yaml",
+            "sub/.harness/policy.yaml",
+            "a/b/.harness/hooks/x.md",
+            ".git/config",
+            ".git/hooks/pre-commit",
+            "vendor/lib/.git/hooks/post-checkout",
+            ".git/info/attributes",
+        ] {
+            assert!(always_protected(path).is_some(), "{path}");
+        }
+        for path in [
+            "src/harness.rs",
+            ".github/workflows/ci.yml",
+            ".gitignore",
+            "git/config",
+        ] {
+            assert!(always_protected(path).is_none(), "{path}");
+        }
+    }
+
+    #[test]
+    fn defaults_cover_test_locations_and_the_files_checks_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for file in [
+            "test.sh",
+            "scripts/lint.py",
+            "Makefile",
+            "package.json",
+            "README.md",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, "x").expect("write");
+        }
+        let checks = [
+            check("sh test.sh && python3 scripts/lint.py --strict"),
+            check("make check"),
+            check("npm test"),
+            check("cat README.md.missing"),
+        ];
+        let inputs = GateInputs::for_checks(None, &checks, root).expect("compiles");
+        for (path, glob) in [
+            ("tests/test_parser.py", "tests/**"),
+            ("src/parser_test.go", "**/*_test.*"),
+            ("web/src/__tests__/a.js", "**/__tests__/**"),
+            ("pkg/test_util.py", "**/test_*.*"),
+            ("test.sh", "test.sh"),
+            ("scripts/lint.py", "scripts/lint.py"),
+            ("Makefile", "Makefile"),
+        ] {
+            assert_eq!(inputs.matching(path), Some(glob), "{path}");
+        }
+        assert_eq!(inputs.matching("src/parser.rs"), None);
+        assert_eq!(inputs.matching("README.md"), None);
+        assert!(inputs.guards_scripts("package.json"));
+        assert_eq!(inputs.matching("package.json"), None);
+
+        // Written `protect:` replaces the default; `[]` turns it off; no checks, no default.
+        let written = GateInputs::for_checks(Some(&["golden/**".to_owned()]), &checks, root)
+            .expect("compiles");
+        assert_eq!(written.matching("golden/a.txt"), Some("golden/**"));
+        assert_eq!(written.matching("tests/a.py"), None);
+        assert!(
+            GateInputs::for_checks(Some(&[]), &checks, root)
+                .expect("ok")
+                .is_empty()
+        );
+        assert!(
+            GateInputs::for_checks(None, &[], root)
+                .expect("ok")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_bad_glob_names_the_key_and_package_scripts_are_compared_as_json() {
+        let error = GateInputs::compile(&["src/**".to_owned(), "a[".to_owned()], "d.yaml")
+            .expect_err("refused");
+        assert!(
+            error.message().starts_with("d.yaml: `protect[1]`"),
+            "{error}"
+        );
+        assert!(!scripts_differ(
+            br#"{"scripts": {"test": "jest"}, "version": "1"}"#,
+            br#"{"version": "2", "scripts": {"test": "jest"}}"#
+        ));
+        assert!(scripts_differ(
+            br#"{"scripts": {"test": "jest"}}"#,
+            br#"{"scripts": {"test": "true"}}"#
+        ));
+        assert!(scripts_differ(br#"{"scripts": {}}"#, b"not json"));
+    }
+}
