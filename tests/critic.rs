@@ -362,6 +362,38 @@ fn an_unavailable_critic_with_nothing_deterministic_is_no_gate_and_retry_re_prom
 }
 
 #[test]
+fn the_critic_sees_the_diff_without_a_scope_and_many_files_make_work_risky() {
+    // Six files, no `scope:`: observation is always on, so the risky trigger fires.
+    let dir = TempDir::new();
+    let writes: Vec<String> = (0..6)
+        .map(|i| format!(r#"{{"name": "write_file", "arguments": {{"path": "f{i}.txt", "content": "line {i}\n"}}}}"#))
+        .collect();
+    dir.write(
+        "agent.star",
+        &format!(
+            "def respond(request):\n    if request[\"turn\"] == 0:\n        return {{\"tool_calls\": [{}]}}\n    return \"Wrote six files.\"\n",
+            writes.join(", ")
+        ),
+    );
+    dir.write(
+        "reviewer.star",
+        "def respond(request):\n    prompt = request[\"messages\"][0][\"content\"]\n    ok = \"+line 5\" in prompt\n    return '{\"outcome\": \"%s\", \"reasoning\": \"saw the diff: %s\", \"findings\": []}' % (\"PASS\" if ok else \"HARD_FAIL\", ok)\n",
+    );
+    std::fs::create_dir_all(dir.join("ws")).expect("mkdir");
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: Write six files.\ndelegate: {{kind: scripted, script: agent.star}}\ntools: [write_file]\nworkdir: ws\ncritic:\n  delegate: {{kind: scripted, script: reviewer.star}}\nchecks:\n  - {{name: six, run: \"test -f f5.txt\"}}\nmax_verify_retries: 0\n"
+        ),
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    let critic = critic_of(&report, 0);
+    assert_eq!(critic["outcome"], json!("PASS"), "{out:?}");
+    assert_eq!(critic["reasoning"], json!("saw the diff: True"));
+}
+
+#[test]
 fn delegated_work_is_risky_and_its_parent_is_recorded() {
     let dir = delegation(
         &reviewer(&[r#"{"outcome": "PASS", "reasoning": "fine", "findings": []}"#]),

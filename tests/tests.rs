@@ -26,6 +26,9 @@ mod adversarial;
 mod checks;
 // `scope:`: the baseline, changes in the Result, allow/deny, on_violation, odd files.
 mod scope;
+// Gate integrity: tampering with the tests, planted policy and git hooks, false claims, flaky
+// checks, criteria that fail closed, and the `examples/integrity/` examples.
+mod integrity;
 // The human layer: `review`, `override` under `override_policy`, the hash-chained audit log.
 mod authority;
 // The critic: reviews after the checks, retries with its feedback, HARD_FAIL, debt, bad reviewers.

@@ -965,7 +965,7 @@ fn tests_claim(text: &str, line: &str, push: &mut impl FnMut(Claim)) {
         return;
     }
     push(Claim::TestsPass {
-        said: m.as_str().trim().to_owned(),
+        said: m.as_str().replace('`', "").trim().to_owned(),
     });
 }
 

@@ -181,7 +181,7 @@ impl Check for ObserveStage {
                 .collect();
             if !tampered.is_empty() {
                 for (path, why) in &tampered {
-                    let mut finding = Finding::blocking(Source::Integrity, "gate_tampered", why);
+                    let mut finding = Finding::blocking(Source::Integrity, path, why);
                     finding.path = Some(path.clone());
                     subject.findings.push(finding);
                 }

@@ -1,0 +1,3 @@
+case "$1" in
+  add) echo $(( $2 - $3 )) ;;
+esac
