@@ -405,3 +405,46 @@ fn the_integrity_examples_catch_each_attack() {
         .unwrap_or_default();
     assert!(prompt.contains("flaky: failed 1 of 2 runs"), "{prompt}");
 }
+
+#[test]
+fn the_report_counts_what_each_guard_caught() {
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/integrity"), &dir.path());
+    let journal = dir.join("runs.db").display().to_string();
+    for (name, code) in [
+        ("weakened-test", 1),
+        ("unwritten-claim", 0),
+        ("flaky-check", 0),
+    ] {
+        harness(["run", "--json", "--journal", journal.as_str()])
+            .args([dir.join(name).join("delegation.yaml")])
+            .run()
+            .expect_code(code);
+    }
+    let out = harness(["report", "--json", "--journal", journal.as_str()]).run();
+    out.expect_code(0);
+    let report = out.json();
+    let integrity = &report["kinds"][0]["integrity"];
+    assert_eq!(integrity["gate_tampered"], json!(1), "{report}");
+    assert_eq!(
+        integrity["tampered_files"],
+        json!([{"path": "test.sh", "count": 1}])
+    );
+    assert_eq!(
+        integrity["unsupported_claims"],
+        json!({"command": 1, "file": 1, "tests": 1})
+    );
+    assert_eq!(
+        integrity["flaky_checks"],
+        json!([{"check": "flaky-tests", "count": 1}])
+    );
+    let table = harness(["report", "--journal", journal.as_str()]).run();
+    table.expect_code(0);
+    assert!(
+        table.stdout.contains(
+            "gate integrity: 1 run(s) gate_tampered (1 file(s)) · 3 unsupported claim(s) (command 1, file 1, tests 1) · 1 flaky check(s)"
+        ),
+        "{table:?}"
+    );
+    assert!(table.stdout.contains("tampered: test.sh"), "{table:?}");
+}

@@ -191,10 +191,16 @@ impl Check for ObserveStage {
                         .map(|(path, why)| format!("{path} ({why})"))
                         .collect(),
                 });
+                // The first line names every file (reports show first lines); the rest says why.
                 subject.fatal = Some(Error::new(
                     ErrorKind::GateTampered,
                     format!(
-                        "the delegate changed what judges it:\n  {}",
+                        "the delegate changed what judges it: {}\n  {}",
+                        tampered
+                            .iter()
+                            .map(|(path, _)| path.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         tampered
                             .iter()
                             .map(|(path, why)| format!("{path}: {why}"))

@@ -83,6 +83,29 @@ impl Dashboard {
                     .collect();
                 page.push_str(&labelled_bars(&bars, "#00695c"));
             }
+            if !stats.integrity.is_empty() {
+                let integrity = &stats.integrity;
+                page.push_str("<h3>Gate integrity</h3>\n<table>\n<tr><th>guard</th><th>what</th><th>count</th></tr>\n");
+                let mut row = |guard: &str, what: &str, count: usize| {
+                    let _ = writeln!(
+                        page,
+                        "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{count}</td></tr>",
+                        escape(guard),
+                        escape(what)
+                    );
+                };
+                row("gate_tampered runs", "", integrity.tampered_runs);
+                for file in &integrity.tampered_files {
+                    row("tampered file", &file.check, file.count);
+                }
+                for (kind, count) in &integrity.unsupported_claims {
+                    row("unsupported claim", kind, *count);
+                }
+                for check in &integrity.flaky_checks {
+                    row("flaky check", &check.check, check.count);
+                }
+                page.push_str("</table>\n");
+            }
             if !stats.top_errors.is_empty() {
                 page.push_str("<h3>Top errors</h3>\n<table>\n<tr><th>count</th><th>kind</th><th>message</th></tr>\n");
                 for e in &stats.top_errors {

@@ -160,6 +160,57 @@ pub struct KindStats {
     pub top_checks: Vec<CheckCount>,
     /// The most frequent normalised error messages, most frequent first.
     pub top_errors: Vec<ErrorCount>,
+    /// Gate integrity: what delegates tampered with, the claims they could not back, the
+    /// checks that passed only on a re-run.
+    pub integrity: IntegrityStats,
+}
+
+/// How often the gate's integrity guards fired for one kind (DESIGN §4.7–4.8).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntegrityStats {
+    /// Delegations that ended `gate_tampered`.
+    pub tampered_runs: usize,
+    /// The files delegates tampered with (policy, gate inputs, git hooks), most often first.
+    pub tampered_files: Vec<CheckCount>,
+    /// Unsupported claims by kind (`file`, `tests`, `command`, `commit`), attempts.
+    pub unsupported_claims: BTreeMap<String, usize>,
+    /// Checks whose result was `flaky` (failed, then passed on a re-run), most often first.
+    pub flaky_checks: Vec<CheckCount>,
+}
+
+impl IntegrityStats {
+    /// True when no guard fired.
+    pub fn is_empty(&self) -> bool {
+        self.tampered_runs == 0
+            && self.tampered_files.is_empty()
+            && self.unsupported_claims.is_empty()
+            && self.flaky_checks.is_empty()
+    }
+
+    /// One line for the text table, or `None` when nothing fired.
+    pub fn line(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let claims: usize = self.unsupported_claims.values().sum();
+        let by_kind = self
+            .unsupported_claims
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "gate integrity: {} run(s) gate_tampered ({} file(s)) · {claims} unsupported claim(s){} · {} flaky check(s)",
+            self.tampered_runs,
+            self.tampered_files.len(),
+            if by_kind.is_empty() {
+                String::new()
+            } else {
+                format!(" ({by_kind})")
+            },
+            self.flaky_checks.len()
+        ))
+    }
 }
 
 impl KindStats {
@@ -205,6 +256,8 @@ impl KindStats {
         let mut reasons: HashMap<(String, String), (usize, String)> = HashMap::new();
         let mut hooks: HashMap<String, usize> = HashMap::new();
         let mut checks: HashMap<String, usize> = HashMap::new();
+        let mut flaky: HashMap<String, usize> = HashMap::new();
+        let mut tampered: HashMap<String, usize> = HashMap::new();
         let mut errors: HashMap<(String, String), usize> = HashMap::new();
         for record in records {
             stats.usage.add(record.usage);
@@ -306,6 +359,28 @@ impl KindStats {
                     .filter(|e| !e.passed() && e.source != "claim")
                 {
                     *checks.entry(record.criterion.clone()).or_default() += 1;
+                    if record.result == harness::EvidenceResult::Flaky {
+                        *flaky.entry(record.criterion.clone()).or_default() += 1;
+                    }
+                }
+                if let Some(verdict) = &attempt.verdict {
+                    for finding in &verdict.findings {
+                        match finding.source {
+                            Source::Integrity => {
+                                let file =
+                                    finding.path.clone().unwrap_or_else(|| finding.name.clone());
+                                *tampered.entry(file).or_default() += 1;
+                            }
+                            Source::Claim => {
+                                *stats
+                                    .integrity
+                                    .unsupported_claims
+                                    .entry(finding.name.clone())
+                                    .or_default() += 1;
+                            }
+                            _ => {}
+                        }
+                    }
                 }
             }
         }
@@ -326,6 +401,10 @@ impl KindStats {
         });
         stats.top_hooks = top(hooks, |(hook, count)| HookCount { hook, count });
         stats.top_checks = top(checks, |(check, count)| CheckCount { check, count });
+        stats.integrity.tampered_files =
+            top(tampered, |(check, count)| CheckCount { check, count });
+        stats.integrity.flaky_checks = top(flaky, |(check, count)| CheckCount { check, count });
+        stats.integrity.tampered_runs = stats.errors.get("gate_tampered").copied().unwrap_or(0);
         stats.top_errors = top(errors, |((kind, message), count)| ErrorCount {
             kind,
             message,
@@ -371,6 +450,16 @@ impl KindStats {
             "top_errors": self.top_errors.iter().map(|e| json!({
                 "kind": e.kind, "message": e.message, "count": e.count,
             })).collect::<Vec<_>>(),
+            "integrity": {
+                "gate_tampered": self.integrity.tampered_runs,
+                "tampered_files": self.integrity.tampered_files.iter().map(|c| json!({
+                    "path": c.check, "count": c.count,
+                })).collect::<Vec<_>>(),
+                "unsupported_claims": self.integrity.unsupported_claims,
+                "flaky_checks": self.integrity.flaky_checks.iter().map(|c| json!({
+                    "check": c.check, "count": c.count,
+                })).collect::<Vec<_>>(),
+            },
             "debt": self.debt,
             "critic": self.critic,
             "review": {

@@ -75,17 +75,28 @@ impl Dashboard {
         }
         for stats in &self.kinds {
             let authority = stats.authority_line();
+            let integrity = stats.integrity.line();
             if stats.top_reasons.is_empty()
                 && stats.top_hooks.is_empty()
                 && stats.top_checks.is_empty()
                 && stats.top_errors.is_empty()
                 && authority.is_none()
+                && integrity.is_none()
             {
                 continue;
             }
             let _ = writeln!(out, "\n{}:", stats.kind);
             if let Some(line) = authority {
                 let _ = writeln!(out, "  {line}");
+            }
+            if let Some(line) = integrity {
+                let _ = writeln!(out, "  {line}");
+                for file in stats.integrity.tampered_files.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  tampered: {}", file.count, file.check);
+                }
+                for check in stats.integrity.flaky_checks.iter().take(TOP_IN_TABLE) {
+                    let _ = writeln!(out, "  {:>5}  flaky: {}", check.count, check.check);
+                }
             }
             if !stats.top_reasons.is_empty() {
                 out.push_str("  top failure reasons:\n");
