@@ -25,6 +25,8 @@ use crate::verifier::Verifier;
 #[derive(Debug, Default)]
 pub struct Pipeline {
     stages: Vec<Box<dyn Check>>,
+    /// The workspace's baseline as it is being taken, when the delegation observes it.
+    baseline: Option<crate::checks::Baseline>,
 }
 
 /// What the stages of one delegation are built from, besides its sections: what the session
@@ -59,6 +61,7 @@ impl Pipeline {
         ];
         Pipeline {
             stages: stages.into_iter().flatten().collect(),
+            baseline: None,
         }
     }
 
@@ -90,9 +93,7 @@ impl Pipeline {
                 workspace,
                 &file,
                 delegation.timeout(),
-            )
-            .await?;
-            warnings.extend(stage.warnings().iter().cloned());
+            )?;
             Some(stage)
         } else {
             warnings.push(format!(
@@ -115,6 +116,7 @@ impl Pipeline {
         fn boxed(stage: impl Check + 'static) -> Box<dyn Check> {
             Box::new(stage)
         }
+        let baseline = observe.as_ref().map(|o| o.baseline().clone());
         let stages: [Option<Box<dyn Check>>; 9] = [
             observe.map(boxed),
             CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?
@@ -131,8 +133,23 @@ impl Pipeline {
         ];
         let pipeline = Pipeline {
             stages: stages.into_iter().flatten().collect(),
+            baseline,
         };
         Ok((pipeline, warnings))
+    }
+
+    /// Waits until the workspace's baseline is recorded (at once when it is not observed): the
+    /// delegate may change nothing before.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when the workspace is too large to
+    /// snapshot within `limits.timeout_s`; [`ErrorKind::Check`](crate::ErrorKind::Check) when
+    /// the walk failed.
+    pub(crate) async fn baseline_ready(&self) -> Result<()> {
+        match &self.baseline {
+            Some(baseline) => baseline.ready().await,
+            None => Ok(()),
+        }
     }
 
     /// Returns true when anything verifies; otherwise delegations are `skipped` (unless a

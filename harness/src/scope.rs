@@ -163,16 +163,31 @@ impl Scope {
         }
     }
 
-    /// Records the workspace as it is now. The text of small files the delegate may change is
-    /// kept (to the budget) so a touch is no change and the diff can show lines; `first` names
-    /// the files kept before all others (gate inputs: a rewrite with the same bytes is no
-    /// tampering). The walk ends early, incomplete, when `stop` is set.
+    /// Records the workspace as it is now: [`Scope::walk_baseline`], then
+    /// [`Scope::keep_contents`]. `first` names the files whose text is kept before all others.
     pub fn snapshot(&self, first: &dyn Fn(&str) -> bool, stop: &Arc<AtomicBool>) -> Snapshot {
+        let mut snapshot = self.walk_baseline(stop);
+        self.keep_contents(&mut snapshot, first);
+        snapshot
+    }
+
+    /// The baseline's walk: what `lstat` says of every entry, nothing read. The walk ends
+    /// early, incomplete, when `stop` is set.
+    pub fn walk_baseline(&self, stop: &Arc<AtomicBool>) -> Snapshot {
         let mut snapshot = self.walk(None, Some(stop));
         for (index, entry) in snapshot.files.values_mut().enumerate() {
             entry.index = u32::try_from(index).unwrap_or(u32::MAX);
         }
-        // Smallest first, the `first` ones before the rest, to the budget.
+        snapshot
+    }
+
+    /// Keeps the text of small files the delegate may change (to the budget, smallest first,
+    /// the `first` ones before the rest), so a touch is no change and the diff can show lines.
+    ///
+    /// It may run while the delegate works: a file is kept only when its `lstat` after the read
+    /// is still the baseline's — any write moves the status-change time — so what is kept is
+    /// the baseline's text or nothing (the diff then reports the file without its lines).
+    pub fn keep_contents(&self, snapshot: &mut Snapshot, first: &dyn Fn(&str) -> bool) {
         let mut candidates: Vec<(bool, u64, &str)> = snapshot
             .files
             .iter()
@@ -195,13 +210,25 @@ impl Scope {
         }
         // Read on as many threads as the walk used: thousands of small reads.
         let chunk = kept.len().div_ceil(threads()).max(1);
+        let files = &snapshot.files;
         let read: Vec<(String, Option<Vec<u8>>)> = std::thread::scope(|scope| {
             let readers: Vec<_> = kept
                 .chunks(chunk)
                 .map(|part| {
                     scope.spawn(move || {
                         part.iter()
-                            .map(|path| (path.clone(), read_small(&self.root.join(path))))
+                            .map(|path| {
+                                let full = self.root.join(path);
+                                let content = read_small(&full).filter(|_| {
+                                    // Still the baseline's file: kept; changed since: not.
+                                    let now = full.symlink_metadata().ok().map(|m| Entry::of(&m));
+                                    match (now, files.get(path.as_str())) {
+                                        (Some(now), Some(then)) => then.same_stat(&now),
+                                        _ => false,
+                                    }
+                                });
+                                (path.clone(), content)
+                            })
                             .collect::<Vec<_>>()
                     })
                 })
@@ -216,7 +243,6 @@ impl Scope {
                 entry.content = Some(content.into_boxed_slice());
             }
         }
-        snapshot
     }
 
     /// What changed between `before` and now, with the violations of the scope.
@@ -654,6 +680,30 @@ mod tests {
         // The baseline is unchanged by a diff: a second one against it finds the same.
         let again = scope.diff(&before);
         assert_eq!(changes(&again), changes(&diff));
+    }
+
+    #[test]
+    fn text_read_after_the_walk_is_kept_only_when_the_file_is_still_the_baselines() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        write(root, "a.txt", "before\n");
+        write(root, "b.txt", "steady\n");
+        let scope = scope(root, &[], &[]);
+        let mut baseline = scope.walk_baseline(&Arc::default());
+        // The delegate writes between the walk and the read of the text.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write(root, "a.txt", "written by the delegate\n");
+        scope.keep_contents(&mut baseline, &|_| false);
+        assert_eq!(
+            baseline.kept("a.txt"),
+            None,
+            "the delegate's text is no baseline"
+        );
+        assert_eq!(baseline.kept("b.txt"), Some(&b"steady\n"[..]));
+        // The change is still found; only its lines are unknown.
+        let diff = scope.diff(&baseline);
+        assert_eq!(changes(&diff), (vec![], vec!["a.txt"], vec![]));
+        assert!(diff.diff.is_empty(), "{:?}", diff.diff);
     }
 
     #[test]

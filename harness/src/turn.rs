@@ -34,6 +34,11 @@ pub(crate) async fn attempt(
     let mut tool_results = Vec::new();
     let max_turns = session.delegation.max_turns();
     for turn in 0..max_turns {
+        // Nothing may change the workspace before its baseline is recorded: a remote model's
+        // request goes out meanwhile; anything that can act by itself waits.
+        if !session.delegation.delegate().is_remote_model() {
+            session.pipeline.baseline_ready().await?;
+        }
         let mut answer = Box::pin(model_call(session, attempt, turn)).await?;
         usage.add(answer.usage);
         if let Some(id) = session.delegate.session() {
@@ -100,6 +105,9 @@ pub(crate) async fn attempt(
             content: answer.content,
             tool_calls: calls.clone(),
         });
+        if !calls.is_empty() {
+            session.pipeline.baseline_ready().await?;
+        }
         for call in calls {
             events.emit(RunEvent::ToolCalled {
                 call_id: call.id.clone(),

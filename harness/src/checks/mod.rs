@@ -25,7 +25,7 @@ pub use critic::{
 pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::{CitationStage, PlanStage, RawPlan};
 pub(crate) use hooks::PostVerifyHooks;
-pub(crate) use scope::ObserveStage;
+pub(crate) use scope::{Baseline, ObserveStage};
 pub(crate) use verifier::InlineVerifier;
 
 use harness_hooks::{CriticReview, DelegationResult, Evidence};

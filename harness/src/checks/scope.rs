@@ -27,23 +27,136 @@ pub(crate) struct ObserveStage {
     /// False when the delegation has no `scope:` (everything may change).
     scoped: bool,
     gate: Arc<GateInputs>,
-    /// The workspace before attempt 0.
-    baseline: Arc<Snapshot>,
+    /// The workspace before attempt 0, as it is being taken.
+    baseline: Baseline,
     /// git's HEAD before attempt 0 (`None`: no repository).
     head: Option<String>,
     root: PathBuf,
 }
 
-impl ObserveStage {
-    /// Takes the baseline of `workspace`, before attempt 0: a walk, on a blocking thread,
-    /// stopped when it takes longer than `limit` (the delegation's `limits.timeout_s`).
-    /// `scope` is the delegation's, if any; `gate` its gate inputs; `file` names where they
-    /// were written.
+/// Where the baseline stands.
+#[derive(Debug, Clone)]
+enum Phase {
+    /// The walk runs: the delegate may not touch the workspace yet.
+    Walking,
+    /// Every entry is recorded; the text of small files is being kept.
+    Walked,
+    /// The baseline is complete.
+    Done(Arc<Snapshot>),
+}
+
+/// The workspace's baseline, taken on a blocking thread while the delegation starts: the walk
+/// (what `lstat` says) must end before the delegate can change anything — [`Baseline::ready`],
+/// awaited before the first tool call runs or an agent process starts — and the text of small
+/// files is read after that, beside the delegate's first turn, then checked against the walk
+/// ([`Scope::keep_contents`]). A model's first answer usually takes longer than the walk, so
+/// the delegation seldom waits on it.
+#[derive(Debug, Clone)]
+pub(crate) struct Baseline {
+    phase: tokio::sync::watch::Receiver<Phase>,
+    /// When the walk must have ended (`limits.timeout_s` after it began).
+    deadline: Option<tokio::time::Instant>,
+    stop: Arc<AtomicBool>,
+    /// What names the delegation and the workspace in a timeout's message.
+    label: Arc<str>,
+}
+
+/// How long the delegate is held after the walk: longer than the coarsest status-change-time
+/// tick (a jiffy), so its first write never carries a time the baseline recorded.
+const SETTLE: Duration = Duration::from_millis(10);
+
+impl Baseline {
+    /// Starts taking the baseline of `scope`'s workspace; `first` names the files whose text is
+    /// kept first.
+    fn start(
+        scope: Arc<Scope>,
+        first: impl Fn(&str) -> bool + Send + 'static,
+        limit: Option<Duration>,
+        label: String,
+    ) -> Self {
+        let (send, phase) = tokio::sync::watch::channel(Phase::Walking);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopper = Arc::clone(&stop);
+        // A walk that panics drops the sender: the waiters then see the channel closed, a failed
+        // baseline, never a silent empty one.
+        drop(tokio::task::spawn_blocking(move || {
+            let mut snapshot = scope.walk_baseline(&stopper);
+            if stopper.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(SETTLE);
+            let _ = send.send(Phase::Walked);
+            scope.keep_contents(&mut snapshot, &first);
+            let _ = send.send(Phase::Done(Arc::new(snapshot)));
+        }));
+        Baseline {
+            phase,
+            deadline: limit.map(|l| tokio::time::Instant::now() + l),
+            stop,
+            label: label.into(),
+        }
+    }
+
+    /// Waits until `done` says the phase is far enough.
+    async fn wait(&self, done: impl Fn(&Phase) -> bool) -> Result<Phase> {
+        let mut phase = self.phase.clone();
+        let waited = async { phase.wait_for(|p| done(p)).await.map(|p| p.clone()) };
+        let got = match self.deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, waited).await {
+                Ok(got) => got,
+                Err(_) => {
+                    self.stop.store(true, Ordering::Relaxed);
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "{}: the workspace is too large to snapshot within limits.timeout_s; set `observe: false` for trees this large (the critic, claims and scope then see no changes), or leave build output out with `scope.ignore`",
+                            self.label
+                        ),
+                    ));
+                }
+            },
+            None => waited.await,
+        };
+        match got {
+            Ok(phase) => Ok(phase),
+            Err(_) => Err(Error::new(
+                ErrorKind::Check,
+                format!("{}: the workspace snapshot failed to run", self.label),
+            )),
+        }
+    }
+
+    /// Waits until every entry is recorded: from then on the delegate may change the workspace.
     ///
     /// # Errors
-    /// [`ErrorKind::Config`] for a scope that does not compile; [`ErrorKind::Timeout`] when the
-    /// walk outlasts `limit` (naming `observe: false`); [`ErrorKind::Check`] when it cannot run.
-    pub(crate) async fn from_spec(
+    /// [`ErrorKind::Timeout`] past `limits.timeout_s`, naming `observe: false`;
+    /// [`ErrorKind::Check`] when the walk failed.
+    pub(crate) async fn ready(&self) -> Result<()> {
+        self.wait(|p| !matches!(p, Phase::Walking))
+            .await
+            .map(|_| ())
+    }
+
+    /// Waits for the complete baseline.
+    async fn complete(&self) -> Result<Arc<Snapshot>> {
+        match self.wait(|p| matches!(p, Phase::Done(_))).await? {
+            Phase::Done(snapshot) => Ok(snapshot),
+            _ => Err(Error::new(
+                ErrorKind::Check,
+                format!("{}: the workspace snapshot did not complete", self.label),
+            )),
+        }
+    }
+}
+
+impl ObserveStage {
+    /// Starts taking the baseline of `workspace`, before attempt 0 (see [`Baseline`]), stopped
+    /// when it takes longer than `limit` (the delegation's `limits.timeout_s`). `scope` is the
+    /// delegation's, if any; `gate` its gate inputs; `file` names where they were written.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] for a scope that does not compile.
+    pub(crate) fn from_spec(
         scope: Option<&ScopeSpec>,
         gate: GateInputs,
         workspace: &harness_builtins::Workspace,
@@ -53,60 +166,35 @@ impl ObserveStage {
         let spec = scope.cloned().unwrap_or_default();
         let compiled = Arc::new(Scope::compile(&spec, workspace.root(), file)?);
         let gate = Arc::new(gate);
-        let (walker, protected) = (Arc::clone(&compiled), Arc::clone(&gate));
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopper = Arc::clone(&stop);
-        let walk = tokio::task::spawn_blocking(move || {
-            walker.snapshot(
-                &|path| {
-                    always_protected(path).is_some()
-                        || protected.matching(path).is_some()
-                        || protected.guards_scripts(path)
-                },
-                &stopper,
-            )
-        });
-        let taken = match limit {
-            Some(limit) => match tokio::time::timeout(limit, walk).await {
-                Ok(taken) => taken,
-                Err(_) => {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(Error::new(
-                        ErrorKind::Timeout,
-                        format!(
-                            "{file}: the workspace {} is too large to snapshot within limits.timeout_s = {}s; set `observe: false` for trees this large (the critic, claims and scope then see no changes), or leave build output out with `scope.ignore`",
-                            workspace.root().display(),
-                            limit.as_secs_f64()
-                        ),
-                    ));
-                }
+        let protected = Arc::clone(&gate);
+        let baseline = Baseline::start(
+            Arc::clone(&compiled),
+            move |path| {
+                always_protected(path).is_some()
+                    || protected.matching(path).is_some()
+                    || protected.guards_scripts(path)
             },
-            None => walk.await,
-        };
-        let baseline = taken.map_err(|e| {
-            Error::new(
-                ErrorKind::Check,
-                format!("the workspace snapshot failed to run: {e}"),
-            )
-        })?;
+            limit,
+            format!("{file} (workspace {})", workspace.root().display()),
+        );
         Ok(ObserveStage {
             scope: compiled,
             scoped: scope.is_some(),
             gate,
-            baseline: Arc::new(baseline),
+            baseline,
             head: git_head(workspace.root()),
             root: workspace.root().to_path_buf(),
         })
     }
 
-    /// What the baseline's walk could not read, for the caller.
-    pub(crate) fn warnings(&self) -> &[String] {
-        &self.baseline.warnings
+    /// The baseline, for the delegation to wait on before the delegate acts.
+    pub(crate) fn baseline(&self) -> &Baseline {
+        &self.baseline
     }
 
     /// Why a change of `path` (`added`, `modified`, `deleted`) tampers with the gate, if it
     /// does.
-    fn tampering(&self, path: &str, how: &str) -> Option<String> {
+    fn tampering(&self, baseline: &Snapshot, path: &str, how: &str) -> Option<String> {
         if let Some(what) = always_protected(path) {
             return Some(format!("{how}: {what}, always out of a delegate's reach"));
         }
@@ -120,7 +208,7 @@ impl ObserveStage {
             ));
         }
         if self.gate.guards_scripts(path) {
-            let changed = match (how, self.baseline.kept(path)) {
+            let changed = match (how, baseline.kept(path)) {
                 ("modified", Some(before)) => harness_builtins::open_regular(&self.root.join(path))
                     .ok()
                     .and_then(|mut f| {
@@ -146,8 +234,13 @@ impl ObserveStage {
 impl Check for ObserveStage {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let (scope, baseline) = (Arc::clone(&self.scope), Arc::clone(&self.baseline));
-            let diff = tokio::task::spawn_blocking(move || scope.diff(&baseline))
+            let baseline = self.baseline.complete().await?;
+            if subject.result.attempt == 0 {
+                // What the baseline's walk could not read, said once.
+                subject.logs.extend(baseline.warnings.iter().cloned());
+            }
+            let (scope, before) = (Arc::clone(&self.scope), Arc::clone(&baseline));
+            let diff = tokio::task::spawn_blocking(move || scope.diff(&before))
                 .await
                 .map_err(|e| {
                     Error::new(
@@ -176,7 +269,8 @@ impl Check for ObserveStage {
                 .changes
                 .iter()
                 .filter_map(|(path, how)| {
-                    self.tampering(path, how).map(|why| (path.to_owned(), why))
+                    self.tampering(&baseline, path, how)
+                        .map(|why| (path.to_owned(), why))
                 })
                 .collect();
             if !tampered.is_empty() {

@@ -211,6 +211,16 @@ impl DelegateConfig {
         matches!(self, DelegateConfig::Command(_) | DelegateConfig::Agent(_))
     }
 
+    /// Returns true for a remote model, which can change the workspace only through the
+    /// harness's tools: its first request may go out while the workspace's baseline is still
+    /// being taken (the tools wait for it).
+    pub fn is_remote_model(&self) -> bool {
+        matches!(
+            self,
+            DelegateConfig::OpenAi(_) | DelegateConfig::Anthropic(_)
+        )
+    }
+
     /// Builds the delegate, in `made.workspace`; a script is compiled once per shape.
     ///
     /// # Errors
