@@ -370,7 +370,7 @@ fn the_critic_sees_the_diff_without_a_scope_and_many_files_make_work_risky() {
         .collect();
     dir.write(
         "agent.star",
-        &format!(
+        format!(
             "def respond(request):\n    if request[\"turn\"] == 0:\n        return {{\"tool_calls\": [{}]}}\n    return \"Wrote six files.\"\n",
             writes.join(", ")
         ),
@@ -382,9 +382,7 @@ fn the_critic_sees_the_diff_without_a_scope_and_many_files_make_work_risky() {
     std::fs::create_dir_all(dir.join("ws")).expect("mkdir");
     dir.write(
         "delegation.yaml",
-        format!(
-            "task: Write six files.\ndelegate: {{kind: scripted, script: agent.star}}\ntools: [write_file]\nworkdir: ws\ncritic:\n  delegate: {{kind: scripted, script: reviewer.star}}\nchecks:\n  - {{name: six, run: \"test -f f5.txt\"}}\nmax_verify_retries: 0\n"
-        ),
+        "task: Write six files.\ndelegate: {kind: scripted, script: agent.star}\ntools: [write_file]\nworkdir: ws\ncritic:\n  delegate: {kind: scripted, script: reviewer.star}\nchecks:\n  - {name: six, run: \"test -f f5.txt\"}\nmax_verify_retries: 0\n",
     );
     let (out, report) = run(&dir);
     out.expect_code(0);

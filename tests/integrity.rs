@@ -218,7 +218,7 @@ fn a_planted_policy_or_git_hook_is_refused_or_gate_tampered_even_without_checks(
             .unwrap_or_default()
             .to_owned();
         assert!(text.contains(what), "{path}: {out:?}");
-        assert!(dir.read(&format!("ws/{path}")).is_none(), "{path}");
+        assert!(dir.read(format!("ws/{path}")).is_none(), "{path}");
 
         // With a shell: the run fails, naming the file.
         let agent = calls_then(
