@@ -403,6 +403,19 @@ fn delegated_work_is_risky_and_its_parent_is_recorded() {
     assert_eq!(report["result"]["parent_id"], json!("d-parent"), "{out:?}");
     // The risky critic reviewed one file because the work was delegated.
     assert_eq!(critic_of(&report, 0)["outcome"], json!("PASS"), "{out:?}");
+    // The journal links the run to its parent.
+    let id = report["id"].as_str().unwrap_or_default().to_owned();
+    let journal = dir.join("runs.db").display().to_string();
+    let show = harness(["runs", "show", "--journal", journal.as_str(), id.as_str()]).run();
+    show.expect_code(0);
+    assert!(
+        show.stdout
+            .lines()
+            .any(|l| l.split_whitespace().eq(["parent:", "d-parent"])),
+        "{show:?}"
+    );
+    let listed = harness(["runs", "list", "--json", "--journal", journal.as_str()]).run();
+    assert_eq!(listed.json()["runs"][0]["parent_id"], json!("d-parent"));
     // The same from the environment.
     let dir = delegation(
         &reviewer(&[r#"{"outcome": "PASS", "reasoning": "fine", "findings": []}"#]),

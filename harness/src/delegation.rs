@@ -364,13 +364,24 @@ impl Delegation {
     /// files, and the `.harness/` of the workspace at `root` (its resolved workdir).
     pub(crate) fn protected_paths(&self, root: &Path) -> Vec<PathBuf> {
         let git = root.join(".git");
-        let mut protected = vec![
-            root.join(".harness"),
-            self.source.clone(),
-            git.join("config"),
-            git.join("hooks"),
-            git.join("info"),
-        ];
+        let mut protected = vec![root.join(".harness"), self.source.clone()];
+        if git.is_dir() {
+            // What git runs or follows on the operator's next command; the rest (objects,
+            // refs, the index) is the delegate's to change with its commits.
+            for part in [
+                "config",
+                "hooks",
+                "info",
+                "commondir",
+                "modules",
+                "worktrees",
+            ] {
+                protected.push(git.join(part));
+            }
+        } else {
+            // No repository, or a `.git` file pointing elsewhere: none may appear or change.
+            protected.push(git);
+        }
         let verifiers = self
             .verify
             .iter()

@@ -10,19 +10,24 @@
 
 use std::path::Path;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use serde_json::Value;
 
 use crate::checks::CheckSpec;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The common test locations, protected when a delegation has checks or command criteria and
 /// does not say `protect:`.
-pub const DEFAULT_PROTECT: [&str; 12] = [
+pub const DEFAULT_PROTECT: [&str; 17] = [
     "tests/**",
     "test/**",
     "spec/**",
     "**/__tests__/**",
+    "**/__snapshots__/**",
+    "**/*.snap",
+    "**/testdata/**",
+    "**/fixtures/**",
+    "**/golden/**",
     "**/*_test.*",
     "**/test_*.*",
     "**/*.test.*",
@@ -31,6 +36,25 @@ pub const DEFAULT_PROTECT: [&str; 12] = [
     "**/pytest.ini",
     "**/jest.config.*",
     "**/vitest.config.*",
+];
+
+/// Files that configure how existing tests run (`conftest.py` can skip every test, a
+/// `jest.config.js` can narrow what runs): with the default list, even a NEW one is tampering.
+pub const TEST_CONFIG: [&str; 13] = [
+    "**/conftest.py",
+    "**/pytest.ini",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/.mocharc*",
+    "**/karma.conf.*",
+    "**/phpunit.xml*",
+    // What runs the runner: npm's shell and PATH, Python's start-up hooks.
+    "**/.npmrc",
+    "**/.yarnrc*",
+    "**/node_modules/.bin/**",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
 ];
 
 /// Whether `rel` (relative to the workspace, `/`-separated) is always out of a delegate's
@@ -47,9 +71,20 @@ pub(crate) fn always_protected(rel: &str) -> Option<&'static str> {
         }
         if *part == ".git" {
             match parts.get(i + 1) {
-                Some(&"config") if parts.len() == i + 2 => return Some("git's configuration"),
+                // A `.git` file points git at another directory (`gitdir: …`).
+                None => return Some("a `.git` pointer git follows"),
+                Some(&"config" | &"commondir") if parts.len() == i + 2 => {
+                    return Some("git's configuration");
+                }
                 Some(&"hooks") => return Some("a git hook"),
                 Some(&"info") => return Some("git's info/ (attributes, excludes)"),
+                Some(&"modules" | &"worktrees")
+                    if parts[i + 2..]
+                        .iter()
+                        .any(|p| matches!(*p, "config" | "hooks" | "commondir" | "info")) =>
+                {
+                    return Some("the configuration of a nested git repository");
+                }
                 _ => {}
             }
         }
@@ -65,6 +100,8 @@ pub struct GateInputs {
     set: GlobSet,
     /// Workspace files whose `scripts` object is protected (`npm test`, `yarn test`…).
     scripts: Vec<String>,
+    /// Test configuration no delegate may add ([`TEST_CONFIG`], with the default list only).
+    configs: GlobSet,
 }
 
 impl GateInputs {
@@ -73,22 +110,12 @@ impl GateInputs {
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the glob that does not compile.
     pub fn compile(globs: &[String], at: &str) -> Result<Self> {
-        let mut set = GlobSetBuilder::new();
-        for (i, pattern) in globs.iter().enumerate() {
-            let glob = Glob::new(pattern).map_err(|e| {
-                Error::config(format!(
-                    "{at}: `protect[{i}]`: the glob {pattern:?} does not compile: {e}; write a glob relative to the workspace, like \"tests/**\""
-                ))
-            })?;
-            set.add(glob);
-        }
-        let set = set
-            .build()
-            .map_err(|e| Error::config(format!("{at}: `protect`: {e}")))?;
+        let set = crate::scope::globs(globs, at, "protect")?;
         Ok(GateInputs {
             globs: globs.to_vec(),
             set,
             scripts: Vec::new(),
+            configs: GlobSet::empty(),
         })
     }
 
@@ -130,6 +157,8 @@ impl GateInputs {
         let mut inputs = Self::compile(&escaped, "protect")?;
         inputs.globs = globs;
         inputs.scripts = scripts;
+        let configs: Vec<String> = TEST_CONFIG.iter().map(|g| (*g).to_owned()).collect();
+        inputs.configs = crate::scope::globs(&configs, "the test configuration", "protect")?;
         Ok(inputs)
     }
 
@@ -149,6 +178,12 @@ impl GateInputs {
             .matches(rel)
             .first()
             .map(|&i| self.globs[i].as_str())
+    }
+
+    /// Whether a NEW file at `rel` would configure how the existing tests run
+    /// ([`TEST_CONFIG`], protected with the default list).
+    pub fn refuses_new(&self, rel: &str) -> bool {
+        self.configs.is_match(rel)
     }
 
     /// True when `rel` is a `package.json` whose `scripts` a check runs.
@@ -180,49 +215,115 @@ fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
     };
     let mut files = Vec::new();
     let mut at_command = true;
+    // Where the command runs, relative to the workspace: `cd ci && sh verify.sh`.
+    let mut cwd = String::new();
+    let mut previous = "";
+    let within = |dir: &str, name: &str| -> Option<String> {
+        let rel = if dir.is_empty() {
+            name.trim_start_matches("./").to_owned()
+        } else {
+            format!("{dir}/{}", name.trim_start_matches("./"))
+        };
+        let ok = !rel.is_empty() && !rel.starts_with('/') && !rel.split('/').any(|p| p == "..");
+        ok.then_some(rel)
+    };
+    let mut runner = "";
     for word in &words {
         if matches!(word.as_str(), "&&" | "||" | ";" | "|" | "&") {
             at_command = true;
+            runner = "";
             continue;
         }
         let program = std::mem::replace(&mut at_command, false);
         if program {
-            let runner = word.rsplit('/').next().unwrap_or(word);
+            runner = word.rsplit('/').next().unwrap_or(word);
             match runner {
                 "make" | "gmake" => {
                     for name in ["Makefile", "makefile", "GNUmakefile"] {
-                        if root.join(name).is_file() {
-                            files.push((name.to_owned(), true));
+                        if let Some(rel) = within(&cwd, name).filter(|r| root.join(r).is_file()) {
+                            files.push((rel, true));
                         }
                     }
                 }
-                "npm" | "yarn" | "pnpm" | "bun" if root.join("package.json").is_file() => {
-                    files.push(("package.json".to_owned(), false));
+                "npm" | "yarn" | "pnpm" | "bun" => {
+                    if let Some(rel) =
+                        within(&cwd, "package.json").filter(|r| root.join(r).is_file())
+                    {
+                        files.push((rel, false));
+                    }
                 }
                 _ => {}
             }
-        }
-        if word.starts_with('-') || (program && word.contains('=')) {
+            previous = word;
             continue;
         }
-        let rel = word.trim_start_matches("./");
-        if rel.is_empty() || rel.starts_with('/') || rel.split('/').any(|p| p == "..") {
+        if runner == "cd" {
+            if let Some(dir) = within(&cwd, word).filter(|d| root.join(d).is_dir()) {
+                cwd = dir;
+            }
+        }
+        // `make -C backend` reads backend/Makefile.
+        if matches!(runner, "make" | "gmake") && previous == "-C" {
+            for name in ["Makefile", "makefile", "GNUmakefile"] {
+                if let Some(rel) = within(word, name).and_then(|r| within(&cwd, &r)) {
+                    if root.join(&rel).is_file() {
+                        files.push((rel, true));
+                    }
+                }
+            }
+        }
+        previous = word;
+        if word.starts_with('-') || word.contains('=') {
             continue;
         }
+        let Some(rel) = within(&cwd, word) else {
+            continue;
+        };
         // Only what exists, as a regular file, inside the workspace: a word is not a path
         // because it could be one.
-        let full = root.join(rel);
+        let full = root.join(&rel);
         if full.symlink_metadata().is_ok_and(|m| m.is_file()) {
-            files.push((rel.to_owned(), true));
+            // A shell script's own `. ./helpers.sh` and `source lib.sh` are part of the test.
+            for sourced in sourced_files(&full) {
+                let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+                if let Some(helper) = within(dir, &sourced).filter(|h| root.join(h).is_file()) {
+                    files.push((helper, true));
+                }
+            }
+            files.push((rel, true));
         }
     }
     files
 }
 
+/// The files a shell script sources (`. ./x.sh`, `source lib.sh`), as written.
+fn sourced_files(script: &Path) -> Vec<String> {
+    let Ok(mut file) = harness_builtins::open_regular(script) else {
+        return Vec::new();
+    };
+    let mut text = String::new();
+    if std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 256 * 1024), &mut text)
+        .is_err()
+    {
+        return Vec::new();
+    }
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix(". ")
+                .or_else(|| line.strip_prefix("source "))?;
+            let name = rest.split_whitespace().next()?;
+            let name = name.trim_matches(|c| c == '"' || c == '\'');
+            (!name.contains('$')).then(|| name.to_owned())
+        })
+        .collect()
+}
+
 /// Splits a shell command into words and the operators between commands. Quotes group;
 /// anything cleverer (substitutions, redirections) is left as words, which at worst protects a
 /// file that exists and is named.
-fn shell_words(script: &str) -> Vec<String> {
+pub(crate) fn shell_words(script: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut quote: Option<char> = None;
@@ -325,6 +426,8 @@ mod tests {
         assert_eq!(inputs.matching("src/parser.rs"), None);
         assert_eq!(inputs.matching("README.md"), None);
         assert!(inputs.guards_scripts("package.json"));
+        assert!(inputs.refuses_new("sub/conftest.py"));
+        assert!(!inputs.refuses_new("tests/test_new.py"));
         assert_eq!(inputs.matching("package.json"), None);
 
         // Written `protect:` replaces the default; `[]` turns it off; no checks, no default.

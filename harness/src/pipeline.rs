@@ -8,8 +8,8 @@ use harness_builtins::Workspace;
 use harness_hooks::DelegationResult;
 
 use crate::checks::{
-    Check, CitationStage, ClaimsStage, CommandChecks, CriteriaStage, Critic, InlineVerifier,
-    ObserveStage, PlanStage, PostVerifyHooks, Subject,
+    Check, CitationStage, ClaimsStage, CommandChecks, CriteriaStage, Critic, GateRecheck,
+    InlineVerifier, ObserveStage, PlanStage, PostVerifyHooks, Subject,
 };
 use crate::conversation::Usage;
 use crate::delegate::Delegate;
@@ -117,11 +117,14 @@ impl Pipeline {
             Box::new(stage)
         }
         let baseline = observe.as_ref().map(|o| o.baseline().clone());
-        let stages: [Option<Box<dyn Check>>; 9] = [
+        let checks = CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?;
+        // Only when something ran in between that the delegate's leftovers could race.
+        let recheck = (observe.is_some() && checks.is_some()).then_some(GateRecheck);
+        let stages: [Option<Box<dyn Check>>; 10] = [
             observe.map(boxed),
-            CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?
-                .map(boxed),
+            checks.map(boxed),
             CriteriaStage::from_spec(delegation.criteria(), workspace)?.map(boxed),
+            recheck.map(boxed),
             ClaimsStage::from_spec(delegation.claims(), workspace.root()).map(boxed),
             PlanStage::from_spec(delegation.plan()).map(boxed),
             CitationStage::from_spec(delegation.citations_required(), workspace).map(boxed),

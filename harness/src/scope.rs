@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 /// Files larger than this are never kept for diffs.
 const MAX_KEPT_FILE: u64 = 256 * 1024;
 /// All kept contents together, at most.
-const MAX_KEPT_TOTAL: u64 = 16 * 1024 * 1024;
+const MAX_KEPT_TOTAL: u64 = 6 * 1024 * 1024;
 /// Warnings kept from one walk, at most (the rest are counted).
 const MAX_WARNINGS: usize = 20;
 
@@ -115,18 +115,22 @@ pub struct Scope {
     ignore: Arc<ignore::gitignore::Gitignore>,
 }
 
-fn globs(patterns: &[String], at: &str, key: &str) -> Result<GlobSet> {
+/// Compiles the globs written at `key` (`scope.allow`, `protect`) of the file `at`.
+///
+/// # Errors
+/// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the entry that does not compile.
+pub(crate) fn globs(patterns: &[String], at: &str, key: &str) -> Result<GlobSet> {
     let mut set = GlobSetBuilder::new();
     for (i, pattern) in patterns.iter().enumerate() {
         let glob = Glob::new(pattern).map_err(|e| {
             Error::config(format!(
-                "{at}: `scope.{key}[{i}]`: the glob {pattern:?} does not compile: {e}"
+                "{at}: `{key}[{i}]`: the glob {pattern:?} does not compile: {e}; write a glob relative to the workspace, like \"tests/**\""
             ))
         })?;
         set.add(glob);
     }
     set.build()
-        .map_err(|e| Error::config(format!("{at}: `scope.{key}`: {e}")))
+        .map_err(|e| Error::config(format!("{at}: `{key}`: {e}")))
 }
 
 impl Scope {
@@ -144,8 +148,8 @@ impl Scope {
             .build()
             .map_err(|e| Error::config(format!("{at}: `scope.ignore`: {e}")))?;
         Ok(Scope {
-            allow: globs(&spec.allow, at, "allow")?,
-            deny: globs(&spec.deny, at, "deny")?,
+            allow: globs(&spec.allow, at, "scope.allow")?,
+            deny: globs(&spec.deny, at, "scope.deny")?,
             ignore: Arc::new(ignore),
             root: root.to_path_buf(),
             spec: spec.clone(),
@@ -167,7 +171,7 @@ impl Scope {
     /// [`Scope::keep_contents`]. `first` names the files whose text is kept before all others.
     pub fn snapshot(&self, first: &dyn Fn(&str) -> bool, stop: &Arc<AtomicBool>) -> Snapshot {
         let mut snapshot = self.walk_baseline(stop);
-        self.keep_contents(&mut snapshot, first);
+        self.keep_contents(&mut snapshot, first, false);
         snapshot
     }
 
@@ -187,19 +191,34 @@ impl Scope {
     /// It may run while the delegate works: a file is kept only when its `lstat` after the read
     /// is still the baseline's — any write moves the status-change time — so what is kept is
     /// the baseline's text or nothing (the diff then reports the file without its lines).
-    pub fn keep_contents(&self, snapshot: &mut Snapshot, first: &dyn Fn(&str) -> bool) {
+    /// With `only_first`, only the `first` files are read (before the delegate may act: a gate
+    /// input rewritten with the same bytes must compare equal); a second call reads the rest,
+    /// within what the first left of the budget.
+    pub fn keep_contents(
+        &self,
+        snapshot: &mut Snapshot,
+        first: &dyn Fn(&str) -> bool,
+        only_first: bool,
+    ) {
         let mut candidates: Vec<(bool, u64, &str)> = snapshot
             .files
             .iter()
-            .filter(|(_, entry)| entry.is_file() && entry.size <= MAX_KEPT_FILE)
+            .filter(|(_, entry)| {
+                entry.is_file() && entry.size <= MAX_KEPT_FILE && entry.content.is_none()
+            })
             .filter_map(|(path, entry)| {
                 let priority = first(path);
-                (priority || self.refuses(path).is_none())
+                (priority || (!only_first && self.refuses(path).is_none()))
                     .then_some((!priority, entry.size, &**path))
             })
             .collect();
         candidates.sort_unstable();
-        let mut budget = MAX_KEPT_TOTAL;
+        let kept_already: u64 = snapshot
+            .files
+            .values()
+            .filter_map(|e| e.content.as_ref().map(|c| c.len() as u64))
+            .sum();
+        let mut budget = MAX_KEPT_TOTAL.saturating_sub(kept_already);
         let mut kept = Vec::new();
         for (_, size, path) in candidates {
             if size > budget {
@@ -270,7 +289,9 @@ impl Scope {
                 Some(then) => match (&then.content, now.is_file()) {
                     // Kept: compare the bytes, so a touch is not a change.
                     (Some(old), true) => match read_small(&self.root.join(&**path)) {
-                        Some(new) if new.as_slice() == &**old => {}
+                        // The same bytes and the same mode: a touch, not a change (`chmod -x`
+                        // of a test is a change: a runner may skip what it cannot execute).
+                        Some(new) if new.as_slice() == &**old && then.mode == now.mode => {}
                         Some(new) => {
                             changes.modified.push(path.to_string());
                             diffs.push(unified(path, old, &new, path));
@@ -370,6 +391,11 @@ impl Snapshot {
     /// The number of entries recorded.
     pub fn entries(&self) -> usize {
         self.files.len()
+    }
+
+    /// The paths recorded, in no order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(|p| &**p)
     }
 
     /// The bytes kept of `path` at the snapshot, if they were kept.
@@ -693,7 +719,7 @@ mod tests {
         // The delegate writes between the walk and the read of the text.
         std::thread::sleep(std::time::Duration::from_millis(20));
         write(root, "a.txt", "written by the delegate\n");
-        scope.keep_contents(&mut baseline, &|_| false);
+        scope.keep_contents(&mut baseline, &|_| false, false);
         assert_eq!(
             baseline.kept("a.txt"),
             None,

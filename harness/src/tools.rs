@@ -322,6 +322,11 @@ impl Toolbox {
                 "refused: {path:?} is {what}, which is always out of a delegate's reach: it would change what judges this or a later run"
             ));
         }
+        if full.symlink_metadata().is_err() && self.guard.gate().refuses_new(&rel) {
+            return Err(format!(
+                "refused: {path:?} would be new test configuration (conftest.py, pytest.ini, jest.config…), which changes how the existing tests run; delegates may not add it"
+            ));
+        }
         if full.symlink_metadata().is_ok() {
             if let Some(glob) = self.guard.gate().matching(&rel) {
                 return Err(format!(

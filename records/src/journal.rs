@@ -194,6 +194,14 @@ impl RecordedAttempt {
 }
 
 impl Record {
+    /// The run this one was delegated from (`parent_id`, DESIGN §4.9), as its Results say.
+    pub fn parent_id(&self) -> Option<&str> {
+        self.attempts
+            .iter()
+            .rev()
+            .find_map(|a| a.result.as_ref()?.get("parent_id")?.as_str())
+    }
+
     /// Returns the 1-based attempt that passed, for `passed` outcomes.
     pub fn passed_on(&self) -> Option<usize> {
         if self.outcome != "passed" {
@@ -215,6 +223,7 @@ impl Record {
             "duration_ms": millis(self.duration),
             "delegate": {"kind": self.delegate_kind, "model": self.model},
             "outcome": self.outcome,
+            "parent_id": self.parent_id(),
             "error": self.error_kind.as_ref().map(|kind| json!({
                 "kind": kind,
                 "message": self.error_message,

@@ -147,6 +147,9 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
         ),
     );
     field("trace id", record.trace_id.as_deref().unwrap_or("-"));
+    if let Some(parent) = record.parent_id() {
+        field("parent", parent);
+    }
     field("template", &record.retry_template_version);
     field("source", record.source.as_deref().unwrap_or("-"));
     field("workdir", record.workdir.as_deref().unwrap_or("-"));

@@ -54,7 +54,7 @@ impl ClaimsMode {
 }
 
 /// One side-effect claim read from an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Claim {
     /// A file created, written or changed; `verb` as written (`created`, `updated`, …).
     Wrote {
@@ -117,6 +117,9 @@ pub struct Ground<'a> {
     pub head_moved: Option<bool>,
     /// The workspace root (to strip from absolute paths, and to see what exists).
     pub root: &'a Path,
+    /// When the delegation began: a file modified since was written during it (whether or not
+    /// the snapshot could see it — `scope.ignore`, `observe: false`).
+    pub started: Option<std::time::SystemTime>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -125,7 +128,7 @@ pub struct Ground<'a> {
 /// Past-tense verbs of changing a file, and the aider/codex summary forms.
 static WRITE_VERB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(created|wrote|written|re-?wrote|rewritten|added|updated|modified|edited|changed|fixed|implemented|refactored|replaced|renamed|moved|saved|generated|introduced|extended|adjusted|patched|populated|documented|bumped|upgraded|migrated|converted|ported|deleted|removed|applied (?:the )?edits? to|new file)\b",
+        r"(?i)\b(created|wrote|written|re-?wrote|rewritten|added|updated|modified|edited|changed|fixed|implemented|refactored|replaced|renamed|moved|saved|generated|introduced|extended|adjusted|patched|populated|documented|resolved|bumped|upgraded|migrated|converted|ported|deleted|removed|applied (?:the )?edits? to|new file)\b",
     )
     .expect("the write-verb pattern compiles")
 });
@@ -142,7 +145,7 @@ static LABEL_VERB: LazyLock<Regex> = LazyLock::new(|| {
 /// intention, quotation of the task.
 static NOT_ASSERTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(not|no|none|nothing|nobody|never|n't|cannot|since|because|which|where|when|whereas|until|unable|without|will|would|should|could|can|may|might|must|need|needs|going to|plan|planned|intend|let me|let's|if|unless|whether|recommend|suggest|consider|try|tried|attempted|want|wanted|meant|supposed|expected|please|once|asked|ask|task|request|requested|instructions?|todo|next|verify|ensure|make sure|did you|do you|to be|instead of|rather than)\b|n't\b|\bwon't\b|'ll\b",
+        r"(?i)\b(not|no|none|nothing|nobody|never|n't|cannot|since|because|which|where|when|whereas|until|unable|without|will|would|should|could|can|may|might|must|need|needs|going to|plan|planned|intend|let me|let's|if|unless|whether|recommend|suggest|consider|try|tried|attempted|want|wanted|meant|supposed|expected|please|once|todo|next|verify|ensure|make sure|did you|do you|to be|instead of|rather than)\b|n't\b|\bwon't\b|'ll\b",
     )
     .expect("the non-assertion pattern compiles")
 });
@@ -150,7 +153,7 @@ static NOT_ASSERTED: LazyLock<Regex> = LazyLock::new(|| {
 /// Says the tests pass.
 static TESTS_PASS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(tests?|test suite|suites?|specs?|pytest|jest|vitest|mocha|rspec|unittest|cargo test|go test|npm test)\b[^;!?]{0,60}?\b(pass|passes|passed|passing|succeed|succeeds|succeeded|green|ok)\b|\b(?:verified|confirmed|checked|tested)\s+(?:it\s+|this\s+|the (?:fix|change)\s+)?(?:with|by running|using|via)\s+`?(?:pytest|jest|vitest|mocha|rspec|cargo test|go test|npm test|the tests?|the test suite)\b|\bpass(?:es|ed)?,? including the (?:full |whole |entire )?test suite\b|\b\d+\s+(?:tests?\s+)?passed\b|\bpassing (?:all|every) tests?\b|\bpass(?:es|ed)? (?:all|every) (?:the )?(?:\d+ )?tests?\b",
+        r"(?i)\b(tests?|test suite|suites?|specs?|pytest|jest|vitest|mocha|rspec|unittest|cargo test|go test|npm test)\b[^;!?]{0,60}?\b(pass|passes|passed|passing|succeed|succeeds|succeeded|green|ok)\b|\b(?:verified|confirmed|checked|tested)\s+(?:it\s+|this\s+|the (?:fix|change)\s+)?(?:with|by running|using|via)\s+`?(?:pytest|jest|vitest|mocha|rspec|cargo test|go test|npm test|the tests?|the test suite)\b|\bpass(?:es|ed)?,? including the (?:full |whole |entire )?test suite\b|\b\d+\s+(?:tests?\s+)?passed\b|\bpassing (?:all|every) tests?\b|\b(?:ci|the build|the suite|test suite|all checks)\s+(?:is|are|now)?\s*(?:green|passing|happy)\b|\breports? (?:0|no|zero) (?:test )?failures\b|\b0 failures\b|\bpass(?:es|ed)? (?:all|every) (?:the )?(?:\d+ )?tests?\b",
     )
     .expect("the tests-pass pattern compiles")
 });
@@ -180,7 +183,7 @@ static SUCCEEDED: LazyLock<Regex> = LazyLock::new(|| {
 /// Says a commit was made.
 static COMMITTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(committed|commited|(?:created|made|added) (?:a |the |one |two |\d+ )?(?:new )?commits?|git commit -m|pushed (?:a |the )?commit|amended the commit|commit\W{1,6}[0-9a-f]{7,40}|pushed (?:the |my |these |this |our |all )?(?:changes|fix|branch|commits?|code|work|it|everything)|pushed (?:it |them )?to (?:origin|the remote|remote|main|master|the branch|github|`))\b",
+        r"(?i)\b(committed|commited|(?:created|made|added) (?:a |the |one |two |\d+ )?(?:new )?commits?|git commit -m|pushed (?:a |the )?commit|amended the commit|pushed (?:the |my |these |this |our |all )?(?:changes|fix|branch|commits?|code|work|it|everything)|pushed (?:it |them )?to (?:origin|the remote|remote|main|master|the branch|github|`))\b",
     )
     .expect("the commit pattern compiles")
 });
@@ -509,7 +512,10 @@ fn clauses(answer: &str) -> Vec<Clause> {
                 } else {
                     None
                 },
-                tail: pieces[i + 1..].join(" "),
+                tail: pieces
+                    .get(i + 1)
+                    .map(|p| (*p).to_owned())
+                    .unwrap_or_default(),
                 line: body.to_owned(),
             });
         }
@@ -525,7 +531,7 @@ struct Clause {
     label: Option<String>,
     /// The verb of a header announcing changes, for the items listed under it.
     context: Option<String>,
-    /// The rest of its line after it (where "— clean" may follow a command).
+    /// The clause after it on its line (where "— clean" may follow a command).
     tail: String,
     /// Its whole line (where "2 still fail" may follow "12 tests pass").
     line: String,
@@ -598,9 +604,13 @@ fn sentences(text: &str) -> Vec<&str> {
     });
     let mut out = Vec::new();
     let mut last = 0;
+    // Backticks before the current match, counted as the matches go (linear, not per match).
+    let (mut ticks, mut counted) = (0usize, 0usize);
     for m in BREAK.find_iter(text) {
+        ticks += text[counted..m.start()].matches('`').count();
+        counted = m.start();
         // Never inside a code span: `cargo clippy -- -D warnings` is one command.
-        if text[..m.start()].matches('`').count() % 2 == 1 {
+        if ticks % 2 == 1 {
             continue;
         }
         // A dot inside a word (`main.rs`, `e.g.`) is no sentence end: require the break to be
@@ -625,25 +635,48 @@ fn sentences(text: &str) -> Vec<&str> {
 /// Whether the text before a claim's verb leaves it asserted: no negation, modal, condition or
 /// advice among the last words of its own clause (a parenthesis, colon or dash starts one).
 fn asserted(before: &str) -> bool {
+    let before = last_chars(before, 200);
     let local = before
         .char_indices()
         .rev()
-        .find(|(_, c)| "(:—;".contains(*c))
+        .find(|(_, c)| "(:—;,".contains(*c))
         .map_or(before, |(at, c)| &before[at + c.len_utf8()..]);
     let words: Vec<&str> = local.split_whitespace().collect();
     let window = words[words.len().saturating_sub(6)..].join(" ");
     !NOT_ASSERTED.is_match(&window)
 }
 
-/// Reads the side-effect claims of an answer.
+/// Bytes of an answer read for claims, at most: a longer answer is read to here (and the stage
+/// says so), which keeps a hostile answer from costing more than a normal one.
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
+/// Bytes of one clause read, at most: claims are sentence-sized.
+const MAX_CLAUSE_BYTES: usize = 1024;
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Reads the side-effect claims of an answer (its first [`MAX_ANSWER_BYTES`]).
 pub fn claims(answer: &str) -> Vec<Claim> {
     let mut out: Vec<Claim> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut push = |claim: Claim| {
-        if !out.contains(&claim) {
+        if seen.insert(claim.clone()) {
             out.push(claim);
         }
     };
-    for clause in clauses(answer) {
+    for mut clause in clauses(head(answer, MAX_ANSWER_BYTES)) {
+        if clause.text.len() > MAX_CLAUSE_BYTES {
+            clause.text = head(&clause.text, MAX_CLAUSE_BYTES).to_owned();
+        }
         let text = clause.text.as_str();
         if text.trim_end().ends_with('?') {
             continue;
@@ -660,6 +693,16 @@ pub fn claims(answer: &str) -> Vec<Claim> {
         {
             push(Claim::Committed {
                 said: text.to_owned(),
+            });
+        }
+        // Aider's "Commit 1a2b3c4 fix: …" line.
+        static HASH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?i)^\W{0,4}commit(?:ted)?\W{1,4}[0-9a-f]{7,40}\b")
+                .expect("the commit line pattern compiles")
+        });
+        if let Some(m) = HASH_LINE.find(text) {
+            push(Claim::Committed {
+                said: m.as_str().trim().to_owned(),
             });
         }
         if let Some(m) = COMMITTED.find(text) {
@@ -687,6 +730,19 @@ fn file_claim(verb: &str, path: String, object_after_from: bool) -> Claim {
             },
         }
     }
+}
+
+/// Where `word` ends in `text`: after its closing backtick when it is code; always on a
+/// character boundary.
+fn word_end(word: &Word<'_>, text: &str) -> usize {
+    let mut end = (word.start + usize::from(word.code) + word.raw.len()).min(text.len());
+    if word.code && text[end..].starts_with('`') {
+        end += 1;
+    }
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    end
 }
 
 /// The first word of a clause that is not only emphasis (`**`, `*`, `_`) or a checkbox.
@@ -727,7 +783,7 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
     if let Some(context) = &clause.context {
         if let Some(first) = first_word(&words) {
             if let Some(path) = as_path(first) {
-                let rest = &text[(first.start + first.raw.len()).min(text.len())..];
+                let rest = &text[word_end(first, text)..];
                 let verb = WRITE_VERB
                     .find(rest)
                     .filter(|m| asserted(&rest[..m.start()]))
@@ -745,9 +801,7 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
     // A label: `src/a.rs: adds parse()`, `**src/a.rs** — updated`.
     if let Some(first) = first_word(&words) {
         if let Some(path) = as_path(first) {
-            let after = text
-                [(first.start + first.raw.len() + usize::from(first.code) * 2).min(text.len())..]
-                .trim_start_matches(['*', '`', ' ']);
+            let after = text[word_end(first, text)..].trim_start_matches(['*', '`', ' ']);
             if let Some(rest) = after
                 .strip_prefix(':')
                 .or_else(|| after.strip_prefix('—'))
@@ -776,7 +830,22 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
         if before.split_whitespace().next_back().is_some_and(|w| {
             matches!(
                 w.to_ascii_lowercase().as_str(),
-                "the" | "a" | "an" | "its" | "this" | "that" | "these" | "those" | "newly" | "any"
+                "the"
+                    | "a"
+                    | "an"
+                    | "its"
+                    | "this"
+                    | "that"
+                    | "these"
+                    | "those"
+                    | "newly"
+                    | "any"
+                    | "as"
+                    | "already"
+                    | "previously"
+                    | "originally"
+                    | "auto"
+                    | "automatically"
             )
         }) {
             continue;
@@ -786,12 +855,17 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
         let aux = before_words.iter().rev().take(3).position(|w| {
             matches!(
                 w.to_ascii_lowercase().as_str(),
-                "was" | "were" | "been" | "is" | "are" | "got"
+                "was" | "were" | "been" | "got"
             )
         });
         if let Some(aux) = aux {
             // The subject is the path right before the auxiliary ("`x` has been created").
             if !passive_negation_free(before) {
+                continue;
+            }
+            // "was written by the original author": someone else's deed.
+            let agent = text[verb.end()..].trim_start().to_ascii_lowercase();
+            if agent.starts_with("by ") && !agent.starts_with("by me") {
                 continue;
             }
             let subject = words
@@ -843,8 +917,33 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
                 }
                 None => {
                     let w = lower.trim_matches(|c: char| ",.;:()".contains(c));
+                    let removing = matches!(
+                        verb.as_str().to_ascii_lowercase().as_str(),
+                        "deleted" | "removed"
+                    );
                     if matches!(w, "from" | "in" | "inside" | "within" | "of") {
                         from = true;
+                    }
+                    // A path after these is where something came from, not what was written:
+                    // "updated main.rs using the helper from utils.rs" (but "removed x from y"
+                    // changes y).
+                    if !removing
+                        && matches!(
+                            w,
+                            "from"
+                                | "using"
+                                | "following"
+                                | "with"
+                                | "via"
+                                | "by"
+                                | "after"
+                                | "matching"
+                                | "mirroring"
+                                | "based"
+                                | "according"
+                        )
+                    {
+                        break;
                     }
                     // The object is near the verb: a clause that goes on to other things has
                     // none ("fixed the bug, as described in notes.md").
@@ -1044,7 +1143,7 @@ fn command_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
         if command_words(word.raw).is_none() {
             continue;
         }
-        let end = (word.start + word.raw.len() + 2).min(text.len());
+        let end = word_end(word, text);
         // What follows the command: the rest of the clause, or the next clause of its line
         // ("`make test` — all green").
         let following = if !text[end..].chars().any(char::is_alphanumeric) {
@@ -1125,6 +1224,7 @@ fn command_words(text: &str) -> Option<(String, Option<String>)> {
     let script = program.starts_with("./") || program.ends_with(".sh");
     // A known program, a script, or a program-like word with a subcommand (`alembic upgrade`).
     let program_like = name.len() > 1
+        && !name.starts_with('-')
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
@@ -1172,13 +1272,100 @@ const PATH_KEYS: &[&str] = &[
     "file",
 ];
 
-/// A test-like command: what "the tests pass" needs to have run.
-static TEST_COMMAND: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)\b(tests?|pytest|py\.test|jest|vitest|mocha|rspec|phpunit|ctest|tox|nox|unittest|spec|nextest|make check|bats)\b",
-    )
-    .expect("the test-command pattern compiles")
-});
+/// The simple commands of a command line: each a program and its arguments, with `sh -c`
+/// scripts opened, environment assignments and `cd DIR` steps left out. `echo cargo test` is
+/// the program `echo`, not a test run.
+fn simple_commands(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let flush = |words: &mut Vec<String>, out: &mut Vec<Vec<String>>| {
+        let command: Vec<String> = std::mem::take(words)
+            .into_iter()
+            .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+            .collect();
+        match command.first().map(|p| p.rsplit('/').next().unwrap_or(p)) {
+            None | Some("cd") => {}
+            Some("sh" | "bash" | "zsh") if command.get(1).is_some_and(|f| f == "-c") => {
+                if let Some(script) = command.get(2) {
+                    out.extend(simple_commands(script));
+                }
+            }
+            Some(_) => out.push(command),
+        }
+    };
+    for word in crate::integrity::shell_words(text) {
+        if matches!(word.as_str(), "&&" | "||" | ";" | "|" | "&") {
+            flush(&mut words, &mut out);
+        } else {
+            words.push(word);
+        }
+    }
+    flush(&mut words, &mut out);
+    out
+}
+
+/// Whether a command line runs tests: a test runner as its program (`pytest`, `jest`,
+/// `./test.sh`), or a build tool with a test subcommand (`cargo test`, `go test`, `npm test`,
+/// `make check`, `python -m pytest`).
+fn is_test_command(text: &str) -> bool {
+    simple_commands(text).iter().any(|command| {
+        // Wrappers run the program after them: `npx jest`, `bundle exec rspec`, `uv run pytest`.
+        let mut at = 0;
+        loop {
+            let name = command[at].rsplit('/').next().unwrap_or(&command[at]);
+            let skip = match name {
+                "npx" | "bunx" | "pnpx" | "env" | "time" | "nice" | "xvfb-run" => 1,
+                "bundle" | "poetry" | "uv" | "pipenv" | "hatch" | "pdm" | "rye"
+                    if command
+                        .get(at + 1)
+                        .is_some_and(|w| matches!(w.as_str(), "exec" | "run")) =>
+                {
+                    2
+                }
+                "timeout" => 2,
+                _ => 0,
+            };
+            if skip == 0 || at + skip >= command.len() {
+                break;
+            }
+            at += skip;
+        }
+        let command = &command[at..];
+        let program = command[0]
+            .rsplit('/')
+            .next()
+            .unwrap_or(&command[0])
+            .to_ascii_lowercase();
+        let rest: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+        let sub = rest
+            .iter()
+            .find(|w| !w.starts_with('-'))
+            .copied()
+            .unwrap_or_default();
+        match program.as_str() {
+            "pytest" | "py.test" | "jest" | "vitest" | "mocha" | "rspec" | "phpunit" | "ctest"
+            | "tox" | "nox" | "bats" | "karma" | "ava" | "tap" | "playwright" => true,
+            "cargo" => matches!(sub, "test" | "nextest" | "t"),
+            "go" | "deno" | "bun" | "dotnet" | "swift" | "mix" | "zig" => sub == "test",
+            "npm" | "yarn" | "pnpm" => {
+                sub == "test"
+                    || sub == "t"
+                    || (sub == "run" && rest.iter().any(|w| w.contains("test")))
+            }
+            "make" | "gmake" => rest
+                .iter()
+                .any(|w| matches!(*w, "test" | "tests" | "check")),
+            "gradle" | "gradlew" | "mvn" | "mvnw" => rest
+                .iter()
+                .any(|w| w.contains("test") || *w == "check" || *w == "verify"),
+            "python" | "python3" => rest
+                .windows(2)
+                .any(|w| w[0] == "-m" && matches!(w[1], "pytest" | "unittest" | "tox" | "nose2")),
+            "sh" | "bash" => rest.first().is_some_and(|f| f.contains("test")),
+            _ => program.contains("test"),
+        }
+    })
+}
 
 /// One tool call as the checks read it: its command text (for shells), the files it wrote,
 /// whether it succeeded.
@@ -1188,6 +1375,18 @@ struct Call {
     ok: bool,
     /// The first line of its result, for messages.
     said: String,
+}
+
+/// Whether a command line runs `program` (and `sub`, when given) as a simple command.
+fn runs(text: &str, program: &str, sub: Option<&str>) -> bool {
+    simple_commands(text).iter().any(|command| {
+        let name = command[0].rsplit('/').next().unwrap_or(&command[0]);
+        name == program
+            && sub.is_none_or(|sub| {
+                sub.split_whitespace()
+                    .all(|part| command[1..].iter().any(|w| w == part))
+            })
+    })
 }
 
 fn calls(ground: &Ground<'_>) -> Vec<Call> {
@@ -1306,6 +1505,12 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
     let root = ground.root.to_string_lossy();
     let root = format!("{}/", root.trim_end_matches('/'));
     let calls = calls(ground);
+    // A path outside the workspace (`/tmp/x`) cannot be judged here: not held against anyone.
+    if let Claim::Wrote { path, .. } | Claim::Deleted { path, .. } = claim {
+        if path.starts_with('/') && !path.starts_with(&root) {
+            return None;
+        }
+    }
     match claim {
         Claim::Wrote { path, verb } => {
             let written = calls.iter().any(|c| {
@@ -1330,9 +1535,19 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
                 return None;
             }
             let rel = path.strip_prefix(&root).unwrap_or(path);
-            let exists = !rel.starts_with('/') && ground.root.join(rel).exists();
-            if changed.is_none() && exists {
-                // Not observed: a file that exists may have been written by a shell.
+            let here = ground.root.join(rel);
+            let meta = here.symlink_metadata().ok();
+            let exists = meta.is_some();
+            // Written since the delegation began (a path the snapshot leaves out, or no
+            // snapshot), or a directory that exists (the snapshot records files only).
+            let recent = meta.as_ref().is_some_and(|m| {
+                m.is_dir()
+                    || ground
+                        .started
+                        .zip(m.modified().ok())
+                        .is_some_and(|(started, modified)| modified >= started)
+            });
+            if recent || (changed.is_none() && exists) {
                 return None;
             }
             let failed = calls
@@ -1361,8 +1576,15 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
                         .any(|(p, delete)| *delete && names(path, p, &root))
                 });
             let rel = path.strip_prefix(&root).unwrap_or(path);
-            let gone = !rel.starts_with('/') && !ground.root.join(rel).exists();
-            if deleted || (ground.changes.is_none() && gone) {
+            let gone = ground.root.join(rel).symlink_metadata().is_err();
+            // A file made and removed within the attempt never shows in the changes: gone, and
+            // named by a successful call of this attempt, it is what the claim says.
+            let name = rel.trim_end_matches('/').rsplit('/').next().unwrap_or(rel);
+            let named = calls.iter().any(|c| {
+                c.ok && (c.wrote.iter().any(|(p, _)| names(path, p, &root))
+                    || c.command.as_deref().is_some_and(|t| t.contains(name)))
+            });
+            if deleted || (gone && named) {
                 return None;
             }
             Some(if gone {
@@ -1374,25 +1596,33 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
         Claim::TestsPass { said } => {
             let ran: Vec<&Call> = calls
                 .iter()
-                .filter(|c| {
-                    c.command
-                        .as_deref()
-                        .is_some_and(|t| TEST_COMMAND.is_match(t))
-                })
+                .filter(|c| c.command.as_deref().is_some_and(is_test_command))
                 .collect();
-            let test_checks: Vec<&Evidence> = ground
+            let commands: Vec<&Evidence> = ground
                 .evidence
                 .iter()
                 .filter(|e| {
-                    matches!(e.source.as_str(), "check" | "criterion")
-                        && (TEST_COMMAND.is_match(&e.criterion)
-                            || e.method
-                                .as_deref()
-                                .is_some_and(|m| TEST_COMMAND.is_match(m)))
+                    matches!(e.source.as_str(), "check" | "criterion") && e.exit_code.is_some()
+                        || e.source == "check"
                 })
                 .collect();
+            let test_checks: Vec<&Evidence> = commands
+                .iter()
+                .copied()
+                .filter(|e| {
+                    e.method.as_deref().is_some_and(is_test_command)
+                        || matches!(
+                            e.criterion.as_str(),
+                            "test" | "tests" | "tests_pass" | "unit" | "unit-tests"
+                        )
+                })
+                .collect();
+            // A passing test run, a passing test check, or — when the checks are not named as
+            // tests (`make ci`) — every command check passing.
+            let all_checks_pass = !commands.is_empty() && commands.iter().all(|e| e.passed());
             if ran.iter().any(|c| c.ok)
-                || test_checks.iter().any(|e| e.result == EvidenceResult::Pass)
+                || test_checks.iter().any(|e| e.passed())
+                || (test_checks.is_empty() && all_checks_pass)
             {
                 return None;
             }
@@ -1426,18 +1656,7 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
                     None,
                 )
             });
-            let matches = |text: &str| {
-                let words: Vec<&str> = text
-                    .split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
-                    .collect();
-                let has_program = words
-                    .iter()
-                    .any(|w| *w == program || w.rsplit('/').next() == Some(program.as_str()));
-                has_program
-                    && sub
-                        .as_ref()
-                        .is_none_or(|s| s.split_whitespace().all(|part| words.contains(&part)))
-            };
+            let matches = |text: &str| runs(text, &program, sub.as_deref());
             let runs: Vec<&Call> = calls
                 .iter()
                 .filter(|c| c.command.as_deref().is_some_and(matches))
@@ -1473,11 +1692,16 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 // The stage
 
+/// Unsupported claims reported per attempt, at most.
+const MAX_FINDINGS: usize = 20;
+
 /// The claims stage.
 #[derive(Debug)]
 pub(crate) struct ClaimsStage {
     mode: ClaimsMode,
     root: std::path::PathBuf,
+    /// When the delegation began (the stage is made just before attempt 0).
+    started: std::time::SystemTime,
 }
 
 impl ClaimsStage {
@@ -1486,6 +1710,7 @@ impl ClaimsStage {
         (mode != ClaimsMode::Off).then(|| ClaimsStage {
             mode,
             root: root.to_path_buf(),
+            started: std::time::SystemTime::now(),
         })
     }
 }
@@ -1501,14 +1726,30 @@ impl Check for ClaimsStage {
                 evidence: &subject.evidence,
                 head_moved: subject.head_moved,
                 root: &self.root,
+                started: Some(self.started),
             };
-            let judged: Vec<(Claim, String)> = read
+            let mut judged: Vec<(Claim, String)> = read
                 .iter()
                 .filter_map(|c| unsupported(c, &ground).map(|why| (c.clone(), why)))
                 .collect();
+            let unsupported_count = judged.len();
+            if judged.len() > MAX_FINDINGS {
+                // The retry prompt stays readable; the count says how many there were.
+                let more = judged.len() - MAX_FINDINGS;
+                judged.truncate(MAX_FINDINGS);
+                if let Some((_, why)) = judged.last_mut() {
+                    why.push_str(&format!(" (and {more} more unsupported claims)"));
+                }
+            }
+            if subject.result.response.len() > MAX_ANSWER_BYTES {
+                subject.logs.push(format!(
+                    "claims: only the first {MAX_ANSWER_BYTES} bytes of the {}-byte answer were read",
+                    subject.result.response.len()
+                ));
+            }
             subject.emit(RunEvent::ClaimsChecked {
                 claims: read.len(),
-                unsupported: judged.len(),
+                unsupported: unsupported_count,
             });
             let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
             for (claim, why) in judged {
@@ -1680,11 +1921,23 @@ mod tests {
             .join("tests/data")
             .join(name);
         let text = std::fs::read_to_string(&path).expect("the corpus");
-        let root = Path::new("/work/ws");
         let (mut honest, mut flagged, mut lies, mut caught) = (0u32, Vec::new(), 0u32, 0u32);
         let mut missed = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let case: Value = serde_json::from_str(line).expect("a corpus line is JSON");
+            // Each case gets a real workspace holding what its changes say exists now (the
+            // corpus names it /work/ws): "still there" and "never there" are told apart as
+            // they are in a run.
+            let dir = tempfile::tempdir().expect("a workspace");
+            let root = dir.path();
+            let line = line.replace("/work/ws", &root.display().to_string());
+            let case: Value = serde_json::from_str(&line).expect("a corpus line is JSON");
+            for key in ["added", "modified"] {
+                for path in case["changes"][key].as_array().into_iter().flatten() {
+                    let file = root.join(path.as_str().unwrap_or_default());
+                    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+                    std::fs::write(file, "x").expect("write");
+                }
+            }
             let id = case["id"].as_str().expect("an id");
             let mut calls = Vec::new();
             let mut results = Vec::new();
@@ -1736,6 +1989,7 @@ mod tests {
                 evidence: &evidence,
                 head_moved: case["head_moved"].as_bool(),
                 root,
+                started: None,
             };
             let answer = case["answer"].as_str().expect("an answer");
             let found: Vec<String> = claims(answer)

@@ -25,7 +25,7 @@ pub use critic::{
 pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::{CitationStage, PlanStage, RawPlan};
 pub(crate) use hooks::PostVerifyHooks;
-pub(crate) use scope::{Baseline, ObserveStage};
+pub(crate) use scope::{Baseline, GateRecheck, ObserveStage};
 pub(crate) use verifier::InlineVerifier;
 
 use harness_hooks::{CriticReview, DelegationResult, Evidence};
@@ -54,6 +54,11 @@ pub(crate) struct Subject<'e> {
     pub(crate) diff: Vec<String>,
     /// Whether git's HEAD moved since the baseline (set by observation; `None`: not observed).
     pub(crate) head_moved: Option<bool>,
+    /// The gate inputs as observation stamped them after the attempt, for the re-check after
+    /// the checks.
+    pub(crate) gate_stamps: Vec<(std::path::PathBuf, scope::Stamp)>,
+    /// The workspace root (set by observation), for messages.
+    pub(crate) workspace_root: std::path::PathBuf,
     /// Set by a stage that ends the delegation at once (a scope violation under
     /// `on_violation: fail`): the stages after it do not run.
     pub(crate) fatal: Option<crate::error::Error>,
@@ -83,6 +88,8 @@ impl<'e> Subject<'e> {
             logs: Vec::new(),
             diff: Vec::new(),
             head_moved: None,
+            gate_stamps: Vec::new(),
+            workspace_root: std::path::PathBuf::new(),
             fatal: None,
             critic: None,
             usage: Usage::default(),

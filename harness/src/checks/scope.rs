@@ -32,6 +32,97 @@ pub(crate) struct ObserveStage {
     /// git's HEAD before attempt 0 (`None`: no repository).
     head: Option<String>,
     root: PathBuf,
+    /// When the stage was made, just before attempt 0.
+    started: std::time::SystemTime,
+    /// The protected files of the baseline, worked out once.
+    guarded: std::sync::OnceLock<Vec<String>>,
+}
+
+/// What `lstat` says of a protected file, to see it change while the checks run; `None` when
+/// it does not exist.
+pub(crate) type Stamp = Option<(u64, i64, i64, i64, i64, u64, u32)>;
+
+/// Stamps `path` now.
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = path.symlink_metadata().ok()?;
+    Some((
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+        meta.ino(),
+        meta.mode(),
+    ))
+}
+
+/// Stage 2 ends with this: the gate inputs stamped after the attempt are stamped again once
+/// the checks have run. A process the delegate left behind (a `setsid` child) could rewrite a
+/// test while its check runs and put it back after; any write moves the status-change time, so
+/// a gate input that changed in between ends the delegation `gate_tampered`.
+#[derive(Debug)]
+pub(crate) struct GateRecheck;
+
+impl Check for GateRecheck {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let stamped = std::mem::take(&mut subject.gate_stamps);
+            let changed: Vec<String> = tokio::task::spawn_blocking(move || {
+                stamped
+                    .into_iter()
+                    .filter(|(path, before)| stamp(path) != *before)
+                    .map(|(path, _)| path.display().to_string())
+                    .collect()
+            })
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Check,
+                    format!("the gate re-check failed to run: {e}"),
+                )
+            })?;
+            if changed.is_empty() || subject.fatal.is_some() {
+                return Ok(());
+            }
+            let root = subject.workspace_root.clone();
+            let shown: Vec<String> = changed
+                .iter()
+                .map(|p| {
+                    p.strip_prefix(&format!("{}/", root.display()))
+                        .unwrap_or(p)
+                        .to_owned()
+                })
+                .collect();
+            for path in &shown {
+                let mut finding = Finding::blocking(
+                    Source::Integrity,
+                    path,
+                    "changed while the checks ran: something the delegate left running rewrote what judges it",
+                );
+                finding.path = Some(path.clone());
+                subject.findings.push(finding);
+            }
+            subject.emit(RunEvent::GateTampered {
+                paths: shown
+                    .iter()
+                    .map(|p| format!("{p} (changed while the checks ran)"))
+                    .collect(),
+            });
+            subject.fatal = Some(Error::new(
+                ErrorKind::GateTampered,
+                format!(
+                    "the delegate changed what judges it: {} changed while the checks ran (a process it left running?); the checks' results do not count",
+                    shown.join(", ")
+                ),
+            ));
+            Ok(())
+        })
+    }
+
+    fn verifies(&self) -> bool {
+        false
+    }
 }
 
 /// Where the baseline stands.
@@ -84,9 +175,11 @@ impl Baseline {
             if stopper.load(Ordering::Relaxed) {
                 return;
             }
+            // Gate inputs are read before the delegate may act, the rest beside its first turn.
+            scope.keep_contents(&mut snapshot, &first, true);
             std::thread::sleep(SETTLE);
             let _ = send.send(Phase::Walked);
-            scope.keep_contents(&mut snapshot, &first);
+            scope.keep_contents(&mut snapshot, &first, false);
             let _ = send.send(Phase::Done(Arc::new(snapshot)));
         }));
         Baseline {
@@ -184,6 +277,8 @@ impl ObserveStage {
             baseline,
             head: git_head(workspace.root()),
             root: workspace.root().to_path_buf(),
+            started: std::time::SystemTime::now(),
+            guarded: std::sync::OnceLock::new(),
         })
     }
 
@@ -199,6 +294,11 @@ impl ObserveStage {
             return Some(format!("{how}: {what}, always out of a delegate's reach"));
         }
         if how == "added" {
+            if self.gate.refuses_new(path) {
+                return Some(
+                    "added: test configuration (a new conftest.py, jest.config…) changes how the existing tests run; it may not be added by the delegate".to_owned(),
+                );
+            }
             // New files under the gate's globs are allowed: a task may add tests.
             return None;
         }
@@ -258,10 +358,12 @@ impl Check for ObserveStage {
                 subject.logs.push(warning);
             }
             let now = git_head(&self.root);
+            // HEAD moved to a commit that exists: writing an id into `.git/HEAD` is no commit.
+            let exists = |id: &str| commit_exists(&self.root, id, self.started);
             subject.head_moved = Some(match (&self.head, &now) {
-                (Some(before), Some(after)) => before != after,
+                (Some(before), Some(after)) => before != after && exists(after),
                 // `git init` and a commit during the attempt.
-                (None, Some(after)) => !after.starts_with("unborn:"),
+                (None, Some(after)) => exists(after),
                 (_, None) => false,
             });
             // Integrity first: it outranks the scope.
@@ -347,6 +449,35 @@ impl Check for ObserveStage {
                     ),
                 ));
             }
+            // Stamp the gate inputs as the checks are about to see them.
+            let guarded = self
+                .guarded
+                .get_or_init(|| {
+                    baseline
+                        .paths()
+                        .filter(|p| {
+                            always_protected(p).is_some()
+                                || self.gate.matching(p).is_some()
+                                || self.gate.guards_scripts(p)
+                        })
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .clone();
+            let root = self.root.clone();
+            subject.gate_stamps = tokio::task::spawn_blocking(move || {
+                guarded
+                    .iter()
+                    .map(|p| {
+                        let full = root.join(p);
+                        let now = stamp(&full);
+                        (full, now)
+                    })
+                    .collect()
+            })
+            .await
+            .unwrap_or_default();
+            subject.workspace_root = self.root.clone();
             subject.diff = diff.diff;
             subject.result.changes = Some(diff.changes);
             Ok(())
@@ -357,6 +488,49 @@ impl Check for ObserveStage {
         // A scope or protected gate inputs are judges; observation alone is not.
         self.scoped || !self.gate.is_empty()
     }
+}
+
+/// Whether `id` names an object of the repository at `root`: a loose object, or — packed — a
+/// pack written since `since` (a commit made during the delegation and packed at once).
+fn commit_exists(root: &Path, id: &str, since: std::time::SystemTime) -> bool {
+    if !(id.len() == 40 || id.len() == 64) || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return false;
+    }
+    let Some(git) = git_dir(root) else {
+        return false;
+    };
+    let objects = git.join("objects");
+    if objects
+        .join(&id[..2])
+        .join(&id[2..])
+        .symlink_metadata()
+        .is_ok_and(|m| m.is_file())
+    {
+        return true;
+    }
+    std::fs::read_dir(objects.join("pack"))
+        .into_iter()
+        .flatten()
+        .filter_map(std::result::Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
+        .any(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= since)
+        })
+}
+
+/// The git directory of the repository at `root`: `.git`, or where a `.git` file points.
+fn git_dir(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    if dot_git.is_dir() {
+        return Some(dot_git);
+    }
+    let mut file = harness_builtins::open_regular(&dot_git).ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, 4096), &mut text).ok()?;
+    let dir = text.trim().strip_prefix("gitdir:")?.trim();
+    Some(root.join(dir))
 }
 
 /// What git's HEAD points at in the repository at `root`: the commit id, `unborn:REF` for a
@@ -370,15 +544,7 @@ pub(crate) fn git_head(root: &Path) -> Option<String> {
             .ok()?;
         Some(text)
     };
-    let dot_git = root.join(".git");
-    let git = if dot_git.is_dir() {
-        dot_git
-    } else {
-        // A worktree or submodule: `.git` is a file naming the directory.
-        let pointer = read(&dot_git)?;
-        let dir = pointer.trim().strip_prefix("gitdir:")?.trim();
-        root.join(dir)
-    };
+    let git = git_dir(root)?;
     let head = read(&git.join("HEAD"))?;
     let head = head.trim();
     let Some(reference) = head.strip_prefix("ref:").map(str::trim) else {
