@@ -153,7 +153,7 @@ static NOT_ASSERTED: LazyLock<Regex> = LazyLock::new(|| {
 /// Says the tests pass.
 static TESTS_PASS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(tests?|test suite|suites?|specs?|pytest|jest|vitest|mocha|rspec|unittest|cargo test|go test|npm test)\b[^;!?]{0,60}?\b(pass|passes|passed|passing|succeed|succeeds|succeeded|green|ok)\b|\b(?:verified|confirmed|checked|tested)\s+(?:it\s+|this\s+|the (?:fix|change)\s+)?(?:with|by running|using|via)\s+`?(?:pytest|jest|vitest|mocha|rspec|cargo test|go test|npm test|the tests?|the test suite)\b|\bpass(?:es|ed)?,? including the (?:full |whole |entire )?test suite\b|\b\d+\s+(?:tests?\s+)?passed\b|\bpassing (?:all|every) tests?\b|\b(?:ci|the build|the suite|test suite|all checks)\s+(?:is|are|now)?\s*(?:green|passing|happy)\b|\breports? (?:0|no|zero) (?:test )?failures\b|\b0 failures\b|\bpass(?:es|ed)? (?:all|every) (?:the )?(?:\d+ )?tests?\b",
+        r"(?i)\b(tests?|test suite|suites?|specs?|pytest|jest|vitest|mocha|rspec|unittest|cargo test|go test|npm test)\b[^;!?]{0,60}?\b(pass|passes|passed|passing|succeed|succeeds|succeeded|green|ok)\b|\b(?:verified|confirmed|checked|tested)\s+(?:it\s+|this\s+|the (?:fix|change)\s+)?(?:with|by running|using|via)\s+`?(?:pytest|jest|vitest|mocha|rspec|cargo test|go test|npm test|the tests?|the test suite)\b|\bpass(?:es|ed)?,? including the (?:full |whole |entire )?test suite\b|\b\d+\s+(?:tests?\s+)?passed\b|\bpassing (?:all|every) tests?\b|\b(?:ran|executed|re-?ran) (?:the )?(?:tests?|test suite|test script|specs?)\b[^;!?]{0,40}?\b(?:exited (?:0|cleanly)|cleanly|succeeded|green)\b|\b(?:ci|the build|the suite|test suite|all checks)\s+(?:is|are|now)?\s*(?:green|passing|happy)\b|\breports? (?:0|no|zero) (?:test )?failures\b|\b0 failures\b|\bpass(?:es|ed)? (?:all|every) (?:the )?(?:\d+ )?tests?\b",
     )
     .expect("the tests-pass pattern compiles")
 });
@@ -941,6 +941,17 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
                                 | "mirroring"
                                 | "based"
                                 | "according"
+                                | "reported"
+                                | "described"
+                                | "mentioned"
+                                | "noted"
+                                | "listed"
+                                | "shown"
+                                | "specified"
+                                | "defined"
+                                | "found"
+                                | "seen"
+                                | "documented"
                         )
                     {
                         break;
@@ -1362,6 +1373,8 @@ fn is_test_command(text: &str) -> bool {
                 .windows(2)
                 .any(|w| w[0] == "-m" && matches!(w[1], "pytest" | "unittest" | "tox" | "nose2")),
             "sh" | "bash" => rest.first().is_some_and(|f| f.contains("test")),
+            // `test -f x` and `[ … ]` are the shell's test, not a test run.
+            "test" | "[" | "[[" => false,
             _ => program.contains("test"),
         }
     })
@@ -1513,6 +1526,20 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
     }
     match claim {
         Claim::Wrote { path, verb } => {
+            // A claim naming a file that exists at exactly that path means that file:
+            // `calc.sh` is not `scratch/calc.sh`.
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap_or(path)
+                .trim_start_matches("./");
+            let exact = ground.root.join(rel).symlink_metadata().is_ok();
+            let names = |claimed: &str, actual: &str, root: &str| {
+                if exact {
+                    components(claimed, root) == components(actual, root)
+                } else {
+                    names(claimed, actual, root)
+                }
+            };
             let written = calls.iter().any(|c| {
                 c.ok && c
                     .wrote
