@@ -555,3 +555,27 @@ fn a_process_left_running_that_rewrites_the_test_while_its_check_runs_is_caught(
         "{message}"
     );
 }
+
+#[test]
+fn a_workspace_too_large_to_snapshot_in_time_says_so_and_names_observe_false() {
+    let dir = project(&calls_then("[]", "done"), "limits: {timeout_s: 0.001}\n");
+    for i in 0..3000 {
+        dir.write(&format!("ws/many/d{}/f{i}.txt", i % 30), "x");
+    }
+    let (out, report) = run(&dir);
+    out.expect_code(4);
+    assert_eq!(report["error"]["kind"], json!("timeout"), "{out:?}");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("too large to snapshot within limits.timeout_s")
+            && message.contains("`observe: false`"),
+        "{message}"
+    );
+    // Without observation the same delegation runs.
+    let dir = project(
+        &calls_then("[]", "done"),
+        "limits: {timeout_s: 5}\nobserve: false\n",
+    );
+    let (out, _) = run(&dir);
+    out.expect_code(0);
+}
