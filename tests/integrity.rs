@@ -560,7 +560,7 @@ fn a_process_left_running_that_rewrites_the_test_while_its_check_runs_is_caught(
 fn a_workspace_too_large_to_snapshot_in_time_says_so_and_names_observe_false() {
     let dir = project(&calls_then("[]", "done"), "limits: {timeout_s: 0.001}\n");
     for i in 0..3000 {
-        dir.write(&format!("ws/many/d{}/f{i}.txt", i % 30), "x");
+        dir.write(format!("ws/many/d{}/f{i}.txt", i % 30), "x");
     }
     let (out, report) = run(&dir);
     out.expect_code(4);
