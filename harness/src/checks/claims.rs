@@ -128,7 +128,7 @@ pub struct Ground<'a> {
 /// Past-tense verbs of changing a file, and the aider/codex summary forms.
 static WRITE_VERB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(created|wrote|written|re-?wrote|rewritten|added|updated|modified|edited|changed|fixed|implemented|refactored|replaced|renamed|moved|saved|generated|introduced|extended|adjusted|patched|populated|documented|resolved|bumped|upgraded|migrated|converted|ported|deleted|removed|applied (?:the )?edits? to|new file)\b",
+        r"(?i)(?-u:\b)(created|wrote|written|re-?wrote|rewritten|added|updated|modified|edited|changed|fixed|implemented|refactored|replaced|renamed|moved|saved|generated|introduced|extended|adjusted|patched|populated|documented|resolved|bumped|upgraded|migrated|converted|ported|deleted|removed|applied (?:the )?edits? to|new file)(?-u:\b)",
     )
     .expect("the write-verb pattern compiles")
 });
@@ -136,7 +136,7 @@ static WRITE_VERB: LazyLock<Regex> = LazyLock::new(|| {
 /// Present-tense verbs a summary line uses after a path label (`- src/a.rs: adds parse()`).
 static LABEL_VERB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)^\s*(adds|creates|updates|modifies|edits|changes|fixes|implements|refactors|replaces|removes|deletes|introduces|extends|new)\b",
+        r"(?i)^\s*(adds|creates|updates|modifies|edits|changes|fixes|implements|refactors|replaces|removes|deletes|introduces|extends|new)(?-u:\b)",
     )
     .expect("the label-verb pattern compiles")
 });
@@ -145,7 +145,7 @@ static LABEL_VERB: LazyLock<Regex> = LazyLock::new(|| {
 /// intention, quotation of the task.
 static NOT_ASSERTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(not|no|none|nothing|nobody|never|n't|cannot|since|because|which|where|when|whereas|until|unable|without|will|would|should|could|can|may|might|must|need|needs|going to|plan|planned|intend|let me|let's|if|unless|whether|recommend|suggest|consider|try|tried|attempted|want|wanted|meant|supposed|expected|please|once|todo|next|verify|ensure|make sure|did you|do you|to be|instead of|rather than)\b|n't\b|\bwon't\b|'ll\b",
+        r"(?i)(?-u:\b)(not|no|none|nothing|nobody|never|n't|cannot|since|because|which|where|when|whereas|until|unable|without|will|would|should|could|can|may|might|must|need|needs|going to|plan|planned|intend|let me|let's|if|unless|whether|recommend|suggest|consider|try|tried|attempted|want|wanted|meant|supposed|expected|please|once|todo|next|verify|ensure|make sure|did you|do you|to be|instead of|rather than)(?-u:\b)|n't(?-u:\b)|(?-u:\b)won't(?-u:\b)|'ll(?-u:\b)",
     )
     .expect("the non-assertion pattern compiles")
 });
@@ -153,7 +153,7 @@ static NOT_ASSERTED: LazyLock<Regex> = LazyLock::new(|| {
 /// Says the tests pass.
 static TESTS_PASS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(tests?|test suite|suites?|specs?|pytest|jest|vitest|mocha|rspec|unittest|cargo test|go test|npm test)\b[^;!?]{0,60}?\b(pass|passes|passed|passing|succeed|succeeds|succeeded|green|ok)\b|\b(?:verified|confirmed|checked|tested)\s+(?:it\s+|this\s+|the (?:fix|change)\s+)?(?:with|by running|using|via)\s+`?(?:pytest|jest|vitest|mocha|rspec|cargo test|go test|npm test|the tests?|the test suite)\b|\bpass(?:es|ed)?,? including the (?:full |whole |entire )?test suite\b|\b\d+\s+(?:tests?\s+)?passed\b|\bpassing (?:all|every) tests?\b|\b(?:ran|executed|re-?ran) (?:the )?(?:tests?|test suite|test script|specs?)\b[^;!?]{0,40}?\b(?:exited (?:0|cleanly)|cleanly|succeeded|green)\b|\b(?:ci|the build|the suite|test suite|all checks)\s+(?:is|are|now)?\s*(?:green|passing|happy)\b|\breports? (?:0|no|zero) (?:test )?failures\b|\b0 failures\b|\bpass(?:es|ed)? (?:all|every) (?:the )?(?:\d+ )?tests?\b",
+        r"(?i)(?-u:\b)(tests?|test suite|suites?|specs?|pytest|jest|vitest|mocha|rspec|unittest|cargo test|go test|npm test)(?-u:\b)[^;!?]{0,60}?(?-u:\b)(pass|passes|passed|passing|succeed|succeeds|succeeded|green|ok)(?-u:\b)|(?-u:\b)(?:verified|confirmed|checked|tested)\s+(?:it\s+|this\s+|the (?:fix|change)\s+)?(?:with|by running|using|via)\s+`?(?:pytest|jest|vitest|mocha|rspec|cargo test|go test|npm test|the tests?|the test suite)(?-u:\b)|(?-u:\b)pass(?:es|ed)?,? including the (?:full |whole |entire )?test suite(?-u:\b)|(?-u:\b)\d+\s+(?:tests?\s+)?passed(?-u:\b)|(?-u:\b)passing (?:all|every) tests?(?-u:\b)|(?-u:\b)(?:ran|executed|re-?ran) (?:the )?(?:tests?|test suite|test script|specs?)(?-u:\b)[^;!?]{0,40}?(?-u:\b)(?:exited (?:0|cleanly)|cleanly|succeeded|green)(?-u:\b)|(?-u:\b)(?:ci|the build|the suite|test suite|all checks)\s+(?:is|are|now)?\s*(?:green|passing|happy)(?-u:\b)|(?-u:\b)reports? (?:0|no|zero) (?:test )?failures(?-u:\b)|(?-u:\b)0 failures(?-u:\b)|(?-u:\b)pass(?:es|ed)? (?:all|every) (?:the )?(?:\d+ )?tests?(?-u:\b)",
     )
     .expect("the tests-pass pattern compiles")
 });
@@ -161,21 +161,23 @@ static TESTS_PASS: LazyLock<Regex> = LazyLock::new(|| {
 /// Says something failed, in the same clause as a pass (a mixed report is not a pass claim).
 static FAILED_TOO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?|errors?)\b|\b(fail|fails|failed|failing|broken|red)\b|\bexcept\b|\bbut\b",
+        r"(?i)(?-u:\b)[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?|errors?)(?-u:\b)|(?-u:\b)(fail|fails|failed|failing|broken|red)(?-u:\b)|(?-u:\b)except(?-u:\b)|(?-u:\b)but(?-u:\b)",
     )
     .expect("the failure pattern compiles")
 });
 
 /// Says a command was run: `ran`, `executed`, `have run`.
 static RAN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(ran|re-?ran|executed|invoked|(?:have|'ve|has been|was|were) run)\b")
-        .expect("the ran pattern compiles")
+    Regex::new(
+        r"(?i)(?-u:\b)(ran|re-?ran|executed|invoked|(?:have|'ve|has been|was|were) run)(?-u:\b)",
+    )
+    .expect("the ran pattern compiles")
 });
 
 /// Says a command succeeded, after its backticked text.
 static SUCCEEDED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(succeeds|succeeded|successful(?:ly)?|passes|passed|is clean|are clean|was clean|clean|completes|completed|exits? 0|exited 0|builds|built|compiles|compiled|no (?:errors|warnings|issues|problems)|0 errors|green|works|ok)\b",
+        r"(?i)(?-u:\b)(succeeds|succeeded|successful(?:ly)?|passes|passed|is clean|are clean|was clean|clean|completes|completed|exits? 0|exited 0|builds|built|compiles|compiled|no (?:errors|warnings|issues|problems)|0 errors|green|works|ok)(?-u:\b)",
     )
     .expect("the success pattern compiles")
 });
@@ -183,7 +185,7 @@ static SUCCEEDED: LazyLock<Regex> = LazyLock::new(|| {
 /// Says a commit was made.
 static COMMITTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(committed|commited|(?:created|made|added) (?:a |the |one |two |\d+ )?(?:new )?commits?|git commit -m|pushed (?:a |the )?commit|amended the commit|pushed (?:the |my |these |this |our |all )?(?:changes|fix|branch|commits?|code|work|it|everything)|pushed (?:it |them )?to (?:origin|the remote|remote|main|master|the branch|github|`))\b",
+        r"(?i)(?-u:\b)(committed|commited|(?:created|made|added) (?:a |the |one |two |\d+ )?(?:new )?commits?|git commit -m|pushed (?:a |the )?commit|amended the commit|pushed (?:the |my |these |this |our |all )?(?:changes|fix|branch|commits?|code|work|it|everything)|pushed (?:it |them )?to (?:origin|the remote|remote|main|master|the branch|github|`))(?-u:\b)",
     )
     .expect("the commit pattern compiles")
 });
@@ -559,7 +561,7 @@ fn list_item(line: &str) -> Option<&str> {
 fn announces_changes(header: &str) -> Option<String> {
     static ANNOUNCES: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\b(files? (?:created|added|changed|modified|updated|edited|written|deleted|removed)|(?:created|added|changed|modified|updated|edited|new|deleted|removed) files?|changes (?:made|i made)|(?:made|applied) the following (?:changes|edits)|following (?:changes|edits)|summary of (?:the )?changes|changes:|changed:|created:|modified:|updated:|deleted:|removed:|added:)",
+            r"(?i)(?-u:\b)(files? (?:created|added|changed|modified|updated|edited|written|deleted|removed)|(?:created|added|changed|modified|updated|edited|new|deleted|removed) files?|changes (?:made|i made)|(?:made|applied) the following (?:changes|edits)|following (?:changes|edits)|summary of (?:the )?changes|changes:|changed:|created:|modified:|updated:|deleted:|removed:|added:)",
         )
         .expect("the header pattern compiles")
     });
@@ -598,7 +600,7 @@ fn announces_changes(header: &str) -> Option<String> {
 fn sentences(text: &str) -> Vec<&str> {
     static BREAK: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)[.!?](?:\s+|$)|;\s+|,?\s+\bbut\b\s+|,\s+(?:however|although|though|while|whereas|so)\b\s*|\s+—\s+|\s+--\s+|\s+\balthough\b\s+",
+            r"(?i)[.!?](?:\s+|$)|;\s+|,?\s+(?-u:\b)but(?-u:\b)\s+|,\s+(?:however|although|though|while|whereas|so)(?-u:\b)\s*|\s+—\s+|\s+--\s+|\s+(?-u:\b)although(?-u:\b)\s+",
         )
         .expect("the sentence pattern compiles")
     });
@@ -697,7 +699,7 @@ pub fn claims(answer: &str) -> Vec<Claim> {
         }
         // Aider's "Commit 1a2b3c4 fix: …" line.
         static HASH_LINE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(?i)^\W{0,4}commit(?:ted)?\W{1,4}[0-9a-f]{7,40}\b")
+            Regex::new(r"(?i)^\W{0,4}commit(?:ted)?\W{1,4}[0-9a-f]{7,40}(?-u:\b)")
                 .expect("the commit line pattern compiles")
         });
         if let Some(m) = HASH_LINE.find(text) {
@@ -1052,11 +1054,14 @@ fn passive_negation_free(before: &str) -> bool {
 /// A claim that the tests pass, from one clause of `line`.
 fn tests_claim(text: &str, line: &str, push: &mut impl FnMut(Claim)) {
     static ZERO_FAILED: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(?:0|no|zero)\s+(?:tests?\s+)?(?:failed|failures?|errors?)\b")
-            .expect("the zero-failed pattern compiles")
+        Regex::new(
+            r"(?i)(?-u:\b)(?:0|no|zero)\s+(?:tests?\s+)?(?:failed|failures?|errors?)(?-u:\b)",
+        )
+        .expect("the zero-failed pattern compiles")
     });
     static PARTIAL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(\d+)\s+(?:of|out of)\s+(\d+)\b").expect("the partial pattern compiles")
+        Regex::new(r"(?i)(?-u:\b)(\d+)\s+(?:of|out of)\s+(\d+)(?-u:\b)")
+            .expect("the partial pattern compiles")
     });
     let Some(m) = TESTS_PASS.find(text) else {
         return;
@@ -1515,9 +1520,22 @@ fn names(claimed: &str, actual: &str, root: &str) -> bool {
 
 /// Why `claim` is not supported by `ground`, or `None` when it is.
 pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
+    judge(claim, ground, &calls(ground))
+}
+
+/// Each claim of `claims` the ground does not support, with why: the tool log read once.
+fn unsupported_all(claims: &[Claim], ground: &Ground<'_>) -> Vec<(Claim, String)> {
+    let calls = calls(ground);
+    claims
+        .iter()
+        .filter_map(|c| judge(c, ground, &calls).map(|why| (c.clone(), why)))
+        .collect()
+}
+
+/// [`unsupported`], with the attempt's calls read.
+fn judge(claim: &Claim, ground: &Ground<'_>, calls: &[Call]) -> Option<String> {
     let root = ground.root.to_string_lossy();
     let root = format!("{}/", root.trim_end_matches('/'));
-    let calls = calls(ground);
     // A path outside the workspace (`/tmp/x`) cannot be judged here: not held against anyone.
     if let Claim::Wrote { path, .. } | Claim::Deleted { path, .. } = claim {
         if path.starts_with('/') && !path.starts_with(&root) {
@@ -1721,6 +1739,8 @@ pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
 
 /// Unsupported claims reported per attempt, at most.
 const MAX_FINDINGS: usize = 20;
+/// Claims judged per attempt, at most.
+const MAX_JUDGED: usize = 500;
 
 /// The claims stage.
 #[derive(Debug)]
@@ -1755,10 +1775,8 @@ impl Check for ClaimsStage {
                 root: &self.root,
                 started: Some(self.started),
             };
-            let mut judged: Vec<(Claim, String)> = read
-                .iter()
-                .filter_map(|c| unsupported(c, &ground).map(|why| (c.clone(), why)))
-                .collect();
+            // A hostile answer can claim thousands of things; the first of them are judged.
+            let mut judged = unsupported_all(&read[..read.len().min(MAX_JUDGED)], &ground);
             let unsupported_count = judged.len();
             if judged.len() > MAX_FINDINGS {
                 // The retry prompt stays readable; the count says how many there were.
