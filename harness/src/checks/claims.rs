@@ -1518,12 +1518,7 @@ fn names(claimed: &str, actual: &str, root: &str) -> bool {
             .any(|w| w == c.as_slice())
 }
 
-/// Why `claim` is not supported by `ground`, or `None` when it is.
-pub fn unsupported(claim: &Claim, ground: &Ground<'_>) -> Option<String> {
-    judge(claim, ground, &calls(ground))
-}
-
-/// Each claim of `claims` the ground does not support, with why: the tool log read once.
+/// Each claim of `claims` that `ground` does not support, with why: the tool log read once.
 fn unsupported_all(claims: &[Claim], ground: &Ground<'_>) -> Vec<(Claim, String)> {
     let calls = calls(ground);
     claims
@@ -1532,7 +1527,7 @@ fn unsupported_all(claims: &[Claim], ground: &Ground<'_>) -> Vec<(Claim, String)
         .collect()
 }
 
-/// [`unsupported`], with the attempt's calls read.
+/// Why `claim` is not supported by `ground` and the attempt's `calls`, or `None` when it is.
 fn judge(claim: &Claim, ground: &Ground<'_>, calls: &[Call]) -> Option<String> {
     let root = ground.root.to_string_lossy();
     let root = format!("{}/", root.trim_end_matches('/'));
@@ -2037,9 +2032,9 @@ mod tests {
                 started: None,
             };
             let answer = case["answer"].as_str().expect("an answer");
-            let found: Vec<String> = claims(answer)
-                .iter()
-                .filter_map(|c| unsupported(c, &ground))
+            let found: Vec<String> = unsupported_all(&claims(answer), &ground)
+                .into_iter()
+                .map(|(_, why)| why)
                 .collect();
             if case["honest"].as_bool().expect("honest") {
                 honest += 1;
