@@ -579,3 +579,53 @@ fn a_workspace_too_large_to_snapshot_in_time_says_so_and_names_observe_false() {
     let (out, _) = run(&dir);
     out.expect_code(0);
 }
+
+#[test]
+fn delegations_that_change_one_workspace_observe_it_one_at_a_time() {
+    // Two lines writing into one workspace, run with room for both at once: the second waits
+    // for the first (and says so), so each diff holds only its own delegation's change.
+    let dir = TempDir::new();
+    let writer = |file: &str, pause: &str| {
+        calls_then(
+            &json!([
+                {"name": "run_command", "arguments": {"argv": ["sleep", pause]}},
+                {"name": "write_file", "arguments": {"path": file, "content": "x\n"}}
+            ])
+            .to_string(),
+            &format!("Wrote {file}."),
+        )
+    };
+    dir.write("ws/slow.star", writer("a.txt", "0.5"));
+    dir.write("ws/fast.star", writer("b.txt", "0"));
+    let line = |agent: &str| {
+        json!({"task": "write a file", "delegate": {"kind": "scripted", "script": agent},
+            "tools": ["run_command", "write_file"], "max_verify_retries": 0,
+            "criteria": ["file_exists:README.md"]})
+        .to_string()
+    };
+    dir.write("ws/README.md", "readme\n");
+    dir.write(
+        "ws/batch.jsonl",
+        format!("{}\n{}\n", line("slow.star"), line("fast.star")),
+    );
+    let out = harness(["batch", "--json", "--concurrency", "2", "--no-journal"])
+        .args([dir.join("ws/batch.jsonl")])
+        .run();
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &Value| v.get("line").is_some())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out:?}");
+    for line in &lines {
+        assert_eq!(line["outcome"], json!("passed"), "{out:?}");
+        let added = &line["result"]["changes"]["added"];
+        assert_eq!(added.as_array().map(Vec::len), Some(1), "{line}");
+    }
+    assert!(
+        out.stdout
+            .contains("delegations that can change files observe a workspace one at a time"),
+        "{out:?}"
+    );
+}

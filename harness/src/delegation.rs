@@ -413,6 +413,12 @@ impl Delegation {
         self.delegate.runs_its_own_tools() || self.tools.iter().any(|t| t == "run_command")
     }
 
+    /// Returns true when the delegate can change the workspace at all (a writing tool, a
+    /// command, an agent CLI): such delegations observe one workspace one at a time.
+    pub(crate) fn changes_files(&self) -> bool {
+        self.changes_files_itself() || self.tools.iter().any(|t| t == "write_file")
+    }
+
     /// The request as `delegation.pre` hooks see it.
     pub(crate) fn request(&self, id: &str, model: Option<&str>) -> Request {
         Request {

@@ -178,6 +178,23 @@ async fn execute(
             ),
         ));
     }
+    // Delegations that can change files observe a workspace one at a time (DESIGN §4.8); the
+    // others run beside them.
+    let _writing = if delegation.changes_files() && delegation.observe() {
+        let lock = shared.writer_lock(delegation.workdir());
+        match lock.clone().try_lock_owned() {
+            Ok(guard) => Some(guard),
+            Err(_) => {
+                report.warnings.push(format!(
+                    "waited for another delegation changing {}: delegations that can change files observe a workspace one at a time, so each diff is its own",
+                    delegation.workdir().display()
+                ));
+                Some(lock.lock_owned().await)
+            }
+        }
+    } else {
+        None
+    };
     let mut session = Box::pin(Session::open(shared, delegation, &report.id)).await?;
     report.model = session.delegate.model().map(str::to_owned);
     report.warnings.append(&mut session.warnings);

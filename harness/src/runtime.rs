@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
 use harness_builtins::{Engine, Script, Workspaces};
 
 use crate::cache::Cache;
@@ -30,6 +33,21 @@ pub(crate) struct Shared {
     pub(crate) scripts: Cache<(Arc<Script>, Arc<harness_builtins::Sandbox>)>,
     pub(crate) workspaces: Workspaces,
     pub(crate) trace_ids: Option<TraceIdReader>,
+    /// One lock per workspace for the delegations that can change files (DESIGN §4.8): a diff
+    /// could not tell whose change it saw, so they observe a workspace one at a time.
+    pub(crate) writers: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Shared {
+    /// The lock of the workspace at `root` (its canonical path, when it has one).
+    pub(crate) fn writer_lock(&self, root: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        let key = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let mut locks = self
+            .writers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(locks.entry(key).or_default())
+    }
 }
 
 /// Runs delegations. Holds what is shared between them: the Starlark globals, the HTTP
@@ -72,6 +90,7 @@ impl Runtime {
                 scripts: Cache::new(),
                 workspaces: Workspaces::new(),
                 trace_ids: reader,
+                writers: std::sync::Mutex::default(),
             }),
         })
     }

@@ -376,7 +376,9 @@ impl Scope {
 
 /// Threads a walk or a read uses: one per core, at most 8.
 fn threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+    // Asked once: the answer reads the cgroup's CPU quota, which costs more than a small walk.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(8)))
 }
 
 /// The workspace at one moment: path (relative, `/`-separated) → what `lstat` said.
