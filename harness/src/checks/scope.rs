@@ -128,20 +128,19 @@ impl Check for GateRecheck {
 /// Where the baseline stands.
 #[derive(Debug, Clone)]
 enum Phase {
-    /// The walk runs: the delegate may not touch the workspace yet.
+    /// The walk runs, then the text of small files is read: the delegate may not touch the
+    /// workspace yet.
     Walking,
-    /// Every entry is recorded; the text of small files is being kept.
-    Walked,
     /// The baseline is complete.
     Done(Arc<Snapshot>),
 }
 
 /// The workspace's baseline, taken on a blocking thread while the delegation starts: the walk
-/// (what `lstat` says) must end before the delegate can change anything — [`Baseline::ready`],
-/// awaited before the first tool call runs or an agent process starts — and the text of small
-/// files is read after that, beside the delegate's first turn, then checked against the walk
-/// ([`Scope::keep_contents`]). A model's first answer usually takes longer than the walk, so
-/// the delegation seldom waits on it.
+/// (what `lstat` says), then the text of small files (gate inputs first), checked against the
+/// walk ([`Scope::keep_contents`]). It must be complete before the delegate can change
+/// anything — [`Baseline::ready`], awaited before the first tool call runs or an agent or
+/// command process starts — but a remote model's first request goes out meanwhile, and its
+/// answer usually takes longer than the baseline, so such a delegation seldom waits on it.
 #[derive(Debug, Clone)]
 pub(crate) struct Baseline {
     phase: tokio::sync::watch::Receiver<Phase>,
@@ -175,11 +174,10 @@ impl Baseline {
             if stopper.load(Ordering::Relaxed) {
                 return;
             }
-            // Gate inputs are read before the delegate may act, the rest beside its first turn.
+            // Gate inputs first, so the budget never leaves them out.
             scope.keep_contents(&mut snapshot, &first, true);
-            std::thread::sleep(SETTLE);
-            let _ = send.send(Phase::Walked);
             scope.keep_contents(&mut snapshot, &first, false);
+            std::thread::sleep(SETTLE);
             let _ = send.send(Phase::Done(Arc::new(snapshot)));
         }));
         Baseline {
@@ -219,15 +217,14 @@ impl Baseline {
         }
     }
 
-    /// Waits until every entry is recorded: from then on the delegate may change the workspace.
+    /// Waits until the baseline is complete: from then on the delegate may change the
+    /// workspace.
     ///
     /// # Errors
     /// [`ErrorKind::Timeout`] past `limits.timeout_s`, naming `observe: false`;
     /// [`ErrorKind::Check`] when the walk failed.
     pub(crate) async fn ready(&self) -> Result<()> {
-        self.wait(|p| !matches!(p, Phase::Walking))
-            .await
-            .map(|_| ())
+        self.complete().await.map(|_| ())
     }
 
     /// Waits for the complete baseline.
