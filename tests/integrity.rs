@@ -629,3 +629,33 @@ fn delegations_that_change_one_workspace_observe_it_one_at_a_time() {
         "{out:?}"
     );
 }
+
+#[test]
+fn a_delegate_that_can_write_nothing_changes_nothing_and_pays_no_walk() {
+    // No writing tool, no command: its changes are none by construction, so its claims are
+    // judged against an empty diff (and no baseline walk is taken).
+    let dir = TempDir::new();
+    dir.write(
+        "agent.star",
+        "def respond(request):\n    return 'Created notes.md and committed it.'\n",
+    );
+    dir.write("ws/README.md", "readme\n");
+    dir.write(
+        "delegation.yaml",
+        "task: Describe the project.\ndelegate: {kind: scripted, script: agent.star}\ntools: [read_file]\nworkdir: ws\nmax_verify_retries: 0\n",
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(1);
+    assert_eq!(
+        report["result"]["changes"],
+        json!({"added": [], "modified": [], "deleted": []}),
+        "{out:?}"
+    );
+    let kinds: Vec<&str> = report["history"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert_eq!(kinds, ["file", "commit"], "{report}");
+}

@@ -93,6 +93,7 @@ impl Pipeline {
                 workspace,
                 &file,
                 delegation.timeout(),
+                delegation.changes_files(),
             )?;
             Some(stage)
         } else {
@@ -116,7 +117,7 @@ impl Pipeline {
         fn boxed(stage: impl Check + 'static) -> Box<dyn Check> {
             Box::new(stage)
         }
-        let baseline = observe.as_ref().map(|o| o.baseline().clone());
+        let baseline = observe.as_ref().and_then(|o| o.baseline().cloned());
         let checks = CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?;
         // Only when something ran in between that the delegate's leftovers could race.
         let recheck = (observe.is_some() && checks.is_some()).then_some(GateRecheck);

@@ -27,8 +27,10 @@ pub(crate) struct ObserveStage {
     /// False when the delegation has no `scope:` (everything may change).
     scoped: bool,
     gate: Arc<GateInputs>,
-    /// The workspace before attempt 0, as it is being taken.
-    baseline: Baseline,
+    /// The workspace before attempt 0, as it is being taken; `None` when the delegate has no
+    /// way to change it (no writing tool, no command, no agent process): its changes are then
+    /// none by construction, and no walk is paid for.
+    baseline: Option<Baseline>,
     /// git's HEAD before attempt 0 (`None`: no repository).
     head: Option<String>,
     root: PathBuf,
@@ -244,6 +246,8 @@ impl ObserveStage {
     /// when it takes longer than `limit` (the delegation's `limits.timeout_s`). `scope` is the
     /// delegation's, if any; `gate` its gate inputs; `file` names where they were written.
     ///
+    /// A delegate that `can_write` nothing (`false`) leaves no changes to find: no walk is taken.
+    ///
     /// # Errors
     /// [`ErrorKind::Config`] for a scope that does not compile.
     pub(crate) fn from_spec(
@@ -252,21 +256,24 @@ impl ObserveStage {
         workspace: &harness_builtins::Workspace,
         file: &str,
         limit: Option<Duration>,
+        can_write: bool,
     ) -> Result<Self> {
         let spec = scope.cloned().unwrap_or_default();
         let compiled = Arc::new(Scope::compile(&spec, workspace.root(), file)?);
         let gate = Arc::new(gate);
         let protected = Arc::clone(&gate);
-        let baseline = Baseline::start(
-            Arc::clone(&compiled),
-            move |path| {
-                always_protected(path).is_some()
-                    || protected.matching(path).is_some()
-                    || protected.guards_scripts(path)
-            },
-            limit,
-            format!("{file} (workspace {})", workspace.root().display()),
-        );
+        let baseline = can_write.then(|| {
+            Baseline::start(
+                Arc::clone(&compiled),
+                move |path| {
+                    always_protected(path).is_some()
+                        || protected.matching(path).is_some()
+                        || protected.guards_scripts(path)
+                },
+                limit,
+                format!("{file} (workspace {})", workspace.root().display()),
+            )
+        });
         Ok(ObserveStage {
             scope: compiled,
             scoped: scope.is_some(),
@@ -280,8 +287,8 @@ impl ObserveStage {
     }
 
     /// The baseline, for the delegation to wait on before the delegate acts.
-    pub(crate) fn baseline(&self) -> &Baseline {
-        &self.baseline
+    pub(crate) fn baseline(&self) -> Option<&Baseline> {
+        self.baseline.as_ref()
     }
 
     /// Why a change of `path` (`added`, `modified`, `deleted`) tampers with the gate, if it
@@ -331,7 +338,26 @@ impl ObserveStage {
 impl Check for ObserveStage {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let baseline = self.baseline.complete().await?;
+            let Some(baseline) = &self.baseline else {
+                // Nothing the delegate can do changes the workspace: no changes, no HEAD moved.
+                subject.result.changes = Some(harness_hooks::Changes::default());
+                if let Some(object) = subject.value.as_object_mut() {
+                    object.insert(
+                        "changes".to_owned(),
+                        serde_json::to_value(harness_hooks::Changes::default()).unwrap_or_default(),
+                    );
+                }
+                subject.head_moved = Some(false);
+                if self.scoped {
+                    subject.emit(RunEvent::ScopeValidated {
+                        added: 0,
+                        modified: 0,
+                        deleted: 0,
+                    });
+                }
+                return Ok(());
+            };
+            let baseline = baseline.complete().await?;
             if subject.result.attempt == 0 {
                 // What the baseline's walk could not read, said once.
                 subject.logs.extend(baseline.warnings.iter().cloned());
