@@ -666,8 +666,20 @@ fn head(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// A word every claim needs one of (a superset of the patterns' own words): an answer without
+/// any — a JSON object, a plain explanation — is passed over in one scan.
+static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)creat|wrot|writ|add|updat|modif|edit|chang|fix|implement|refactor|replac|renam|mov|sav|generat|introduc|extend|adjust|patch|populat|document|resolv|bump|upgrad|migrat|convert|port|delet|remov|appl|made|new|pass|green|ok|ran|run|execut|invok|commit|push|succe|clean|fail|happy|built|build|compil|exit|work|verif|confirm|check|test|report|show|return|finish|warning|error|issue|problem|complet|0 |no ",
+    )
+    .expect("the trigger pattern compiles")
+});
+
 /// Reads the side-effect claims of an answer (its first [`MAX_ANSWER_BYTES`]).
 pub fn claims(answer: &str) -> Vec<Claim> {
+    if !TRIGGER.is_match(head(answer, MAX_ANSWER_BYTES)) {
+        return Vec::new();
+    }
     let mut out: Vec<Claim> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut push = |claim: Claim| {
