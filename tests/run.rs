@@ -478,6 +478,7 @@ fn the_tool_jail_refuses_paths_outside_the_workspace() {
         {{"name": "write_file", "arguments": {{"path": {abs:?}, "content": "x"}}}},
         {{"name": "read_file", "arguments": {{"path": {secret:?}}}}},
         {{"name": "list_files", "arguments": {{"path": ".."}}}},
+        {{"name": "write_file", "arguments": {{"path": "sub/", "content": "x"}}}},
         {{"name": "write_file", "arguments": {{"path": "inside.txt", "content": "x"}}}},
     ]"#
     );
@@ -491,11 +492,20 @@ fn the_tool_jail_refuses_paths_outside_the_workspace() {
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("skipped"));
     let results = tool_results(&report);
-    assert_eq!(results.len(), 5, "{results:?}");
-    for result in &results[..4] {
+    assert_eq!(results.len(), 6, "{results:?}");
+    for result in &results[..5] {
         assert_eq!(result["is_error"], json!(true), "{result}");
     }
-    assert_eq!(results[4]["is_error"], json!(false), "{:?}", results[4]);
+    assert_eq!(results[5]["is_error"], json!(false), "{:?}", results[5]);
+    // A path with a trailing `/` names a directory: no file `sub` is made of it.
+    assert!(
+        results[4]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("names a directory")),
+        "{:?}",
+        results[4]
+    );
+    assert!(!dir.join("ws/sub").exists());
     assert!(
         !results[2]["content"]
             .as_str()

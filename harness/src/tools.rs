@@ -357,6 +357,12 @@ impl Toolbox {
     fn write_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
         let path = string_arg(args, "path")?;
         let content = string_arg(args, "content")?;
+        if path.ends_with('/') || path.ends_with("/.") || path == "." {
+            // `sub/` names a directory: writing it would make a file where one was asked for.
+            return Err(format!(
+                "refused: {path:?} names a directory; write_file writes a file: give its path (directories are made as needed)"
+            ));
+        }
         let full = self.resolve_for_write(path)?;
         let rel = self.workspace.relative(&full);
         if self.guard.gate().guards_scripts(&rel) {
