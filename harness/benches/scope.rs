@@ -197,7 +197,7 @@ fn main() {
             let t = Instant::now();
             let mut snapshot = scope.walk_baseline(&std::sync::Arc::default());
             walks.push(t.elapsed());
-            scope.keep_contents(&mut snapshot, &|_| false, false);
+            scope.keep_contents(&mut snapshot, &|_| false);
             snapshots.push(t.elapsed());
             entries = snapshot.entries();
             if round == 0 {

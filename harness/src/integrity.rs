@@ -167,11 +167,6 @@ impl GateInputs {
         self.globs.is_empty() && self.scripts.is_empty()
     }
 
-    /// The globs, as written or defaulted (file names unescaped).
-    pub fn globs(&self) -> &[String] {
-        &self.globs
-    }
-
     /// The glob protecting `rel` as a whole, if any.
     pub fn matching(&self, rel: &str) -> Option<&str> {
         self.set

@@ -171,7 +171,7 @@ impl Scope {
     /// [`Scope::keep_contents`]. `first` names the files whose text is kept before all others.
     pub fn snapshot(&self, first: &dyn Fn(&str) -> bool, stop: &Arc<AtomicBool>) -> Snapshot {
         let mut snapshot = self.walk_baseline(stop);
-        self.keep_contents(&mut snapshot, first, false);
+        self.keep_contents(&mut snapshot, first);
         snapshot
     }
 
@@ -191,34 +191,19 @@ impl Scope {
     /// It may run while the delegate works: a file is kept only when its `lstat` after the read
     /// is still the baseline's — any write moves the status-change time — so what is kept is
     /// the baseline's text or nothing (the diff then reports the file without its lines).
-    /// With `only_first`, only the `first` files are read (before the delegate may act: a gate
-    /// input rewritten with the same bytes must compare equal); a second call reads the rest,
-    /// within what the first left of the budget.
-    pub fn keep_contents(
-        &self,
-        snapshot: &mut Snapshot,
-        first: &dyn Fn(&str) -> bool,
-        only_first: bool,
-    ) {
+    pub fn keep_contents(&self, snapshot: &mut Snapshot, first: &dyn Fn(&str) -> bool) {
         let mut candidates: Vec<(bool, u64, &str)> = snapshot
             .files
             .iter()
-            .filter(|(_, entry)| {
-                entry.is_file() && entry.size <= MAX_KEPT_FILE && entry.content.is_none()
-            })
+            .filter(|(_, entry)| entry.is_file() && entry.size <= MAX_KEPT_FILE)
             .filter_map(|(path, entry)| {
                 let priority = first(path);
-                (priority || (!only_first && self.refuses(path).is_none()))
+                (priority || self.refuses(path).is_none())
                     .then_some((!priority, entry.size, &**path))
             })
             .collect();
         candidates.sort_unstable();
-        let kept_already: u64 = snapshot
-            .files
-            .values()
-            .filter_map(|e| e.content.as_ref().map(|c| c.len() as u64))
-            .sum();
-        let mut budget = MAX_KEPT_TOTAL.saturating_sub(kept_already);
+        let mut budget = MAX_KEPT_TOTAL;
         let mut kept = Vec::new();
         for (_, size, path) in candidates {
             if size > budget {
@@ -721,7 +706,7 @@ mod tests {
         // The delegate writes between the walk and the read of the text.
         std::thread::sleep(std::time::Duration::from_millis(20));
         write(root, "a.txt", "written by the delegate\n");
-        scope.keep_contents(&mut baseline, &|_| false, false);
+        scope.keep_contents(&mut baseline, &|_| false);
         assert_eq!(
             baseline.kept("a.txt"),
             None,

@@ -127,16 +127,6 @@ impl Check for GateRecheck {
     }
 }
 
-/// Where the baseline stands.
-#[derive(Debug, Clone)]
-enum Phase {
-    /// The walk runs, then the text of small files is read: the delegate may not touch the
-    /// workspace yet.
-    Walking,
-    /// The baseline is complete.
-    Done(Arc<Snapshot>),
-}
-
 /// The workspace's baseline, taken on a blocking thread while the delegation starts: the walk
 /// (what `lstat` says), then the text of small files (gate inputs first), checked against the
 /// walk ([`Scope::keep_contents`]). It must be complete before the delegate can change
@@ -145,7 +135,8 @@ enum Phase {
 /// answer usually takes longer than the baseline, so such a delegation seldom waits on it.
 #[derive(Debug, Clone)]
 pub(crate) struct Baseline {
-    phase: tokio::sync::watch::Receiver<Phase>,
+    /// `None` while the walk and the reads run; the baseline once complete.
+    phase: tokio::sync::watch::Receiver<Option<Arc<Snapshot>>>,
     /// When the walk must have ended (`limits.timeout_s` after it began).
     deadline: Option<tokio::time::Instant>,
     stop: Arc<AtomicBool>,
@@ -166,7 +157,7 @@ impl Baseline {
         limit: Option<Duration>,
         label: String,
     ) -> Self {
-        let (send, phase) = tokio::sync::watch::channel(Phase::Walking);
+        let (send, phase) = tokio::sync::watch::channel(None);
         let stop = Arc::new(AtomicBool::new(false));
         let stopper = Arc::clone(&stop);
         // A walk that panics drops the sender: the waiters then see the channel closed, a failed
@@ -177,10 +168,9 @@ impl Baseline {
                 return;
             }
             // Gate inputs first, so the budget never leaves them out.
-            scope.keep_contents(&mut snapshot, &first, true);
-            scope.keep_contents(&mut snapshot, &first, false);
+            scope.keep_contents(&mut snapshot, &first);
             std::thread::sleep(SETTLE);
-            let _ = send.send(Phase::Done(Arc::new(snapshot)));
+            let _ = send.send(Some(Arc::new(snapshot)));
         }));
         Baseline {
             phase,
@@ -190,10 +180,10 @@ impl Baseline {
         }
     }
 
-    /// Waits until `done` says the phase is far enough.
-    async fn wait(&self, done: impl Fn(&Phase) -> bool) -> Result<Phase> {
+    /// Waits for the complete baseline, at most until the deadline.
+    async fn complete(&self) -> Result<Arc<Snapshot>> {
         let mut phase = self.phase.clone();
-        let waited = async { phase.wait_for(|p| done(p)).await.map(|p| p.clone()) };
+        let waited = async { phase.wait_for(Option::is_some).await.map(|p| p.clone()) };
         let got = match self.deadline {
             Some(deadline) => match tokio::time::timeout_at(deadline, waited).await {
                 Ok(got) => got,
@@ -211,8 +201,9 @@ impl Baseline {
             None => waited.await,
         };
         match got {
-            Ok(phase) => Ok(phase),
-            Err(_) => Err(Error::new(
+            Ok(Some(snapshot)) => Ok(snapshot),
+            // The walk panicked and dropped its sender: a failed baseline, never an empty one.
+            Ok(None) | Err(_) => Err(Error::new(
                 ErrorKind::Check,
                 format!("{}: the workspace snapshot failed to run", self.label),
             )),
@@ -227,17 +218,6 @@ impl Baseline {
     /// [`ErrorKind::Check`] when the walk failed.
     pub(crate) async fn ready(&self) -> Result<()> {
         self.complete().await.map(|_| ())
-    }
-
-    /// Waits for the complete baseline.
-    async fn complete(&self) -> Result<Arc<Snapshot>> {
-        match self.wait(|p| matches!(p, Phase::Done(_))).await? {
-            Phase::Done(snapshot) => Ok(snapshot),
-            _ => Err(Error::new(
-                ErrorKind::Check,
-                format!("{}: the workspace snapshot did not complete", self.label),
-            )),
-        }
     }
 }
 
