@@ -64,10 +64,17 @@ pub enum Command {
     /// and inside it, else 400), GET /v1/delegations/{id}, GET /v1/delegations?review=pending,
     /// GET /v1/delegations/{id}/events, POST /v1/delegations/{id}/override (409 with
     /// override_not_allowed, reason_required or illegal_transition), GET /v1/report, GET
-    /// /healthz, GET /metrics (Prometheus). HARNESS_API_TOKEN: every request must carry
-    /// `Authorization: Bearer TOKEN`; required when --listen is not loopback. HARNESS_API_USER:
-    /// whom the token's overrides are attributed to when the body names no `user`. SIGTERM
-    /// stops accepting, cancels running delegations and records them.
+    /// /healthz, GET /metrics (Prometheus).
+    ///
+    /// Every request but /healthz needs the token: `Authorization: Bearer TOKEN`, or for a
+    /// browser the session cookie the printed `http://…/?token=…` URL (or /login) sets. The
+    /// token is HARNESS_API_TOKEN, required when --listen is not loopback; without it one is
+    /// generated and printed with the URL. Changes to the API need the bearer header and
+    /// `Content-Type: application/json`; the review page's forms carry a CSRF token; requests
+    /// from another origin, and `Host` names other than IP addresses, localhost and
+    /// --allow-host, are refused (403). HARNESS_API_USER: whom the token's overrides are
+    /// attributed to when the body names no `user`. SIGTERM stops accepting, cancels running
+    /// delegations and records them.
     Serve(ServeArgs),
     /// Judge a recorded delegation result with a verifier script.
     ///
@@ -410,6 +417,11 @@ pub struct ServeArgs {
     /// server's journal. Workers must see the workdirs at the same paths (a shared --root).
     #[arg(long, value_name = "URL")]
     pub queue: Option<String>,
+    /// A host name the server is reached by (through a proxy or DNS), answered besides
+    /// `localhost` and IP addresses; repeat for several. Requests naming any other `Host` are
+    /// refused: a page on such a name may be rebinding it to this address.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
 }
 
 /// `harness worker`.

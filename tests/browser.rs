@@ -144,12 +144,17 @@ impl Browser {
     }
 
     fn goto(&mut self, url: &str) {
+        self.goto_landing(url, url);
+    }
+
+    /// Opens `url` and waits until the page that loaded is `landing` (where it redirects).
+    fn goto_landing(&mut self, url: &str, landing: &str) {
         self.call("Page.navigate", json!({"url": url}));
         self.wait(
             url,
             &format!(
                 "document.readyState === 'complete' && location.href === {}",
-                json!(url)
+                json!(landing)
             ),
         );
     }
@@ -175,6 +180,8 @@ impl Drop for Browser {
 struct Served {
     child: Child,
     base: String,
+    /// The token the server generated and printed.
+    token: String,
 }
 
 impl Drop for Served {
@@ -202,27 +209,43 @@ fn serve(dir: &TempDir) -> Served {
         .next()
         .and_then(Result::ok)
         .expect("the server's first line");
-    let addr = first
+    let url = first
         .split("http://")
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
-        .expect("an address")
-        .to_owned();
+        .expect("an address");
+    let (addr, token) = url
+        .split_once("/?token=")
+        .unwrap_or_else(|| panic!("no generated token in {first:?}"));
     std::thread::spawn(move || for _ in lines {});
     Served {
         child,
         base: format!("http://{addr}"),
+        token: token.to_owned(),
     }
 }
 
-/// POSTs a delegation over plain HTTP; returns its id.
-fn submit(base: &str, delegation: &Value) -> String {
-    let addr = base.trim_start_matches("http://");
+/// `text` percent-encoded for a `data:` URL.
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// POSTs a delegation over plain HTTP with the bearer token; returns its id.
+fn submit(server: &Served, delegation: &Value) -> String {
+    let addr = server.base.trim_start_matches("http://");
     let body = delegation.to_string();
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
     write!(
         stream,
-        "POST /v1/delegations HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/delegations HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        server.token,
         body.len()
     )
     .expect("write");
@@ -245,8 +268,13 @@ fn the_review_page_in_a_real_browser() {
         return;
     };
     let server = serve(&dir);
+    // The URL the server printed signs the browser in (and drops the token from the address).
+    browser.goto_landing(
+        &format!("{}/?token={}", server.base, server.token),
+        &format!("{}/", server.base),
+    );
     let failed = submit(
-        &server.base,
+        &server,
         &json!({
             "task": "Create hello.txt",
             "delegate": {"kind": "scripted", "script": "liar.star"},
@@ -271,8 +299,27 @@ fn the_review_page_in_a_real_browser() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // The run: findings and evidence.
+    // A hostile page (another origin, with the signed-in browser's cookies at its disposal)
+    // posts the approve form and a text/plain submission: both refused, nothing recorded.
+    let hostile = format!(
+        r#"<form id="f" method="post" action="{base}/runs/{failed}/override"><input name="decision" value="approve"><input name="type" value="check"><input name="reason" value="x"><input name="user" value="mallory"></form><script>document.getElementById('f').submit()</script>"#,
+        base = server.base
+    );
+    browser.call(
+        "Page.navigate",
+        json!({"url": format!("data:text/html,{}", urlencode(&hostile))}),
+    );
+    browser.wait(
+        "the refusal of a cross-site form",
+        "document.body && document.body.innerText.includes('forbidden')",
+    );
+    // The run: findings and evidence; still awaiting review.
     browser.goto(&format!("{}/runs/{failed}", server.base));
+    assert!(
+        browser.eval("!!document.getElementById('approve')") == Some(json!(true)),
+        "{}",
+        browser.text("body")
+    );
     assert!(
         browser.text("#outcome").contains("failed"),
         "{}",
@@ -306,7 +353,7 @@ fn the_review_page_in_a_real_browser() {
 
     // A running delegation's events appear in its page as they happen.
     let slow = submit(
-        &server.base,
+        &server,
         &json!({
             "task": "take a moment",
             "delegate": {"kind": "command", "command": ["sh", "-c", "sleep 1.5; echo done"]},

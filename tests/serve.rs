@@ -18,6 +18,8 @@ use crate::util::{TempDir, harness_bin};
 struct Server {
     child: Child,
     addr: String,
+    /// The token it requires: the one it printed, or the one it was given.
+    token: String,
 }
 
 impl Server {
@@ -48,18 +50,40 @@ impl Server {
             .next()
             .and_then(Result::ok)
             .unwrap_or_else(|| panic!("the server said nothing: {:?}", child.wait()));
-        let addr = first
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {first:?}"))
-            .to_owned();
+        let (addr, printed) = printed_url(&first);
+        let token = env
+            .iter()
+            .find(|(name, _)| *name == "HARNESS_API_TOKEN")
+            .map(|(_, token)| (*token).to_owned())
+            .or(printed)
+            .unwrap_or_else(|| panic!("no token in {first:?}"));
         // Keep draining stderr so the server never blocks on it.
         std::thread::spawn(move || for _ in lines {});
-        Server { child, addr }
+        Server { child, addr, token }
     }
 
-    /// Sends one request; returns the status and body (the whole stream, for server-sent
+    /// Signs a browser in through the printed URL; returns its session cookie (`name=value`).
+    fn sign_in(&self) -> String {
+        let (status, head, _) = self.exchange(
+            "GET",
+            &format!("/?token={}", self.token),
+            &[("Authorization", "")],
+            None,
+        );
+        assert_eq!(status, 303, "{head}");
+        let cookie = head
+            .lines()
+            .find_map(|l| l.strip_prefix("set-cookie: "))
+            .unwrap_or_else(|| panic!("no cookie in {head}"));
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+        cookie.split(';').next().expect("name=value").to_owned()
+    }
+
+    /// Sends one request with the bearer token (unless `headers` name an `Authorization`; an
+    /// empty one sends none); returns the status and body (the whole stream, for server-sent
     /// events).
     fn request(
         &self,
@@ -68,6 +92,18 @@ impl Server {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> (u16, String) {
+        let (status, _, body) = self.exchange(method, path, headers, body);
+        (status, body)
+    }
+
+    /// [`Server::request`], with the response's head.
+    fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> (u16, String, String) {
         let mut stream = TcpStream::connect(&self.addr).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -88,9 +124,15 @@ impl Server {
         {
             head.push_str("Content-Type: application/json\r\n");
         }
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        {
+            head.push_str(&format!("Authorization: Bearer {}\r\n", self.token));
+        }
         for (name, value) in headers
             .iter()
-            .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+            .filter(|(name, value)| !name.eq_ignore_ascii_case("host") && !value.is_empty())
         {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -114,7 +156,7 @@ impl Server {
         } else {
             rest.to_owned()
         };
-        (status, body)
+        (status, head.to_owned(), body)
     }
 
     fn json(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
@@ -165,6 +207,18 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The address and the token in a server's first line (`… listening on http://ADDR/?token=T …`).
+fn printed_url(first: &str) -> (String, Option<String>) {
+    let url = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    let (addr, rest) = url.split_once('/').unwrap_or((url, ""));
+    let token = rest.split_once("token=").map(|(_, t)| t.to_owned());
+    (addr.to_owned(), token)
 }
 
 fn dechunk(mut text: &str) -> String {
@@ -390,9 +444,10 @@ fn a_token_guards_every_request() {
         "127.0.0.1:0",
     );
     for headers in [
-        vec![],
+        vec![("Authorization", "")],
         vec![("Authorization", "Bearer wrong-token!")],
         vec![("Authorization", "s3cret-token")],
+        vec![("Authorization", ""), ("Cookie", "harness_session=forged")],
     ] {
         let (status, body) =
             server.request("GET", "/v1/delegations?review=pending", &headers, None);
@@ -402,14 +457,12 @@ fn a_token_guards_every_request() {
             Some(json!({"error": "unauthorized"}))
         );
     }
-    let (status, _) = server.request("GET", "/healthz", &[], None);
+    // Health answers anyone (a load balancer has no token); nothing else does.
+    let (status, _) = server.request("GET", "/healthz", &[("Authorization", "")], None);
+    assert_eq!(status, 200);
+    let (status, _) = server.request("GET", "/metrics", &[("Authorization", "")], None);
     assert_eq!(status, 401);
-    let (status, body) = server.request(
-        "GET",
-        "/v1/delegations?review=pending",
-        &[("Authorization", "Bearer s3cret-token")],
-        None,
-    );
+    let (status, body) = server.request("GET", "/v1/delegations?review=pending", &[], None);
     assert_eq!(status, 200, "{body}");
     // Reachable from other machines without a token: refuses to start.
     let refused = Command::new(harness_bin())
@@ -422,41 +475,92 @@ fn a_token_guards_every_request() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("HARNESS_API_TOKEN"));
 }
 
-/// Any web page the operator has open is an attacker. Without a token the server answers whoever
-/// reaches 127.0.0.1, so a cross-site form or `no-cors` fetch (text/plain: no preflight) must
-/// neither run a delegation nor override a run, and a page on a name rebound to 127.0.0.1 must not
-/// be answered at all; the server's own pages and clients that are not browsers still are.
+/// Without HARNESS_API_TOKEN the server makes one up and prints it in the URL that signs a
+/// browser in; nothing is answered without it, and two servers never share one.
+#[test]
+fn a_server_without_a_configured_token_generates_one() {
+    let dir = root();
+    let first = Server::start(&dir, &[], "127.0.0.1:0");
+    let second = Server::start(&dir, &[], "127.0.0.1:0");
+    assert_eq!(first.token.len(), 32, "{}", first.token);
+    assert!(first.token.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_ne!(first.token, second.token);
+    let (status, _) = first.request("GET", "/v1/delegations", &[("Authorization", "")], None);
+    assert_eq!(status, 401);
+    let (status, _) = first.request("GET", "/", &[("Authorization", "")], None);
+    assert_eq!(status, 303, "the page sends a browser to sign in");
+    let (status, _) = first.request(
+        "GET",
+        "/v1/delegations",
+        &[("Authorization", &format!("Bearer {}", second.token))],
+        None,
+    );
+    assert_eq!(status, 401, "another server's token");
+    let (status, _, _) = first.exchange(
+        "GET",
+        "/?token=0123456789abcdef0123456789abcdef",
+        &[("Authorization", "")],
+        None,
+    );
+    assert_eq!(status, 303);
+    let cookie = first.sign_in();
+    let (status, page) = first.request(
+        "GET",
+        "/",
+        &[("Authorization", ""), ("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("No runs await review"), "{page}");
+}
+
+/// Any web page the operator has open is an attacker, and the operator is signed in: the
+/// browser adds the session cookie to whatever a page sends. A cross-site form or `no-cors`
+/// fetch (text/plain: no preflight) must neither run a delegation nor override a run, a page on
+/// a name rebound to 127.0.0.1 must not be answered at all, and the review page's form works
+/// only from the page itself (its CSRF token); clients with the token still work.
 #[test]
 fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
     let dir = root();
     let server = Server::start(&dir, &[("HARNESS_API_USER", "ops-bot")], "127.0.0.1:0");
     let failed = server.run(&delegation("liar.star"));
+    let cookie = server.sign_in();
+    let session = ("Cookie", cookie.as_str());
+    let no_bearer = ("Authorization", "");
     let own = format!("http://{}", server.addr);
     let text_plain = ("Content-Type", "text/plain;charset=UTF-8");
     let form = ("Content-Type", "application/x-www-form-urlencoded");
     let submission = delegation("agent.star").to_string();
     let approve = "decision=approve&type=check&reason=looks+fine&user=mallory";
     let override_path = format!("/runs/{failed}/override");
+    let api_override = format!("/v1/delegations/{failed}/override");
+    let api_approve =
+        r#"{"decision": "approve", "type": "check", "reason": "fine", "user": "mallory"}"#;
     for (what, method, path, headers, body) in [
         (
             "a no-cors fetch from another site",
             "POST",
             "/v1/delegations",
-            vec![text_plain, ("Origin", "https://evil.example")],
+            vec![
+                no_bearer,
+                session,
+                text_plain,
+                ("Origin", "https://evil.example"),
+            ],
             submission.as_str(),
         ),
         (
             "a form on another site",
             "POST",
             override_path.as_str(),
-            vec![form, ("Origin", "https://evil.example")],
+            vec![no_bearer, session, form, ("Origin", "https://evil.example")],
             approve,
         ),
         (
             "a sandboxed page (origin null)",
             "POST",
             override_path.as_str(),
-            vec![form, ("Origin", "null")],
+            vec![no_bearer, session, form, ("Origin", "null")],
             approve,
         ),
         (
@@ -464,6 +568,8 @@ fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
             "POST",
             "/v1/delegations",
             vec![
+                no_bearer,
+                session,
                 text_plain,
                 ("Origin", "http://127.0.0.1:1"),
                 ("Sec-Fetch-Site", "same-site"),
@@ -474,7 +580,33 @@ fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
             "a browser that names the site only in Sec-Fetch-Site",
             "POST",
             "/v1/delegations",
-            vec![text_plain, ("Sec-Fetch-Site", "cross-site")],
+            vec![
+                no_bearer,
+                session,
+                text_plain,
+                ("Sec-Fetch-Site", "cross-site"),
+            ],
+            submission.as_str(),
+        ),
+        (
+            "a text/plain POST naming no origin, with only the cookie",
+            "POST",
+            "/v1/delegations",
+            vec![no_bearer, session, text_plain],
+            submission.as_str(),
+        ),
+        (
+            "a JSON override with only the cookie",
+            "POST",
+            api_override.as_str(),
+            vec![no_bearer, session],
+            api_approve,
+        ),
+        (
+            "a text/plain POST even with the token",
+            "POST",
+            "/v1/delegations",
+            vec![text_plain],
             submission.as_str(),
         ),
         (
@@ -504,6 +636,34 @@ fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
             "{what}"
         );
     }
+    // The review page's form posted from elsewhere without its CSRF token (an old browser that
+    // names no origin), or with another session's, is refused by the form's handler.
+    let other = server.sign_in();
+    let page_of = |cookie: &str| {
+        let (status, page) = server.request(
+            "GET",
+            &format!("/runs/{failed}"),
+            &[no_bearer, ("Cookie", cookie)],
+            None,
+        );
+        assert_eq!(status, 200, "{page}");
+        page.split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("no CSRF token in {page}"))
+            .to_owned()
+    };
+    let others_csrf = page_of(&other);
+    for body in [approve.to_owned(), format!("{approve}&csrf={others_csrf}")] {
+        let (status, page) = server.request(
+            "POST",
+            &override_path,
+            &[no_bearer, session, form],
+            Some(&body),
+        );
+        assert_eq!(status, 403, "{body}: {page}");
+        assert!(page.contains("CSRF"), "{page}");
+    }
     // Nothing ran and nothing was decided: the one failed run is all there is, still pending.
     let (_, pending) = server.json("GET", "/v1/delegations?review=pending", None);
     assert_eq!(
@@ -516,19 +676,23 @@ fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
     assert!(!dir.join("root/ws/hello.txt").exists());
     let (_, metrics) = server.request("GET", "/metrics", &[], None);
     assert!(
-        metrics.contains("harness_http_cross_site_total 7"),
+        metrics.contains("harness_http_cross_site_total 10"),
         "{metrics}"
     );
-    // The review page's own form (same origin) and a client that is not a browser still work.
+    // The review page's own form (same origin, its session's CSRF token) and a client with the
+    // token still work.
+    let csrf = page_of(&cookie);
     let (status, page) = server.request(
         "POST",
         &override_path,
         &[
+            no_bearer,
+            session,
             form,
             ("Origin", own.as_str()),
             ("Sec-Fetch-Site", "same-origin"),
         ],
-        Some(approve),
+        Some(&format!("{approve}&csrf={csrf}")),
     );
     assert_eq!(status, 303, "{page}");
     let (status, answer) = server.request(
@@ -541,10 +705,23 @@ fn a_hostile_web_page_can_neither_submit_nor_override_nor_rebind() {
     assert!(answer.contains(r#""pending":[]"#), "{answer}");
     let (status, answer) = server.json("POST", "/v1/delegations", Some(&delegation("agent.star")));
     assert_eq!(status, 202, "{answer}");
+    // A name the operator allows is answered.
+    let named = Server::start_with(
+        &dir,
+        &[],
+        "127.0.0.1:0",
+        &["--allow-host", "harness.internal"],
+    );
+    let (status, answer) = named.request(
+        "GET",
+        "/v1/delegations",
+        &[("Host", "harness.internal:8080")],
+        None,
+    );
+    assert_eq!(status, 200, "{answer}");
 }
 
-/// With a token, the review page sends a browser to `/login`, which trades the token for a
-/// same-site, HttpOnly cookie the page then accepts.
+/// `/login` trades the token for a same-site, HttpOnly session cookie the page then accepts.
 #[test]
 fn the_review_page_signs_in_with_the_token() {
     let dir = root();
@@ -553,35 +730,20 @@ fn the_review_page_signs_in_with_the_token() {
         &[("HARNESS_API_TOKEN", "s3cret-token")],
         "127.0.0.1:0",
     );
-    let (status, _) = server.request("GET", "/", &[], None);
+    let no_bearer = ("Authorization", "");
+    let (status, _) = server.request("GET", "/", &[no_bearer], None);
     assert_eq!(status, 303);
-    let form = |token: &str| format!("token={token}");
-    let wrong = form("nope");
-    let headers = [("Content-Type", "application/x-www-form-urlencoded")];
-    let mut stream = std::net::TcpStream::connect(&server.addr).expect("connect");
-    let body = wrong.as_str();
-    write!(
-        stream,
-        "POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n{body}",
-        headers[0].1,
-        body.len()
-    )
-    .expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read");
-    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
-    let right = form("s3cret-token");
-    let mut stream = std::net::TcpStream::connect(&server.addr).expect("connect");
-    write!(
-        stream,
-        "POST /login HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{right}",
-        right.len()
-    )
-    .expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read");
-    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
-    let cookie = answer
+    let form = ("Content-Type", "application/x-www-form-urlencoded");
+    let (status, answer) = server.request("POST", "/login", &[no_bearer, form], Some("token=nope"));
+    assert_eq!(status, 401, "{answer}");
+    let (status, head, _) = server.exchange(
+        "POST",
+        "/login",
+        &[no_bearer, form],
+        Some("token=s3cret-token"),
+    );
+    assert_eq!(status, 303, "{head}");
+    let cookie = head
         .lines()
         .find_map(|l| l.strip_prefix("set-cookie: "))
         .expect("a cookie");
@@ -589,8 +751,12 @@ fn the_review_page_signs_in_with_the_token() {
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
+    assert!(
+        !cookie.contains("s3cret-token"),
+        "the cookie is not the token"
+    );
     let pair = cookie.split(';').next().expect("name=value");
-    let (status, page) = server.request("GET", "/", &[("Cookie", pair)], None);
+    let (status, page) = server.request("GET", "/", &[no_bearer, ("Cookie", pair)], None);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("No runs await review"), "{page}");
 }
@@ -616,13 +782,14 @@ fn shutdown_records_running_delegations() {
     // A client follows the run's events while the server stops: the stream must not hold the
     // shutdown (and with it the cancellation) until the delegate finishes on its own.
     let addr = server.addr.clone();
+    let token = server.token.clone();
     let path = format!("/v1/delegations/{id}/events");
     let (open, opened) = std::sync::mpsc::channel();
     let follower = std::thread::spawn(move || {
         let mut stream = TcpStream::connect(&addr).expect("connect");
         write!(
             stream,
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
         )
         .expect("write");
         let mut answer = Vec::new();

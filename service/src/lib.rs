@@ -14,6 +14,7 @@
 //!     queue: None,
 //!     token: None,
 //!     token_user: None,
+//!     allowed_hosts: Vec::new(),
 //! };
 //! let server = harness_service::Server::bind(settings, harness::Runtime::new()?).await?;
 //! println!("listening on http://{}", server.local_addr());
@@ -92,8 +93,13 @@ pub struct Settings {
     pub journal: PathBuf,
     /// Hand delegations to workers on this queue instead of running them here.
     pub queue: Option<Arc<dyn harness_queue::Queue>>,
-    /// The bearer token every request must carry; `None` only on a loopback address.
+    /// The bearer token every request must carry; `None` generates one (see [`Server::token`]),
+    /// which a non-loopback address refuses: a token anyone reaching it needs must be chosen.
     pub token: Option<String>,
+    /// Host names (a `Host` header's name, without the port) the server answers besides
+    /// `localhost` and IP addresses: the names it is reached by through a proxy or DNS. Every
+    /// other name is refused, as a page on it may be one rebinding a name to this address.
+    pub allowed_hosts: Vec<String>,
     /// Who the token's requests are attributed to when an override names nobody.
     pub token_user: Option<String>,
 }
@@ -139,8 +145,13 @@ struct App {
     journal: PathBuf,
     writer: JournalWriter,
     runtime: Runtime,
-    token: Option<String>,
+    token: String,
+    /// The token was generated here (none was configured).
+    token_generated: bool,
     token_user: Option<String>,
+    allowed_hosts: Vec<String>,
+    /// Signed-in browsers: session id → the CSRF token its forms must carry.
+    sessions: Mutex<HashMap<String, String>>,
     live: Mutex<HashMap<String, Live>>,
     shutdown: watch::Receiver<bool>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
@@ -260,8 +271,19 @@ impl Server {
             journal,
             writer,
             runtime,
-            token: settings.token,
+            token_generated: settings.token.is_none(),
+            token: match settings.token {
+                Some(token) => token,
+                None => random_hex(16).map_err(StartError::Run)?,
+            },
             token_user: settings.token_user,
+            allowed_hosts: settings
+                .allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
+            sessions: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             shutdown,
             tasks: Mutex::new(tokio::task::JoinSet::new()),
@@ -285,6 +307,17 @@ impl Server {
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The token every request must carry: the configured one, or one generated at start.
+    pub fn token(&self) -> &str {
+        &self.app.token
+    }
+
+    /// True when [`Server::token`] was generated here, so the operator learns it only from
+    /// what the caller prints (the URL that signs a browser in, as Jupyter prints its own).
+    pub fn token_generated(&self) -> bool {
+        self.app.token_generated
     }
 
     /// The directory submitted workdirs must lie under, resolved.
@@ -492,59 +525,178 @@ impl App {
         Ok(done)
     }
 
-    /// True when `given` is the configured token (compared in constant time), or when none is
-    /// configured.
+    /// True when `given` is the token (compared in constant time).
     fn token_matches(&self, given: &str) -> bool {
-        let Some(token) = &self.token else {
-            return true;
+        same_secret(given, &self.token)
+    }
+
+    /// Opens a browser session: its id (the cookie's value) and the CSRF token its forms carry.
+    fn open_session(&self) -> Result<(String, String), ApiError> {
+        let internal = |e: Error| {
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal".into(),
+                e.message().to_owned(),
+            )
         };
-        given.len() == token.len()
-            && given
-                .bytes()
-                .zip(token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
+        let id = random_hex(16).map_err(internal)?;
+        let csrf = random_hex(16).map_err(internal)?;
+        let mut sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Sign-ins are rare; a flood of them (each needs the token) only signs the rest out.
+        if sessions.len() >= MAX_SESSIONS {
+            sessions.clear();
+        }
+        sessions.insert(id.clone(), csrf.clone());
+        Ok((id, csrf))
+    }
+
+    /// The CSRF token of the session the request's `harness_session` cookie names, if it names
+    /// one this server opened.
+    fn session_csrf(&self, headers: &HeaderMap) -> Option<String> {
+        let id = cookie(headers, SESSION_COOKIE)?;
+        let sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sessions
+            .iter()
+            .find(|(known, _)| same_secret(id, known))
+            .map(|(_, csrf)| csrf.clone())
     }
 }
 
-/// Refuses what a web page the operator has open could send (a 403 naming why), then checks the
-/// bearer token (or, for the review page, the `harness_token` cookie `/login` sets) when one is
-/// configured; a wrong or missing one is a bare 401 for the API and a redirect to `/login` for a
-/// page.
-async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> Response {
-    app.metrics.requests.fetch_add(1, Ordering::Relaxed);
-    if let Some(why) = cross_site(app.token.is_some(), request.method(), request.headers()) {
-        app.metrics.cross_site.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!("refused a request a web page may have sent: {why}");
-        return (
-            StatusCode::FORBIDDEN,
-            axum::Json(json!({"error": "forbidden", "message": why})),
-        )
-            .into_response();
-    }
-    if app.token.is_none() || request.uri().path() == "/login" {
-        return next.run(request).await;
-    }
-    let headers = request.headers();
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let cookie = headers
+/// Browser sessions kept at most (each opened with the token).
+const MAX_SESSIONS: usize = 1024;
+/// The review page's session cookie.
+const SESSION_COOKIE: &str = "harness_session";
+
+/// `bytes` random bytes from the operating system, as hex.
+fn random_hex(bytes: usize) -> Result<String, Error> {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer)
+        .map_err(|e| Error::config(format!("the operating system gave no random bytes: {e}")))?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `given == secret`, in time that depends only on their lengths.
+fn same_secret(given: &str, secret: &str) -> bool {
+    given.len() == secret.len()
+        && given
+            .bytes()
+            .zip(secret.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// The value of cookie `name` in the request.
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix("harness_token="));
-    if bearer
-        .or(cookie)
-        .is_some_and(|given| app.token_matches(given))
-    {
+        .find_map(|c| c.trim().strip_prefix(name)?.strip_prefix('='))
+}
+
+/// A 403 naming why, counted as a request a web page may have sent.
+fn forbidden(app: &App, why: String) -> Response {
+    app.metrics.cross_site.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!("refused a request: {why}");
+    (
+        StatusCode::FORBIDDEN,
+        axum::Json(json!({"error": "forbidden", "message": why})),
+    )
+        .into_response()
+}
+
+/// Every request passes here (the model Jupyter uses; DESIGN §8: any page the operator has
+/// open may be hostile).
+///
+/// - Its `Host` must be an IP address, `localhost` or a name given with `--allow-host`: a page
+///   on a name rebound to this address is the same origin to the browser.
+/// - `/healthz` answers anyone who gets that far; everything else needs the token: the bearer
+///   header, or the session cookie a browser gets from `/login` or from the `?token=` URL the
+///   server prints (`SameSite=Strict`, `HttpOnly`).
+/// - A change (any method but GET, HEAD, OPTIONS) must not come from another origin (`Origin`,
+///   `Sec-Fetch-Site`). To the API it must carry the bearer header — a cookie alone is refused,
+///   as a browser adds it to requests other pages make — and be `application/json`, which no
+///   form or `no-cors` fetch can send. To the page's forms it must carry the session cookie
+///   and that session's CSRF token (checked by the form's handler, which reads the form).
+async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> Response {
+    app.metrics.requests.fetch_add(1, Ordering::Relaxed);
+    let headers = request.headers();
+    if let Some(why) = foreign_host(&app.allowed_hosts, headers) {
+        return forbidden(&app, why);
+    }
+    let path = request.uri().path().to_owned();
+    if path == "/healthz" {
         return next.run(request).await;
     }
+    let method = request.method().clone();
+    if let Some(why) = cross_site(&method, headers) {
+        return forbidden(&app, why);
+    }
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let bearer_ok = bearer.is_some_and(|given| app.token_matches(given));
+    let session = app.session_csrf(headers).is_some();
+    let api = path.starts_with("/v1/") || path == "/metrics";
+    if path == "/login" {
+        return next.run(request).await;
+    }
+    if method.is_safe() {
+        if !api {
+            if let Some(token) = query_token(request.uri().query()) {
+                return sign_in(&app, &token, &path);
+            }
+        }
+        if bearer_ok || session {
+            return next.run(request).await;
+        }
+        return unauthorized(&app, api);
+    }
+    if api {
+        if !bearer_ok {
+            if bearer.is_none() && session {
+                return forbidden(
+                    &app,
+                    format!(
+                        "a {method} to {path} with only the session cookie is refused: a browser sends the cookie with requests other pages make; send `Authorization: Bearer TOKEN`"
+                    ),
+                );
+            }
+            return unauthorized(&app, api);
+        }
+        let json_body = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json_body {
+            return forbidden(
+                &app,
+                format!(
+                    "a {method} to {path} must be `Content-Type: application/json` (a form or a `no-cors` fetch, which any page can send, is not)"
+                ),
+            );
+        }
+        return next.run(request).await;
+    }
+    if session {
+        return next.run(request).await;
+    }
+    unauthorized(&app, api)
+}
+
+/// A missing or wrong token: 401 for the API, the sign-in page for a browser.
+fn unauthorized(app: &App, api: bool) -> Response {
     app.metrics.unauthorized.fetch_add(1, Ordering::Relaxed);
-    let path = request.uri().path();
-    if path == "/" || path.starts_with("/runs/") {
+    if !api {
         return axum::response::Redirect::to("/login").into_response();
     }
     (
@@ -555,33 +707,70 @@ async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> R
         .into_response()
 }
 
-/// Why a request may be a hostile page's doing, if it may. Without a token the server answers
-/// anyone who reaches its loopback address — any page open in a browser on this machine — so:
-///
-/// - its `Host` must name a loopback address: a page on a name that resolves to 127.0.0.1 (DNS
-///   rebinding) is the same origin to the browser, so could read answers and send anything;
-/// - a request that changes something (any method but GET, HEAD, OPTIONS) must not come from
-///   another origin: a form or a `no-cors` fetch needs no preflight and carries no token, but the
-///   browser says where it comes from (`Origin`, `Sec-Fetch-Site`). Clients that are not
-///   browsers send neither and are unaffected.
-///
-/// With a token the second rule still holds (the review page's cookie is `SameSite=Strict`, and
-/// this refuses the rest); the first does not apply, as a rebound page carries no token.
-fn cross_site(token: bool, method: &axum::http::Method, headers: &HeaderMap) -> Option<String> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let host = text(header::HOST.as_str());
-    if !token {
-        if let Some(host) = host {
-            if !is_loopback_host(host) {
-                return Some(format!(
-                    "Host {host:?} is not a loopback address: a server without a token answers only requests addressed to localhost or 127.0.0.1 (a page on another name may be rebinding it); use http://127.0.0.1:PORT, or set HARNESS_API_TOKEN"
-                ));
-            }
-        }
+/// The `token` parameter of a query string.
+fn query_token(query: Option<&str>) -> Option<String> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .map(str::to_owned)
+}
+
+/// `GET PAGE?token=…` (the URL the server prints): with the right token a session cookie and a
+/// redirect to the page without the token, so it stays out of the history and the `Referer`.
+fn sign_in(app: &App, token: &str, path: &str) -> Response {
+    if !app.token_matches(token) {
+        return unauthorized(app, false);
     }
+    match app.open_session() {
+        Ok((id, _)) => (
+            StatusCode::SEE_OTHER,
+            [
+                (header::SET_COOKIE, session_cookie(&id)),
+                (header::LOCATION, path.to_owned()),
+            ],
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The `Set-Cookie` value of session `id`.
+fn session_cookie(id: &str) -> String {
+    format!("{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/")
+}
+
+/// Why the request's `Host` may be a page rebinding a name to this address, if it may: only IP
+/// addresses, `localhost` and the `allowed` names are answered.
+fn foreign_host(allowed: &[String], headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?;
+    let Ok(host) = host.to_str() else {
+        return Some("the Host header is not text".to_owned());
+    };
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost"
+        || name.parse::<std::net::IpAddr>().is_ok()
+        || allowed.iter().any(|a| *a == name)
+    {
+        return None;
+    }
+    Some(format!(
+        "Host {host:?} is not this server's: it answers IP addresses, localhost and the names given with --allow-host (a page on another name may be rebinding it to this address); use http://127.0.0.1:PORT, or start the server with --allow-host {name}"
+    ))
+}
+
+/// Why a change may be another origin's doing, if it may: a form or a `no-cors` fetch needs no
+/// preflight, but the browser says where it comes from (`Origin`, `Sec-Fetch-Site`). Clients
+/// that are not browsers send neither.
+fn cross_site(method: &axum::http::Method, headers: &HeaderMap) -> Option<String> {
     if method.is_safe() {
         return None;
     }
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST.as_str());
     if let Some(origin) = text(header::ORIGIN.as_str()) {
         let authority = origin
             .split_once("://")
@@ -599,19 +788,6 @@ fn cross_site(token: bool, method: &axum::http::Method, headers: &HeaderMap) -> 
         )),
         _ => None,
     }
-}
-
-/// True when `host` (a `Host` header: a name or address, maybe with a port) names this machine's
-/// loopback interface.
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `POST /v1/delegations`: a delegation file as JSON (`workdir` relative to `--root`, and

@@ -1,14 +1,15 @@
 //! The review page: server-rendered HTML, no build step. `/` lists the runs awaiting a human;
 //! `/runs/{id}` shows one — its findings, evidence table, changes and retry prompts (the diffs
 //! the delegate was shown), approve/reject forms that go through the same override path and
-//! policy as the API, and, while it runs, its live event stream. `/login` trades the API token
-//! for a cookie, so a browser can use a server that requires one.
+//! policy as the API, and, while it runs, its live event stream. `/login` (or the `?token=` URL
+//! the server prints) trades the token for a session cookie; the forms carry the session's
+//! CSRF token.
 
 use std::time::SystemTime;
 
 use axum::Form;
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use harness_records::Journal;
 
@@ -74,6 +75,7 @@ pub(super) async fn run_page(
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
     Query(notice): Query<Notice>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let running = app
         .live
@@ -221,18 +223,22 @@ const list = document.getElementById("events");
     }
     let awaiting = matches!(record.outcome.as_str(), "failed" | "passed_with_debt")
         && record.decision.is_none();
-    if awaiting {
+    // Forms need a browser session (a page read with the bearer header has none to offer).
+    let csrf = app.session_csrf(&headers);
+    if let (true, Some(csrf)) = (awaiting, csrf) {
         body.push_str("<h2>Decide</h2>");
         for (decision, label) in [("approve", "Approve"), ("reject", "Reject")] {
             body.push_str(&format!(
                 r#"<form method="post" action="/runs/{id}/override" id="{decision}">
 <input type="hidden" name="decision" value="{decision}">
+<input type="hidden" name="csrf" value="{csrf}">
 <label>Type <select name="type"><option value="check">check</option><option value="verifier">verifier</option><option value="direct">direct</option></select></label><br>
 <label>Reason <input name="reason" size="40"></label><br>
 <label>User <input name="user" size="20"></label><br>
 <button type="submit">{label}</button>
 </form>"#,
-                id = esc(&id)
+                id = esc(&id),
+                csrf = esc(&csrf)
             ));
         }
     }
@@ -248,6 +254,9 @@ pub(super) struct OverrideForm {
     reason: String,
     #[serde(default)]
     user: String,
+    /// The session's CSRF token, which only this server's own page knows.
+    #[serde(default)]
+    csrf: String,
 }
 
 /// `POST /runs/{id}/override`: the forms, through the same override path and policy as the API;
@@ -255,6 +264,7 @@ pub(super) struct OverrideForm {
 pub(super) async fn decide(
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
+    headers: HeaderMap,
     Form(form): Form<OverrideForm>,
 ) -> Response {
     let refused = |status: StatusCode, kind: &str, message: &str| {
@@ -272,6 +282,16 @@ pub(super) async fn decide(
         )
             .into_response()
     };
+    if !app
+        .session_csrf(&headers)
+        .is_some_and(|csrf| super::same_secret(&form.csrf, &csrf))
+    {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "the form did not come from this server's page for your session (its CSRF token is missing or wrong); open the run again and decide there",
+        );
+    }
     let request = match app.override_request(
         &id,
         &form.decision,
@@ -302,7 +322,8 @@ pub(super) struct LoginForm {
     token: String,
 }
 
-/// `POST /login`: the token as an HttpOnly, same-site cookie, then the review list.
+/// `POST /login`: with the token, a session (an HttpOnly, same-site cookie), then the review
+/// list.
 pub(super) async fn login(State(app): State<Shared>, Form(form): Form<LoginForm>) -> Response {
     if !app.token_matches(&form.token) {
         return (
@@ -311,18 +332,15 @@ pub(super) async fn login(State(app): State<Shared>, Form(form): Form<LoginForm>
         )
             .into_response();
     }
-    (
-        StatusCode::SEE_OTHER,
-        [
-            (
-                header::SET_COOKIE,
-                format!(
-                    "harness_token={}; HttpOnly; SameSite=Strict; Path=/",
-                    form.token
-                ),
-            ),
-            (header::LOCATION, "/".to_owned()),
-        ],
-    )
-        .into_response()
+    match app.open_session() {
+        Ok((session, _)) => (
+            StatusCode::SEE_OTHER,
+            [
+                (header::SET_COOKIE, super::session_cookie(&session)),
+                (header::LOCATION, "/".to_owned()),
+            ],
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
 }

@@ -32,20 +32,27 @@ async fn serve(args: ServeArgs) -> Result<(), exit::Failure> {
         token_user: std::env::var("HARNESS_API_USER")
             .ok()
             .filter(|u| !u.trim().is_empty()),
+        allowed_hosts: args.allow_hosts.clone(),
     };
-    let tokened = settings.token.is_some();
     let runtime = Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
     let server = harness_service::Server::bind(settings, runtime).await?;
+    // A generated token is printed in the URL that signs a browser in (as Jupyter does); a
+    // configured one is the operator's to know.
+    let (url, token) = if server.token_generated() {
+        (
+            format!("http://{}/?token={}", server.local_addr(), server.token()),
+            "token generated; the API takes it as `Authorization: Bearer TOKEN`",
+        )
+    } else {
+        (
+            format!("http://{}/", server.local_addr()),
+            "token from HARNESS_API_TOKEN",
+        )
+    };
     eprintln!(
-        "harness serve: listening on http://{} (root {}, journal {}{})",
-        server.local_addr(),
+        "harness serve: listening on {url} (root {}, journal {}, {token})",
         server.root().display(),
         journal.display(),
-        if tokened {
-            ", bearer token required"
-        } else {
-            ""
-        }
     );
     if let (Some(batch), Some(url)) = (server.batch(), &args.queue) {
         eprintln!(
