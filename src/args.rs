@@ -133,10 +133,13 @@ pub enum Command {
     /// Re-verify a recorded run offline, fail-closed: a run id from the journal, or a file
     /// `harness runs export` wrote.
     ///
-    /// Checks the schema version, the fields, the order and hash chain of the events, that every
-    /// tool call has exactly one result (and no result lacks its call), and that every evidence
-    /// file still has the recorded SHA-256. Prints every failure with its code and where; exit 0
-    /// valid, 1 invalid, 2 unreadable.
+    /// Checks the schema version, the seal (sha256 of everything else in the export: any edit,
+    /// even with the chain recomputed, is `seal_mismatch`), against the journal's stored seal for
+    /// a run id or with --journal, --expect-seal and --pubkey; the fields, the order and hash
+    /// chain of the events and that they end in DelegationCompleted (`truncated`); that every
+    /// tool call has exactly one result (and no result lacks its call); and that every evidence
+    /// file still has the recorded SHA-256, never read through a link (`evidence_link`). Prints
+    /// every failure with its code and where; exit 0 valid, 1 invalid, 2 unreadable.
     Audit(AuditArgs),
 }
 
@@ -303,6 +306,11 @@ pub struct RunsExportArgs {
     /// current directory upward]. Opened read-only.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// Sign the export's seal with this ed25519 private key (PEM, as `openssl genpkey
+    /// -algorithm ed25519 -out KEY.pem` writes it); `audit --pubkey` checks it. Keep the key
+    /// out of every workspace a delegate can write: a key inside the run's workdir is refused.
+    #[arg(long, value_name = "KEY.pem")]
+    pub sign: Option<PathBuf>,
 }
 
 /// `harness audit`.
@@ -314,9 +322,18 @@ pub struct AuditArgs {
     /// Where the evidence files are [default: the run's recorded workdir].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
-    /// The run journal, for a run id [default: as `harness runs` finds it].
+    /// The run journal: where a run id is read from [default: as `harness runs` finds it];
+    /// for a file, the journal whose stored seal the export must match.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// The seal the export must carry, kept somewhere the delegate could not reach (the
+    /// `seal` of the export, or `runs show --json`, when the run completed).
+    #[arg(long, value_name = "HEX")]
+    pub expect_seal: Option<String>,
+    /// The operator's ed25519 public key (PEM, `openssl pkey -in KEY.pem -pubout`): the export
+    /// must carry a valid signature by it (`runs export --sign`).
+    #[arg(long, value_name = "KEY.pub.pem")]
+    pub pubkey: Option<PathBuf>,
     /// Print the VerificationReport as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -36,6 +36,13 @@ fn audit_file(dir: &TempDir, document: &Value) -> (Output, Value) {
     (out, report)
 }
 
+/// `document` sealed again after an edit: what a forger who knows the format does, so that only
+/// the check for the defect itself (or a seal kept elsewhere) can catch it.
+fn resealed(mut document: Value) -> Value {
+    document["seal"] = json!(harness_records::seal(&document));
+    document
+}
+
 fn codes(report: &Value) -> Vec<String> {
     report["failures"]
         .as_array()
@@ -126,7 +133,7 @@ fn each_forged_defect_is_caught_with_its_code() {
     let forged = |change: &dyn Fn(&mut Value)| {
         let mut document = honest.clone();
         change(&mut document);
-        let (out, report) = audit_file(&dir, &document);
+        let (out, report) = audit_file(&dir, &resealed(document));
         out.expect_code(1);
         assert_eq!(report["valid"], json!(false));
         codes(&report)
@@ -192,7 +199,7 @@ fn each_forged_defect_is_caught_with_its_code() {
     let (out, report) = audit_file(&dir, &{
         let mut d = honest.clone();
         d["evidence"][0]["path"] = json!("../../etc/passwd");
-        d
+        resealed(d)
     });
     out.expect_code(1);
     assert_eq!(codes(&report), ["evidence_missing"]);
@@ -254,7 +261,7 @@ fn citations_and_required_steps_are_checked_live_and_in_the_audit() {
     let with_answer = |text: String| {
         let mut document = honest.clone();
         document["attempts"][1]["result"]["response"] = json!(text);
-        let (out, report) = audit_file(&dir, &document);
+        let (out, report) = audit_file(&dir, &resealed(document));
         out.expect_code(1);
         codes(&report)
     };
@@ -276,7 +283,7 @@ fn citations_and_required_steps_are_checked_live_and_in_the_audit() {
     );
     let mut unplanned = honest.clone();
     unplanned["attempts"][1]["verdict"]["evidence"] = json!([]);
-    let (out, report) = audit_file(&dir, &unplanned);
+    let (out, report) = audit_file(&dir, &resealed(unplanned));
     out.expect_code(1);
     assert_eq!(codes(&report), ["required_step_absent"]);
 }
@@ -386,4 +393,172 @@ fn every_kind_of_recorded_run_audits_clean() {
         assert_eq!(report["failures"], json!([]), "{name} ({id}): {report:#}");
         out.expect_code(0);
     }
+}
+
+/// The sealed record (DESIGN §4.13): an export edited and sealed again passes on its own — the
+/// chain proves nothing against a forger who recomputes it — but not against the seal the
+/// journal stored, a seal kept elsewhere or a signature; one cut short or renumbered fails; an
+/// evidence file that became a link is never read; and a journal edited behind harness's back
+/// no longer matches its own seal.
+#[test]
+fn a_sealed_record_cannot_be_rewritten_cut_short_or_read_through_a_link() {
+    let dir = TempDir::new();
+    delegation_with(
+        &dir,
+        "Done: I created hello.txt.",
+        "criteria: [\"file_exists:hello.txt\"]\nclaims: off\n",
+    );
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .run();
+    out.expect_code(1);
+    let id = out.json()["id"].as_str().expect("an id").to_owned();
+    let honest = export(&dir, &id);
+    assert_eq!(honest["run"]["outcome"], json!("failed"));
+    let seal = honest["seal"].as_str().expect("a seal").to_owned();
+    assert_eq!(seal.len(), 64);
+    let show = harness(["runs", "show", "--json", &id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    assert_eq!(show.json()["seal"], json!(seal), "the journal stored it");
+
+    // Edited, not sealed again: the seal no longer covers it.
+    let mut passed = honest.clone();
+    passed["run"]["outcome"] = json!("passed");
+    let (out, report) = audit_file(&dir, &passed);
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["seal_mismatch"]);
+    // Sealed again by the forger: valid on its own, but not against the journal's seal or one
+    // kept elsewhere.
+    let forged = resealed(passed);
+    let (out, _) = audit_file(&dir, &forged);
+    out.expect_code(0);
+    let path = dir.write("forged.json", forged.to_string());
+    let out = harness(["audit", "--json", "--journal"])
+        .args([dir.join("runs.db"), path.clone()])
+        .run();
+    out.expect_code(1);
+    let report = out.json();
+    assert_eq!(codes(&report), ["seal_mismatch"]);
+    assert!(
+        report["failures"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the journal") && m.contains(&seal)),
+        "{report}"
+    );
+    let out = harness(["audit", "--json", "--expect-seal", &seal])
+        .args([&path])
+        .run();
+    out.expect_code(1);
+    assert_eq!(codes(&out.json()), ["seal_mismatch"]);
+    let honest_path = dir.write("honest.json", honest.to_string());
+    let out = harness(["audit", "--expect-seal", &seal])
+        .args([&honest_path])
+        .run();
+    out.expect_code(0);
+
+    // Cut short before its last event, or an event renumbered: caught even when sealed again.
+    let mut cut = honest.clone();
+    cut["events"].as_array_mut().expect("events").pop();
+    let (out, report) = audit_file(&dir, &resealed(cut));
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["truncated"]);
+    let mut renumbered = honest.clone();
+    renumbered["events"][2]["seq"] = json!(1);
+    let (_, report) = audit_file(&dir, &resealed(renumbered));
+    assert!(
+        codes(&report).contains(&"event_order".to_owned()),
+        "{report}"
+    );
+
+    // Signed with the operator's key (kept outside the workspace): verified; edited, resealed
+    // and so unsigned by the key, or checked against another key: signature_invalid.
+    let key = dir.join("operator.pem");
+    let other = dir.join("other.pem");
+    for path in [&key, &other] {
+        let made = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "ed25519", "-out"])
+            .arg(path)
+            .output()
+            .expect("openssl runs");
+        assert!(made.status.success(), "{made:?}");
+        let public = std::process::Command::new("openssl")
+            .args(["pkey", "-pubout", "-in"])
+            .arg(path)
+            .arg("-out")
+            .arg(path.with_extension("pub.pem"))
+            .output()
+            .expect("openssl runs");
+        assert!(public.status.success(), "{public:?}");
+    }
+    let signed_path = dir.join("signed.json");
+    harness(["runs", "export", &id, "--sign"])
+        .args([&key])
+        .args(["-o".as_ref(), signed_path.as_os_str(), "--journal".as_ref()])
+        .args([dir.join("runs.db")])
+        .run()
+        .expect_code(0);
+    let out = harness(["audit", "--pubkey"])
+        .args([key.with_extension("pub.pem"), signed_path.clone()])
+        .run();
+    out.expect_code(0);
+    assert!(out.stdout.contains("signature verified"), "{out:?}");
+    let out = harness(["audit", "--json", "--pubkey"])
+        .args([other.with_extension("pub.pem"), signed_path.clone()])
+        .run();
+    out.expect_code(1);
+    assert_eq!(codes(&out.json()), ["signature_invalid"]);
+    let signed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&signed_path).expect("read")).expect("JSON");
+    let mut edited = signed.clone();
+    edited["run"]["outcome"] = json!("passed");
+    let edited = dir.write("edited.json", resealed(edited).to_string());
+    let out = harness(["audit", "--json", "--pubkey"])
+        .args([key.with_extension("pub.pem"), edited])
+        .run();
+    out.expect_code(1);
+    assert_eq!(codes(&out.json()), ["signature_invalid"]);
+    let out = harness(["audit", "--json", "--pubkey"])
+        .args([key.with_extension("pub.pem"), honest_path])
+        .run();
+    assert_eq!(codes(&out.json()), ["signature_invalid"], "unsigned");
+    // A key the delegate could have written is refused.
+    std::fs::copy(&key, dir.join("ws/key.pem")).expect("copy");
+    let out = harness(["runs", "export", &id, "--sign"])
+        .args([dir.join("ws/key.pem")])
+        .args(["--journal".as_ref(), dir.join("runs.db").as_os_str()])
+        .run();
+    out.expect_code(2);
+    assert!(out.stderr.contains("inside the run's workspace"), "{out:?}");
+
+    // The journal edited behind harness's back (the outcome flipped in SQLite): its record no
+    // longer matches the seal it stored.
+    let db = rusqlite::Connection::open(dir.join("runs.db")).expect("open");
+    db.execute(
+        "UPDATE delegations SET outcome = 'passed' WHERE id = ?1",
+        [&id],
+    )
+    .expect("update");
+    drop(db);
+    let out = harness(["audit", "--json", &id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(1);
+    assert_eq!(codes(&out.json()), ["seal_mismatch"]);
+}
+
+/// An evidence file replaced by a link (here to an identical copy outside the workspace) is
+/// `evidence_link`: the audit never reads through one.
+#[test]
+fn the_audit_never_reads_evidence_through_a_link() {
+    let dir = TempDir::new();
+    let id = record(&dir, "checks", "delegation.yaml");
+    let honest = export(&dir, &id);
+    let workspace = dir.join("checks/workspace");
+    std::fs::copy(workspace.join("calc.sh"), dir.join("outside.sh")).expect("copy");
+    std::fs::remove_file(workspace.join("calc.sh")).expect("rm");
+    std::os::unix::fs::symlink(dir.join("outside.sh"), workspace.join("calc.sh")).expect("link");
+    let (out, report) = audit_file(&dir, &honest);
+    out.expect_code(1);
+    assert_eq!(codes(&report), ["evidence_link"], "{report}");
 }

@@ -41,7 +41,7 @@ pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
 pub use limits::Limits;
 pub use modules::{
     Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program,
-    hex, http_client_builder, read_capped, run_program, sha256_hex,
+    hex, http_client_builder, read_capped, run_program, sha256_hex, unhex,
 };
 pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
 

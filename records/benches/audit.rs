@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use harness::Usage;
-use harness_records::{Record, RecordedAttempt, audit, export};
+use harness_records::{AuditOptions, Record, RecordedAttempt, audit, export};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
@@ -129,10 +129,11 @@ fn main() {
         warnings: Vec::new(),
         events,
         decision: None,
+        seal: None,
     };
     let document = export(&record);
     drop(record);
-    let warm = audit(&document, None);
+    let warm = audit(&document, &AuditOptions::default());
     assert!(warm.valid(), "{:?}", warm.failures.first());
     assert_eq!(warm.metrics["citations"], json!(1000));
     let mut times = Vec::new();
@@ -141,7 +142,7 @@ fn main() {
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         let clock = Instant::now();
-        let report = audit(&document, None);
+        let report = audit(&document, &AuditOptions::default());
         times.push(clock.elapsed());
         peak = peak.max(PEAK.load(Ordering::Relaxed) - base);
         assert!(report.valid());

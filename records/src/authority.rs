@@ -587,6 +587,7 @@ impl Journal {
             params![id, Value::Array(events).to_string()],
         )
         .map_err(|e| sql("cannot record the override event in", e))?;
+        crate::journal::reseal(&tx, id).map_err(|e| sql("cannot seal the run again in", e))?;
         tx.commit().map_err(|e| sql("cannot commit", e))?;
         Ok(Override {
             run_id: id.to_owned(),

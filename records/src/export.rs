@@ -5,11 +5,20 @@
 //! attempt, data})`), and the files its evidence vouched for with their SHA-256. [`audit`]
 //! re-verifies such a file offline and fail-closed: whatever it cannot read or check is a
 //! failure with a machine-readable code, never skipped.
+//!
+//! Every export carries a [`seal`]: the sha256 of the canonical JSON of everything else in it.
+//! The chain alone proves only that the events were not edited one by one; anyone can rewrite a
+//! whole export and recompute both. The seal the journal stored when the run completed, a seal
+//! kept elsewhere (`--expect-seal`) or an ed25519 signature ([`sign`], `--pubkey`) is what
+//! proves the export is the one recorded.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
+
+use ed25519_dalek::pkcs8::{DecodePrivateKey as _, DecodePublicKey as _};
+use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 
 use crate::authority::{GENESIS, canonical};
 use crate::journal::Record;
@@ -17,6 +26,67 @@ use harness_builtins::hex;
 
 /// The schema an export is written in, and the only one [`audit`] reads.
 pub const RUN_SCHEMA: &str = "harness.run/v1";
+
+/// The members of an export its seal does not cover: the seal, and the signature made over it.
+const UNSEALED: [&str; 2] = ["seal", "signature"];
+
+/// The seal of an export (DESIGN §4.13): sha256 of the canonical JSON of everything in it but
+/// its `seal` and `signature`, hex. Anything edited — the run's outcome, an attempt, an event,
+/// even with the chain recomputed — changes it.
+pub fn seal(document: &Value) -> String {
+    let covered: Map<String, Value> = document
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| !UNSEALED.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    hex(&Sha256::digest(
+        canonical(&Value::Object(covered)).as_bytes(),
+    ))
+}
+
+/// Reads an ed25519 private key in PEM (PKCS#8, as `openssl genpkey -algorithm ed25519`
+/// writes it).
+///
+/// # Errors
+/// Why the text is not such a key.
+pub fn signing_key(pem: &str) -> std::result::Result<SigningKey, String> {
+    SigningKey::from_pkcs8_pem(pem).map_err(|e| {
+        format!("not an ed25519 private key in PEM ({e}); make one with `openssl genpkey -algorithm ed25519 -out KEY.pem`")
+    })
+}
+
+/// Reads an ed25519 public key in PEM (SubjectPublicKeyInfo, as `openssl pkey -pubout`
+/// writes it).
+///
+/// # Errors
+/// Why the text is not such a key.
+pub fn verifying_key(pem: &str) -> std::result::Result<VerifyingKey, String> {
+    VerifyingKey::from_public_key_pem(pem).map_err(|e| {
+        format!("not an ed25519 public key in PEM ({e}); make it from the private key with `openssl pkey -in KEY.pem -pubout -out KEY.pub.pem`")
+    })
+}
+
+/// A short name of a public key: the first 16 hex digits of its sha256.
+fn key_id(key: &VerifyingKey) -> String {
+    hex(&Sha256::digest(key.as_bytes()))[..16].to_owned()
+}
+
+/// Signs an export's seal with `key`: adds `signature: {alg, key, value}` (the seal is computed
+/// again first, so a signature never vouches for a stale one).
+pub fn sign(document: &mut Value, key: &SigningKey) {
+    let sealed = seal(document);
+    let signature = key.sign(sealed.as_bytes());
+    document["seal"] = json!(sealed);
+    document["signature"] = json!({
+        "alg": "ed25519",
+        "key": key_id(&key.verifying_key()),
+        "value": hex(&signature.to_bytes()),
+    });
+}
 
 /// Event keys kept beside `data` rather than in it.
 const EVENT_KEYS: [&str; 5] = ["run_id", "seq", "at", "type", "attempt"];
@@ -116,14 +186,28 @@ pub fn export(record: &Record) -> Value {
             "off"
         }),
     );
-    json!({
+    let mut document = json!({
         "schema_version": RUN_SCHEMA,
         "run": run,
         "attempts": whole["attempts"],
         "events": events,
         "evidence": evidence,
         "plan": plan,
-    })
+    });
+    document["seal"] = json!(seal(&document));
+    document
+}
+
+/// What an [`audit`] checks the document against besides itself.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions<'a> {
+    /// Where the evidence files are (default: the run's own `workdir`).
+    pub workdir: Option<&'a Path>,
+    /// Seals the export must carry, each with where it was kept (`the journal …`,
+    /// `--expect-seal`).
+    pub expected_seals: Vec<(String, String)>,
+    /// The operator's public key: the export must carry a valid signature by it.
+    pub public_key: Option<VerifyingKey>,
 }
 
 /// One failure of an audit: a code of DESIGN §4.13, what is wrong, and where.
@@ -201,9 +285,11 @@ impl<'a> Check<'a> {
     }
 }
 
-/// Re-verifies a `harness.run/v1` document. Evidence files are looked for under `workdir`
-/// (default: the run's own `workdir`); a file that cannot be read there is `evidence_missing`.
-pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
+/// Re-verifies a `harness.run/v1` document. Evidence files are looked for under
+/// `options.workdir` (default: the run's own `workdir`); a file that cannot be read there is
+/// `evidence_missing`, one reached through a link `evidence_link`.
+pub fn audit(document: &Value, options: &AuditOptions<'_>) -> VerificationReport {
+    let workdir = options.workdir;
     let mut failures = Vec::new();
     let mut checks = Vec::new();
     let mut metrics = Map::new();
@@ -232,6 +318,71 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
             failures,
             metrics,
         };
+    }
+
+    let mut check = Check::new("seal", &mut failures);
+    let sealed = seal(document);
+    match document["seal"].as_str() {
+        None => check.fail(
+            "seal_mismatch",
+            "seal",
+            "the export carries no seal: nothing shows it is the run as recorded",
+        ),
+        Some(carried) if carried != sealed => check.fail(
+            "seal_mismatch",
+            "seal",
+            format!(
+                "the export was changed after it was sealed: its content hashes to {sealed}, not its seal {carried}"
+            ),
+        ),
+        Some(_) => {}
+    }
+    for (kept, expected) in &options.expected_seals {
+        if !expected.eq_ignore_ascii_case(&sealed) {
+            check.fail(
+                "seal_mismatch",
+                "seal",
+                format!(
+                    "the export is not the run {kept} vouches for: its content hashes to {sealed}, {kept} holds {expected}"
+                ),
+            );
+        }
+    }
+    checks.push(check.done());
+    if let Some(key) = &options.public_key {
+        let mut check = Check::new("signature", &mut failures);
+        let signature = &document["signature"];
+        let value = signature["value"]
+            .as_str()
+            .and_then(harness_builtins::unhex)
+            .and_then(|bytes| <[u8; 64]>::try_from(bytes).ok());
+        match (signature["alg"].as_str(), value) {
+            (None, _) if signature.is_null() => check.fail(
+                "signature_invalid",
+                "signature",
+                "the export is not signed (sign it with `harness runs export ID --sign KEY.pem`)",
+            ),
+            (Some("ed25519"), Some(bytes)) => {
+                let signature = ed25519_dalek::Signature::from_bytes(&bytes);
+                if key.verify_strict(sealed.as_bytes(), &signature).is_err() {
+                    check.fail(
+                        "signature_invalid",
+                        "signature",
+                        format!(
+                            "the signature does not hold for this content and the key {} (signed by key {}, or changed since)",
+                            key_id(key),
+                            signature_key(&document["signature"])
+                        ),
+                    );
+                }
+            }
+            _ => check.fail(
+                "signature_invalid",
+                "signature",
+                "the signature is not an ed25519 signature of 64 bytes in hex",
+            ),
+        }
+        checks.push(check.done());
     }
 
     let mut check = Check::new("fields", &mut failures);
@@ -358,6 +509,40 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
     }
     checks.push(check.done());
 
+    // The story must end: a DelegationCompleted, after which only a human's decision comes.
+    let mut check = Check::new("complete", &mut failures);
+    let completed = events
+        .iter()
+        .rposition(|e| e["type"].as_str() == Some("DelegationCompleted"));
+    match completed {
+        None => check.fail(
+            "truncated",
+            format!("event {}", events.len()),
+            format!(
+                "the events end after {} without DelegationCompleted: the record was cut short (or the run never finished)",
+                events.len()
+            ),
+        ),
+        Some(at) => {
+            if let Some((i, e)) = events
+                .iter()
+                .enumerate()
+                .skip(at + 1)
+                .find(|(_, e)| e["type"].as_str() != Some("HumanOverride"))
+            {
+                check.fail(
+                    "event_order",
+                    format!("event {i}"),
+                    format!(
+                        "event {i} ({}) comes after DelegationCompleted, where only a human's decision may",
+                        e["type"]
+                    ),
+                );
+            }
+        }
+    }
+    checks.push(check.done());
+
     let mut check = Check::new("tool_linkage", &mut failures);
     let (mut calls_seen, mut results_seen) = (0usize, 0usize);
     for (i, attempt) in attempts.iter().enumerate() {
@@ -426,6 +611,17 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
                 "evidence_missing",
                 at,
                 format!("{path}: not a path inside the workspace; it is not read"),
+            );
+            continue;
+        }
+        if let Some(link) = link_in(root, rel) {
+            check.fail(
+                "evidence_link",
+                at,
+                format!(
+                    "{path}: {} is a link; the audit never reads through one (it could point anywhere)",
+                    link.display()
+                ),
             );
             continue;
         }
@@ -545,6 +741,23 @@ pub fn audit(document: &Value, workdir: Option<&Path>) -> VerificationReport {
         failures,
         metrics,
     }
+}
+
+/// The first component of `rel` below `root` that is a symbolic link, if one is.
+fn link_in(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut at = PathBuf::new();
+    for component in rel.components() {
+        at.push(component);
+        if std::fs::symlink_metadata(root.join(&at)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// The `key` a signature names, or `?`.
+fn signature_key(signature: &Value) -> &str {
+    signature["key"].as_str().unwrap_or("?")
 }
 
 /// A recorded plan step, compiled as the run compiled it.

@@ -80,6 +80,9 @@ const MIGRATIONS: &[&str] = &[
         previous_state TEXT NOT NULL,
         audit_seq INTEGER NOT NULL REFERENCES audit_log (seq)
     );",
+    // Version 5: the run's seal (DESIGN §4.13): sha256 of its export's canonical JSON, stored
+    // when the run is recorded and again when an override adds its decision.
+    "ALTER TABLE delegations ADD COLUMN seal TEXT;",
 ];
 
 /// The schema version this build writes.
@@ -181,6 +184,9 @@ pub struct Record {
     pub events: Vec<Value>,
     /// A human's decision on the run (`approved` or `rejected`, by `harness override`).
     pub decision: Option<String>,
+    /// The seal of its export as stored when it was recorded (DESIGN §4.13); `None` in records
+    /// from before schema version 5.
+    pub seal: Option<String>,
 }
 
 impl RecordedAttempt {
@@ -249,6 +255,7 @@ impl Record {
             "workdir": self.workdir,
             "warnings": self.warnings,
             "events": self.events,
+            "seal": self.seal,
         })
     }
 }
@@ -577,35 +584,50 @@ impl Journal {
     }
 
     fn query(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Record>> {
-        let read = |e: rusqlite::Error| self.error("cannot read", &e);
-        let mut statement = self.conn.prepare(sql).map_err(read)?;
-        let rows = statement.query_map(params, record_from_row).map_err(read)?;
-        let mut records = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)?;
-        let mut attempts = self
-            .conn
-            .prepare("SELECT * FROM attempts WHERE delegation_id = ?1 ORDER BY attempt")
-            .map_err(read)?;
-        for record in &mut records {
-            record.attempts = attempts
-                .query_map(params![record.id], attempt_from_row)
-                .map_err(read)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(read)?;
-        }
-        if self.schema_version()? >= 4 {
-            let mut decisions = self
-                .conn
-                .prepare("SELECT decision FROM overrides WHERE delegation_id = ?1")
-                .map_err(read)?;
-            for record in &mut records {
-                record.decision = decisions
-                    .query_row(params![record.id], |row| row.get(0))
-                    .optional()
-                    .map_err(read)?;
-            }
-        }
-        Ok(records)
+        read_records(&self.conn, sql, params).map_err(|e| self.error("cannot read", &e))
     }
+}
+
+/// The records `sql` selects from `delegations`, with their attempts and decisions.
+fn read_records(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<Record>> {
+    let mut statement = conn.prepare(sql)?;
+    let rows = statement.query_map(params, record_from_row)?;
+    let mut records = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut attempts =
+        conn.prepare_cached("SELECT * FROM attempts WHERE delegation_id = ?1 ORDER BY attempt")?;
+    for record in &mut records {
+        record.attempts = attempts
+            .query_map(params![record.id], attempt_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+    }
+    if user_version(conn)? >= 4 {
+        let mut decisions =
+            conn.prepare_cached("SELECT decision FROM overrides WHERE delegation_id = ?1")?;
+        for record in &mut records {
+            record.decision = decisions
+                .query_row(params![record.id], |row| row.get(0))
+                .optional()?;
+        }
+    }
+    Ok(records)
+}
+
+/// Stores the seal of run `id`'s export as it now reads: when it is recorded, and when an
+/// override adds its decision. Inside the caller's transaction.
+pub(crate) fn reseal(conn: &Connection, id: &str) -> rusqlite::Result<()> {
+    let Some(record) =
+        read_records(conn, "SELECT * FROM delegations WHERE id = ?1", params![id])?.pop()
+    else {
+        return Ok(());
+    };
+    let seal = crate::export::seal(&crate::export::export(&record));
+    conn.prepare_cached("UPDATE delegations SET seal = ?2 WHERE id = ?1")?
+        .execute(params![id, seal])?;
+    Ok(())
 }
 
 fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
@@ -632,6 +654,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         warnings: json_column(row, "warnings")?.unwrap_or_default(),
         events: json_column(row, "events")?.unwrap_or_default(),
         decision: None,
+        seal: text_column(row, "seal")?,
     })
 }
 
@@ -767,7 +790,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
             attempt.retry_prompt,
         ])?;
     }
-    Ok(())
+    reseal(conn, &report.id)
 }
 
 /// Serialises a value the journal stores as JSON text.

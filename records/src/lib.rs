@@ -31,8 +31,12 @@ pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, escape_html,
     normalise,
 };
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{Error, ErrorKind, Result};
-pub use export::{AuditFailure, RUN_SCHEMA, VerificationReport, audit, export};
+pub use export::{
+    AuditFailure, AuditOptions, RUN_SCHEMA, VerificationReport, audit, export, seal, sign,
+    signing_key, verifying_key,
+};
 pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
 pub use writer::{JournalWriter, Written};

@@ -256,8 +256,11 @@ fn duration(d: Duration) -> String {
     .to_string()
 }
 
-/// The run `id` of the journal `flag` finds, exported.
-async fn exported(flag: Option<&std::path::Path>, id: &str) -> Result<serde_json::Value, Failure> {
+/// The run `id` of the journal `flag` finds: its export, and the seal the journal stored.
+async fn exported(
+    flag: Option<&std::path::Path>,
+    id: &str,
+) -> Result<(serde_json::Value, Option<String>, String), Failure> {
     let journal = settings::journal_to_read(flag)?;
     let wanted = id.to_owned();
     let found = settings::read_journal(&journal, move |j| j.get(&wanted)).await?;
@@ -266,22 +269,71 @@ async fn exported(flag: Option<&std::path::Path>, id: &str) -> Result<serde_json
             "no delegation {id} in the journal {journal} (`harness runs list` shows the recorded ids)"
         ))
     })?;
-    Ok(harness_records::export(&record))
+    Ok((
+        harness_records::export(&record),
+        record.seal,
+        journal.to_string(),
+    ))
 }
 
 async fn export(args: &RunsExportArgs) -> Result<(), Failure> {
-    let document = exported(args.journal.as_deref(), &args.id).await?;
+    let (mut document, _, _) = exported(args.journal.as_deref(), &args.id).await?;
+    if let Some(key) = &args.sign {
+        let workdir = document["run"]["workdir"]
+            .as_str()
+            .map(std::path::PathBuf::from);
+        let key = signing_key(key, workdir.as_deref())?;
+        harness_records::sign(&mut document, &key);
+    }
     let text = serde_json::to_string_pretty(&document)
         .map_err(|e| Error::config(format!("cannot write the export: {e}")))?;
     match &args.output {
         Some(path) => {
             std::fs::write(path, text + "\n")
                 .map_err(|e| Error::config(format!("runs export -o {}: {e}", path.display())))?;
-            eprintln!("wrote {} ({})", path.display(), harness_records::RUN_SCHEMA);
+            eprintln!(
+                "wrote {} ({}, seal {})",
+                path.display(),
+                harness_records::RUN_SCHEMA,
+                document["seal"].as_str().unwrap_or("?")
+            );
         }
         None => println!("{text}"),
     }
     Ok(())
+}
+
+/// Key files larger than this are not keys.
+const MAX_KEY_BYTES: u64 = 16 * 1024;
+
+/// Reads the operator's signing key, refusing one inside the run's workspace (the delegate
+/// could have written it).
+fn signing_key(
+    path: &std::path::Path,
+    workdir: Option<&std::path::Path>,
+) -> Result<harness_records::SigningKey, Error> {
+    let refuse = |why: String| Error::config(format!("--sign {}: {why}", path.display()));
+    let resolved = path.canonicalize().map_err(|e| refuse(e.to_string()))?;
+    if let Some(workdir) = workdir.and_then(|w| w.canonicalize().ok()) {
+        if resolved.starts_with(&workdir) {
+            return Err(refuse(format!(
+                "the key is inside the run's workspace {}, where the delegate could have written it; keep it elsewhere",
+                workdir.display()
+            )));
+        }
+    }
+    let pem = key_text(path).map_err(refuse)?;
+    harness_records::signing_key(&pem).map_err(refuse)
+}
+
+/// The text of a key file: a regular file, at most [`MAX_KEY_BYTES`].
+fn key_text(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    harness_builtins::open_regular(path)
+        .and_then(|file| file.take(MAX_KEY_BYTES).read_to_string(&mut text))
+        .map_err(|e| e.to_string())?;
+    Ok(text)
 }
 
 /// Exported documents larger than this are refused as unreadable, not read.
@@ -289,50 +341,100 @@ const MAX_AUDITED_BYTES: u64 = 256 * 1024 * 1024;
 
 /// `harness audit`: exit 0 valid, 1 invalid, 2 unreadable.
 pub async fn audit(args: AuditArgs) -> u8 {
+    match audited(&args).await {
+        Ok(report) => {
+            if args.json {
+                println!("{}", report.to_json());
+            } else if report.valid() {
+                let m = &report.metrics;
+                println!(
+                    "valid: {}, {} events, {} tool calls, {} evidence files; {}",
+                    report.schema_version.as_deref().unwrap_or("?"),
+                    m["events"],
+                    m["tool_calls"],
+                    m["evidence_files"],
+                    report
+                        .checks
+                        .iter()
+                        .filter(|(name, _)| *name == "seal" || *name == "signature")
+                        .map(|(name, _)| match *name {
+                            "signature" => "signature verified",
+                            _ => "sealed",
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            } else {
+                println!("INVALID: {} failure(s)", report.failures.len());
+                for failure in &report.failures {
+                    println!("  {} at {}: {}", failure.code, failure.at, failure.message);
+                }
+            }
+            if report.valid() {
+                exit::OK
+            } else {
+                exit::NOT_VERIFIED
+            }
+        }
+        Err(e) => exit::fail(&e, args.json),
+    }
+}
+
+async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport, Failure> {
+    let mut expected = Vec::new();
     let document = if std::path::Path::new(&args.target).is_file() {
-        read_document(std::path::Path::new(&args.target)).map_err(Failure::from)
+        let document = read_document(std::path::Path::new(&args.target))?;
+        if args.journal.is_some() {
+            let id = document["run"]["id"].as_str().ok_or_else(|| {
+                Error::config(format!(
+                    "{}: the export names no run (`run.id`) to look up in --journal",
+                    args.target
+                ))
+            })?;
+            let (_, seal, journal) = exported(args.journal.as_deref(), id).await?;
+            expected.push(stored_seal(seal, &journal)?);
+        }
+        document
     } else {
-        exported(args.journal.as_deref(), &args.target).await
+        let (document, seal, journal) = exported(args.journal.as_deref(), &args.target).await?;
+        expected.push(stored_seal(seal, &journal)?);
+        document
     };
-    let document = match document {
-        Ok(document) => document,
-        Err(e) => return exit::fail(&e, args.json),
+    if let Some(seal) = &args.expect_seal {
+        expected.push(("--expect-seal".to_owned(), seal.trim().to_owned()));
+    }
+    let public_key = match &args.pubkey {
+        None => None,
+        Some(path) => {
+            let refuse = |why: String| Error::config(format!("--pubkey {}: {why}", path.display()));
+            let pem = key_text(path).map_err(refuse)?;
+            Some(harness_records::verifying_key(&pem).map_err(refuse)?)
+        }
     };
     let workdir = args.workdir.clone();
-    let report = match tokio::task::spawn_blocking(move || {
-        harness_records::audit(&document, workdir.as_deref())
+    tokio::task::spawn_blocking(move || {
+        let options = harness_records::AuditOptions {
+            workdir: workdir.as_deref(),
+            expected_seals: expected,
+            public_key,
+        };
+        harness_records::audit(&document, &options)
     })
     .await
-    {
-        Ok(report) => report,
-        Err(e) => {
-            return exit::fail(
-                &Error::config(format!("the audit failed to run: {e}")),
-                args.json,
-            );
-        }
-    };
-    if args.json {
-        println!("{}", report.to_json());
-    } else if report.valid() {
-        let m = &report.metrics;
-        println!(
-            "valid: {}, {} events, {} tool calls, {} evidence files",
-            report.schema_version.as_deref().unwrap_or("?"),
-            m["events"],
-            m["tool_calls"],
-            m["evidence_files"]
-        );
-    } else {
-        println!("INVALID: {} failure(s)", report.failures.len());
-        for failure in &report.failures {
-            println!("  {} at {}: {}", failure.code, failure.at, failure.message);
-        }
-    }
-    if report.valid() {
-        exit::OK
-    } else {
-        exit::NOT_VERIFIED
+    .map_err(|e| Error::config(format!("the audit failed to run: {e}")).into())
+}
+
+/// The seal a journal stored, as an expected seal; a run recorded before seals has none to
+/// vouch for it, which fails closed rather than passing unchecked.
+fn stored_seal(seal: Option<String>, journal: &str) -> Result<(String, String), Error> {
+    match seal {
+        Some(seal) => Ok((format!("the journal {journal}"), seal)),
+        None => Ok((
+            format!(
+                "the journal {journal} (which holds no seal for this run: it was recorded by a harness before seals)"
+            ),
+            "none".to_owned(),
+        )),
     }
 }
 

@@ -15,6 +15,17 @@ pub fn hex(bytes: &[u8]) -> String {
         })
 }
 
+/// Returns the bytes a hex string spells (either case), or `None` when it is not hex.
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// Returns the hex SHA-256 of `data`.
 pub fn sha256_hex(data: &[u8]) -> String {
     hex(&Sha256::digest(data))

@@ -6,7 +6,7 @@ mod env;
 pub(crate) mod exec;
 mod fs;
 mod hash;
-pub use hash::{hex, sha256_hex};
+pub use hash::{hex, sha256_hex, unhex};
 mod http;
 mod json;
 mod log;

@@ -760,6 +760,7 @@ pub(crate) mod tests {
             warnings: Vec::new(),
             events: Vec::new(),
             decision: None,
+            seal: None,
         }
     }
 
