@@ -574,6 +574,38 @@ fn broken_verifier(dir: &TempDir, script: &str) -> String {
         .to_owned()
 }
 
+/// One repetition asked the allocator for 40 GiB before any heap limit looked, and the process
+/// aborted; now each is an error of the script, with nothing of Rust on stderr.
+#[test]
+fn a_huge_repetition_is_an_error_of_the_script_not_an_abort() {
+    let dir = TempDir::new();
+    for script in [
+        "def run(result):\n    x = [1] * 100\n    return len(x * 2000000000) > 0\n",
+        "def run(result):\n    return len((1, 2) * 2000000000) > 0\n",
+        "def run(result):\n    return len(\"ab\" * 2000000000) > 0\n",
+    ] {
+        let result = dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+        let path = dir.write("hostile.star", script);
+        let out = harness(["verify", "--json", "--result"])
+            .args([&result, &path])
+            .args(["--workdir".as_ref(), dir.path().as_os_str()])
+            .run();
+        out.expect_code(3);
+        let message = out.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("repetition too large"),
+            "{script}: {message}"
+        );
+        assert!(
+            !out.stderr.contains("panicked") && !out.stderr.contains("memory allocation"),
+            "{out:?}"
+        );
+    }
+}
+
 /// A verifier that builds a list nested `depth` deep and then does `tail` with it (`v`).
 fn deep_verifier(tail: &str) -> String {
     format!("def run(result):\n    v = []\n    for i in range(300000):\n        v = [v]\n{tail}\n")
@@ -908,6 +940,28 @@ fn recursion_behind_higher_order_calls_is_a_call_depth_limit_error() {
             "filter",
             "def f(x):\n    return list(filter(f, [x]))\ndef run(result):\n    return f(1)\n",
         ),
+        // A function that calls the function it is given: starlark inlined these without end
+        // while freezing the script (a stack overflow that aborted the process, exit 134).
+        (
+            "self-application",
+            "def f(g, n):\n    return g(g, n + 1)\ndef run(result):\n    return f(f, 0)\n",
+        ),
+        (
+            "a lambda",
+            "f = lambda g, n: g(g, n + 1)\ndef run(result):\n    return f(f, 0)\n",
+        ),
+        (
+            "through a struct",
+            "def f(s, n):\n    return s.f(s, n)\nS = struct(f = f)\ndef run(result):\n    return f(S, 0)\n",
+        ),
+        (
+            "through a tuple",
+            "def f(t, n):\n    return t[0](t, n)\nT = (f,)\ndef run(result):\n    return f(T, 0)\n",
+        ),
+        (
+            "fanning out",
+            "def f(g, h, n):\n    return g(h, h, n) + g(h, h, n) + g(h, h, n) + g(h, h, n)\ndef run(result):\n    return f(f, f, 0)\n",
+        ),
     ] {
         let message = broken_verifier(&dir, script);
         assert!(
@@ -915,6 +969,21 @@ fn recursion_behind_higher_order_calls_is_a_call_depth_limit_error() {
             "{what}: {message}"
         );
     }
+    // Such a function that is never called compiles and runs.
+    dir.write(
+        "never.star",
+        "def f(g, n):\n    return g(g, n + 1)\ndef h():\n    return f(f, 0)\ndef run(result):\n    return True\n",
+    );
+    dir.write("result.json", r#"{"id": "r1", "response": "x"}"#);
+    let out = harness(["verify", "--json", "--result"])
+        .args([dir.join("result.json"), dir.join("never.star")])
+        .args(["--workdir".as_ref(), dir.path().as_os_str()])
+        .run();
+    out.expect_code(0);
+    assert!(
+        !out.stderr.contains("overflow") && !out.stderr.contains("panicked"),
+        "{out:?}"
+    );
 }
 
 // --- class 10: redaction ------------------------------------------------------------------------

@@ -463,11 +463,38 @@ impl From<Error> for Raw {
     }
 }
 
+thread_local! {
+    /// How many [`contained`] evaluations this thread is inside.
+    static CONTAINING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Installs (once) a panic hook that says nothing of a panic [`contained`] is about to turn into
+/// the script's error — the user sees that error, not a Rust backtrace — and leaves every other
+/// panic to the hook that was there before.
+fn quiet_when_contained() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CONTAINING.with(std::cell::Cell::get) == 0 {
+                previous(info);
+            } else {
+                #[cfg(test)]
+                tests::QUIETED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    });
+}
+
 /// Runs `work` (an evaluation of script `name`) so that a panic inside the interpreter — a
 /// string past its 4 GiB length limit, an internal assertion — is an error of the script, never
 /// a crash of the process. The evaluation's heap is dropped with it.
 fn contained<T>(name: &str, work: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+    quiet_when_contained();
+    CONTAINING.with(|depth| depth.set(depth.get() + 1));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    CONTAINING.with(|depth| depth.set(depth.get() - 1));
+    caught.unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
@@ -616,8 +643,13 @@ pub(crate) fn check_json(value: &serde_json::Value) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// Panics the hook kept quiet.
+    pub(super) static QUIETED: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
     #[test]
     fn a_panic_inside_the_interpreter_is_an_error_of_the_script() {
+        let before = QUIETED.load(std::sync::atomic::Ordering::Relaxed);
         let err = contained::<()>("s.star", || panic!("len overflow")).expect_err("contained");
         assert_eq!(
             err.kind(),
@@ -628,5 +660,7 @@ mod tests {
             contained::<()>("s.star", || panic!("{}", String::from("bad state"))).expect_err("x");
         assert_eq!(err.kind(), ErrorKind::Runtime, "{err}");
         assert!(err.to_string().contains("bad state"), "{err}");
+        // Neither printed a Rust panic message: the script's error says it all.
+        assert!(QUIETED.load(std::sync::atomic::Ordering::Relaxed) >= before + 2);
     }
 }

@@ -1,0 +1,27 @@
+/*
+ * Copyright 2019 The Starlark in Rust Authors.
+ * Copyright (c) Facebook, Inc. and its affiliates.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at
+ *
+ *     https://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+//! Compile module or function to bytecode.
+
+pub(crate) mod assign;
+pub(crate) mod assign_modify;
+pub(crate) mod call;
+pub(crate) mod compr;
+pub(crate) mod def;
+pub(crate) mod expr;
+pub(crate) mod if_compiler;
+pub(crate) mod stmt;

@@ -1,0 +1,32 @@
+/*
+ * Copyright 2019 The Starlark in Rust Authors.
+ * Copyright (c) Facebook, Inc. and its affiliates.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at
+ *
+ *     https://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/// Deprecation handler provided by a user.
+pub trait SoftErrorHandler {
+    /// Handle deprecation error. If this function returns `Ok`, error will be ignored,
+    /// otherwise error will be propagated.
+    fn soft_error(&self, category: &str, error: crate::Error) -> Result<(), crate::Error>;
+}
+
+/// Default handler: warnings are treated as errors.
+pub(crate) struct HardErrorSoftErrorHandler;
+
+impl SoftErrorHandler for HardErrorSoftErrorHandler {
+    fn soft_error(&self, _category: &str, error: crate::Error) -> Result<(), crate::Error> {
+        Err(error)
+    }
+}

@@ -1,0 +1,43 @@
+/*
+ * Copyright 2019 The Starlark in Rust Authors.
+ * Copyright (c) Facebook, Inc. and its affiliates.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at
+ *
+ *     https://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+use std::fmt::Debug;
+use std::fmt::Display;
+
+use allocative::Allocative;
+use dupe::Dupe;
+use serde::Serialize;
+
+use crate::sealed::Sealed;
+use crate::values::Freeze;
+use crate::values::FrozenValue;
+
+/// Implemented by [`Value`](crate::values::Value) and [`FrozenValue`](crate::values::FrozenValue).
+pub trait ValueLifetimeless:
+    Sealed
+    + Eq
+    + Copy
+    + Dupe
+    + Debug
+    + Default
+    + Display
+    + Serialize
+    + Allocative
+    + Freeze<Frozen = FrozenValue>
+    + Sized
+{
+}
