@@ -547,6 +547,16 @@ fn a_receiver_that_is_down_does_not_fail_the_delegation() {
         assert_eq!(report["outcome"], json!("passed"), "{protocol:?}");
         assert!(report["trace_id"].is_string(), "{protocol:?}: {report}");
         assert_eq!(dir.read("workspace/hello.txt").as_deref(), Some("hi\n"));
+        if protocol.is_none() {
+            // Said once, however many exports fail (spans and metrics, at every flush).
+            let said = out.stderr.matches("OTLP export failed").count();
+            assert_eq!(said, 1, "{}", out.stderr);
+            assert!(
+                out.stderr.contains("refused the connection"),
+                "{}",
+                out.stderr
+            );
+        }
     }
 }
 

@@ -1,6 +1,12 @@
 //! The OTLP exporters the environment and `--otlp-endpoint` configure.
 
-use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig, WithHttpConfig as _};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry_otlp::{
+    MetricExporter, RetryPolicy, SpanExporter, WithExportConfig, WithHttpConfig as _,
+    WithTonicConfig as _,
+};
 use opentelemetry_sdk::Resource;
 
 use crate::{EXPORT_TIMEOUT, env};
@@ -67,30 +73,38 @@ impl Exporters {
                 }
             },
         };
+        // No retries: a collector that is down or refuses must cost a run nothing (the
+        // exporters' own policy backs off for about 1.6 s before giving up on each export).
         let spans = match &http {
             None => configured(
-                SpanExporter::builder().with_tonic(),
+                SpanExporter::builder()
+                    .with_tonic()
+                    .with_retry_policy(RetryPolicy::disabled()),
                 signal_url("v1/traces"),
             )
             .build(),
             Some(http) => configured(
                 SpanExporter::builder()
                     .with_http()
-                    .with_http_client(http.clone()),
+                    .with_http_client(http.clone())
+                    .with_retry_policy(RetryPolicy::disabled()),
                 signal_url("v1/traces"),
             )
             .build(),
         };
         let metrics = match &http {
             None => configured(
-                MetricExporter::builder().with_tonic(),
+                MetricExporter::builder()
+                    .with_tonic()
+                    .with_retry_policy(RetryPolicy::disabled()),
                 signal_url("v1/metrics"),
             )
             .build(),
             Some(http) => configured(
                 MetricExporter::builder()
                     .with_http()
-                    .with_http_client(http.clone()),
+                    .with_http_client(http.clone())
+                    .with_retry_policy(RetryPolicy::disabled()),
                 signal_url("v1/metrics"),
             )
             .build(),
@@ -137,10 +151,18 @@ fn resource() -> Resource {
 /// runtime outlives [`crate::Telemetry::shutdown`], which `main` runs inside it. This replaces
 /// the blocking client the exporter would otherwise build per signal, each with its own client,
 /// its own single-threaded runtime and thread, and its own copy of the TLS roots.
+///
+/// A collector that refuses the connection is taken as down for the rest of the process: it is
+/// reported once on stderr and later exports fail at once, without touching the network. Any
+/// other failure (an error status, a timeout) is reported once too.
 #[derive(Debug, Clone)]
 struct RuntimeHttp {
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,
+    /// The collector refused a connection.
+    down: Arc<AtomicBool>,
+    /// A failure has been reported on stderr.
+    reported: Arc<AtomicBool>,
 }
 
 impl RuntimeHttp {
@@ -152,7 +174,21 @@ impl RuntimeHttp {
             .timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| format!("cannot build its HTTP client: {e}"))?;
-        Ok(RuntimeHttp { client, runtime })
+        Ok(RuntimeHttp {
+            client,
+            runtime,
+            down: Arc::new(AtomicBool::new(false)),
+            reported: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Says once on stderr that telemetry is being lost, and why.
+    fn report(&self, why: &str) {
+        if !self.reported.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "warning: OTLP export failed: {why}; spans and metrics are dropped, the run goes on"
+            );
+        }
     }
 }
 
@@ -162,10 +198,35 @@ impl opentelemetry_http::HttpClient for RuntimeHttp {
         &self,
         request: http::Request<bytes::Bytes>,
     ) -> Result<http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
+        if self.down.load(Ordering::Relaxed) {
+            return Err("the OTLP collector refused an earlier connection".into());
+        }
+        let url = request.uri().to_string();
         let client = self.client.clone();
         let sent = self
             .runtime
             .spawn(async move { client.send_bytes(request).await });
-        sent.await?
+        let answer = sent.await?;
+        match &answer {
+            Err(e) => {
+                let refused = e
+                    .downcast_ref::<reqwest::Error>()
+                    .is_some_and(reqwest::Error::is_connect);
+                if refused {
+                    self.down.store(true, Ordering::Relaxed);
+                    self.report(&format!("the collector at {url} refused the connection"));
+                } else {
+                    self.report(&format!("{url}: {e}"));
+                }
+            }
+            Ok(response) if !response.status().is_success() => {
+                self.report(&format!(
+                    "the collector at {url} answered {}",
+                    response.status()
+                ));
+            }
+            Ok(_) => {}
+        }
+        answer
     }
 }

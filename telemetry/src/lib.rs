@@ -10,9 +10,11 @@
 //! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_PROTOCOL` = `http/protobuf` (default)
 //! or `grpc`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
 //! `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`) plus `--otlp-endpoint URL`. Nothing set means
-//! nothing exported. Exports happen on background threads; each gives up after
-//! [`EXPORT_TIMEOUT`], and flushing at exit waits at most [`SHUTDOWN_BUDGET`], so a collector that
-//! is down or slow never fails a delegation and delays exit by at most that long.
+//! nothing exported. Exports happen on background threads and are never retried; a collector
+//! that refuses the connection is reported once on stderr and not tried again by this process,
+//! so one that is down costs a run well under a millisecond per export. A slow one: each export
+//! gives up after [`EXPORT_TIMEOUT`], and flushing at exit waits at most [`SHUTDOWN_BUDGET`], so
+//! it never fails a delegation and delays exit by at most that long.
 //!
 //! The W3C `traceparent` of a caller (the `TRACEPARENT` variable, see [`parent_from_env`]) is
 //! handed to the runtime, which makes it the parent of each delegation's root span and passes the
