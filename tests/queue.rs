@@ -85,8 +85,26 @@ impl Nats {
 
     /// Stops the server (SIGKILL) and starts it again on the same port and store.
     fn restart(&mut self) {
+        self.restart_after(Duration::ZERO);
+    }
+
+    /// Stops the server (SIGKILL), leaves it down for `down`, and starts it again on the same
+    /// port and store.
+    fn restart_after(&mut self, down: Duration) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        std::thread::sleep(down);
+        self.spawn();
+    }
+
+    /// Stops the server as an operator would (SIGTERM: it tells its clients it is shutting
+    /// down), leaves it down for `down`, and starts it again on the same port and store.
+    fn graceful_restart_after(&mut self, down: Duration) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        std::thread::sleep(down);
         self.spawn();
     }
 
@@ -520,6 +538,52 @@ fn nats_restarting_mid_batch_loses_nothing() {
     );
     let records = recorded(&dir);
     assert_eq!(records.len(), 6, "{records:?}");
+}
+
+/// NATS: the server goes away for a while, twice, with delegations running and reports
+/// coming back (same store): the submitter and the workers wait it out with backoff; every
+/// delegation is recorded exactly once.
+#[test]
+fn nats_down_for_a_while_mid_batch_is_waited_out() {
+    let dir = TempDir::new();
+    batch(
+        &dir,
+        8,
+        "touch started; sleep 0.3; echo hi > done.txt; echo done",
+    );
+    let Some(mut nats) = Nats::start(&dir) else {
+        return;
+    };
+    let queue = nats.url();
+    let _a = Worker::start(&queue, &["--concurrency", "2", "--lease", "5"]);
+    let submit = submit_in_background(&dir, &queue);
+    for started in [2, 5] {
+        wait_for("delegations to start", || {
+            (0..8)
+                .filter(|i| dir.join(format!("ws{i}/started")).exists())
+                .count()
+                >= started
+        });
+        if started == 2 {
+            nats.graceful_restart_after(Duration::from_millis(1500));
+        } else {
+            nats.restart_after(Duration::from_millis(1500));
+        }
+    }
+    let out = submit.join().expect("the submitter");
+    out.expect_code(0);
+    let lines = outcomes(&out);
+    assert_eq!(lines.len(), 8, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+    let records = recorded(&dir);
+    assert_eq!(records.len(), 8, "{records:?}");
+    let mut ids: Vec<&str> = records.iter().filter_map(|r| r["id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 8, "each recorded once: {records:?}");
 }
 
 /// The batch id a submitter named on stderr (`queued on … as batch b-…; …`).

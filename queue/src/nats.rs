@@ -282,10 +282,18 @@ impl Queue for NatsQueue {
             // The result first, stored; then the job is acknowledged.
             self.send_back(Some(&result.batch), Some(&result.id), &envelope)
                 .await?;
-            message(lease)
-                .double_ack()
-                .await
-                .map_err(|e| fail(&self.url, "cannot acknowledge a job", e))
+            // The report is stored: a job whose acknowledgement is lost (the server restarted
+            // since it was delivered) is delivered again and runs again, and its second report
+            // is recognised as recorded. Retrying the acknowledgement would only hold this
+            // worker's slot while the server has forgotten the delivery.
+            if let Err(e) = message(lease).double_ack().await {
+                tracing::warn!(
+                    "queue {}: the report of {} is stored but its job could not be acknowledged ({e}); it may run again and is recorded once",
+                    self.url,
+                    result.id
+                );
+            }
+            Ok(())
         })
     }
 

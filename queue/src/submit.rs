@@ -101,13 +101,24 @@ where
         pending: HashMap::new(),
         seen: HashSet::new(),
     };
+    let mut outage = Outage::default();
     tokio::pin!(stop);
     if plan.resume {
         // What came back while no one was following: taken first, so that it is not run again.
         loop {
-            let deliveries = tokio::select! {
+            let found = tokio::select! {
                 () = &mut stop => break,
-                found = queue.results(plan.batch, Duration::from_millis(250)) => found?,
+                found = queue.results(plan.batch, Duration::from_millis(250)) => found,
+            };
+            let deliveries = match found {
+                Ok(deliveries) => {
+                    outage.over();
+                    deliveries
+                }
+                Err(e) => {
+                    outage.wait_out(&*queue, e).await?;
+                    continue;
+                }
             };
             if deliveries.is_empty() {
                 break;
@@ -160,9 +171,19 @@ where
     let mut heard = Instant::now();
     let mut hinted = false;
     while !state.pending.is_empty() {
-        let deliveries = tokio::select! {
+        let found = tokio::select! {
             () = &mut stop => break,
-            found = queue.results(plan.batch, Duration::from_millis(500)) => found?,
+            found = queue.results(plan.batch, Duration::from_millis(500)) => found,
+        };
+        let deliveries = match found {
+            Ok(deliveries) => {
+                outage.over();
+                deliveries
+            }
+            Err(e) => {
+                outage.wait_out(&*queue, e).await?;
+                continue;
+            }
         };
         if !deliveries.is_empty() {
             heard = Instant::now();
@@ -232,9 +253,46 @@ impl State {
             self.seen.insert(id);
             Some(sink(outcome))
         })
-        .await?;
+        .await;
         self.followed.unstored += unstored.len();
         Ok(())
+    }
+}
+
+/// How long a submitter waits out a queue it cannot read from (a server restarting, a network
+/// partition) before it gives up; the batch can be taken up again with `--resume`.
+const MAX_OUTAGE: Duration = Duration::from_secs(300);
+
+/// A queue that is away: how long, and how long to wait before asking again.
+#[derive(Default)]
+struct Outage {
+    since: Option<Instant>,
+    wait: Duration,
+}
+
+impl Outage {
+    /// Waits before the next try, doubling from 200 ms up to 5 s; gives `error` back once the
+    /// queue has been away for [`MAX_OUTAGE`].
+    async fn wait_out(&mut self, queue: &dyn Queue, error: Error) -> harness::Result<()> {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= MAX_OUTAGE {
+            return Err(error);
+        }
+        self.wait = (self.wait * 2).clamp(Duration::from_millis(200), Duration::from_secs(5));
+        tracing::warn!(
+            "cannot read reports from {} ({}); trying again in {} ms",
+            queue.describe(),
+            error.message(),
+            self.wait.as_millis()
+        );
+        tokio::time::sleep(self.wait).await;
+        Ok(())
+    }
+
+    /// The queue answered again.
+    fn over(&mut self) {
+        self.since = None;
+        self.wait = Duration::ZERO;
     }
 }
 
@@ -243,14 +301,13 @@ impl State {
 /// All are stored together (the journal writes what arrives together in one transaction), then
 /// each is acknowledged — a result is never dropped from the queue before it is recorded. One
 /// that could not be stored is left in the queue, to be delivered again; returns why, for each.
-///
-/// # Errors
-/// [`harness::ErrorKind::Config`] when the queue refuses an acknowledgement.
+/// An acknowledgement the queue does not take (a server restarting) is a warning: the result is
+/// delivered again and recognised as recorded.
 pub async fn settle(
     queue: &dyn Queue,
     deliveries: Vec<Delivery>,
     mut store: impl FnMut(&Outcome) -> Option<Stored>,
-) -> harness::Result<Vec<String>> {
+) -> Vec<String> {
     let storing: Vec<Stored> = deliveries
         .iter()
         .map(|d| store(&d.outcome).unwrap_or_else(|| Box::pin(async { Ok(()) })))
@@ -259,11 +316,18 @@ pub async fn settle(
     let mut left = Vec::new();
     for (delivery, stored) in deliveries.iter().zip(stored) {
         match stored {
-            Ok(()) => queue.acknowledge(delivery).await?,
+            Ok(()) => {
+                if let Err(e) = queue.acknowledge(delivery).await {
+                    tracing::warn!(
+                        "a recorded report was not acknowledged ({}); it will come again and be recognised",
+                        e.message()
+                    );
+                }
+            }
             Err(why) => left.push(why),
         }
     }
-    Ok(left)
+    left
 }
 
 /// A delivery as a local batch reports it: a dead letter of a delegation of `kind` is its run,

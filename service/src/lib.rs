@@ -1028,13 +1028,8 @@ async fn collect(app: Shared, mut shutdown: watch::Receiver<bool>) {
             }))
         })
         .await;
-        match settled {
-            Ok(left) => {
-                for why in left {
-                    tracing::error!("harness serve: not recorded: {why}");
-                }
-            }
-            Err(e) => tracing::warn!("harness serve: cannot acknowledge a report: {e}"),
+        for why in settled {
+            tracing::error!("harness serve: not recorded: {why}");
         }
     }
 }
