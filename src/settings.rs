@@ -10,6 +10,15 @@ use serde_json::{Map, Value};
 
 use crate::args::SandboxArgs;
 
+/// The runtime every command that runs delegations uses: trace ids for the report, and the
+/// run journals' review decisions watched while delegates run (a delegate recording an override
+/// ends its delegation `gate_tampered`).
+pub fn runtime() -> Result<harness::Runtime, Error> {
+    let runtime = harness::Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
+    runtime.watch_reviews(Arc::new(|journal| harness_records::review_state(journal)));
+    Ok(runtime)
+}
+
 /// Reads a text file, naming it in the error.
 pub fn read_file(what: &str, path: &Path) -> Result<String, Error> {
     std::fs::read_to_string(path)

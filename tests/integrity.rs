@@ -659,3 +659,57 @@ fn a_delegate_that_can_write_nothing_changes_nothing_and_pays_no_walk() {
         .collect();
     assert_eq!(kinds, ["file", "commit"], "{report}");
 }
+
+/// A delegate with `run_command` cannot decide its own review: it runs `harness override`
+/// through the journal in its workspace to approve an earlier failed run of its own, and the
+/// delegation that did it ends `gate_tampered`, naming the journal.
+#[test]
+fn a_delegate_that_records_an_override_in_the_journal_is_gate_tampered() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("ws/.harness")).expect("journal dir");
+    let journal = dir.join("ws/.harness/runs.db");
+    dir.write(
+        "liar.star",
+        "def respond(request):\n    return \"Done, I created hello.txt\"\n",
+    );
+    dir.write(
+        "first.yaml",
+        "task: Create hello.txt.\ndelegate: {kind: scripted, script: liar.star}\ncriteria: [\"file_exists:hello.txt\"]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",
+    );
+    let out = harness(["run", "--json", "--journal"])
+        .args([&journal, &dir.join("first.yaml")])
+        .run();
+    out.expect_code(1);
+    let failed = out.json()["id"].as_str().expect("an id").to_owned();
+    let approve = json!([{"name": "run_command", "arguments": {"argv": [
+        crate::util::harness_bin(), "override", failed, "--approve", "--type", "check",
+        "--reason", "looks fine to me", "--user", "the-delegate", "--journal", ".harness/runs.db",
+    ]}}]);
+    dir.write(
+        "agent.star",
+        calls_then(&approve.to_string(), "Done, and it has been reviewed."),
+    );
+    dir.write(
+        "second.yaml",
+        "task: Anything.\ndelegate: {kind: scripted, script: agent.star}\ntools: [run_command]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",
+    );
+    let out = harness(["run", "--json", "--journal"])
+        .args([&journal, &dir.join("second.yaml")])
+        .run();
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("failed"), "{report:#}");
+    assert_eq!(
+        report["error"]["kind"],
+        json!("gate_tampered"),
+        "{report:#}"
+    );
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("runs.db") && message.contains("review decision"),
+        "{message}"
+    );
+    // The override itself went through (the journal is the delegate's to write while its
+    // commands run unconfined): what stops it is that the run it came from fails.
+    let ran = tool_results(&report, 0);
+    assert_eq!(ran[0]["is_error"], json!(false), "{ran:?}");
+}

@@ -22,6 +22,31 @@ use crate::error::{Error, ErrorKind};
 /// refused to tools but not compared.
 const MAX_FILES: usize = 10_000;
 
+/// How many review decisions a journal holds that this process did not record (DESIGN §4.11):
+/// an override, or a row of the audit log, that appears while a delegate is running was made
+/// by someone else — perhaps the delegate, deciding its own review.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReviewState {
+    /// Overrides in the journal, less those this process recorded.
+    pub overrides: u64,
+    /// Rows of the audit log, less those this process appended.
+    pub audit_rows: u64,
+}
+
+/// Reads a journal's [`ReviewState`]; `None` when there is nothing to read (no journal yet, or
+/// one that cannot be opened).
+pub type ReviewProbe = Arc<dyn Fn(&Path) -> Option<ReviewState> + Send + Sync>;
+
+/// A [`ReviewProbe`] as the runtime and the guards hold it.
+#[derive(Clone)]
+pub(crate) struct Probe(pub(crate) ReviewProbe);
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReviewProbe")
+    }
+}
+
 /// The protected paths of one delegation and their fingerprints before its first attempt.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PolicyGuard {
@@ -37,6 +62,10 @@ pub(crate) struct PolicyGuard {
     before: Option<BTreeMap<PathBuf, Fingerprint>>,
     /// The gate inputs inside the workspace (`protect`): existing ones are refused to tools.
     gate: Arc<GateInputs>,
+    /// Each journal's review state when the guard was made, and how to read it again; empty
+    /// when the delegate cannot write but through the tools, or no probe is installed.
+    reviews: Vec<(PathBuf, Option<ReviewState>)>,
+    review: Option<Probe>,
 }
 
 /// What `stat` says about a file: enough to see that it was written, replaced or touched.
@@ -61,12 +90,15 @@ impl PolicyGuard {
     /// Protects the `protected` paths (files or directories, inside the workspace or not) and
     /// the `journals` (refused, not fingerprinted), and fingerprints the protected files when
     /// `watch`: the delegate can write other than through the tools (it is offered
-    /// `run_command`, or it is an agent CLI). `gate` are the workspace's gate inputs.
+    /// `run_command`, or it is an agent CLI). `gate` are the workspace's gate inputs. With
+    /// `review` and `watch`, the journals' review states are read too: a decision recorded in
+    /// one while the delegate runs is a change of the policy.
     pub(crate) fn new(
         mut protected: Vec<PathBuf>,
         journals: Vec<PathBuf>,
         watch: bool,
         gate: Arc<GateInputs>,
+        review: Option<Probe>,
     ) -> Self {
         protected.extend(journals.iter().cloned());
         let mut guard = PolicyGuard {
@@ -75,9 +107,18 @@ impl PolicyGuard {
             journals,
             before: None,
             gate,
+            reviews: Vec::new(),
+            review: review.filter(|_| watch),
         };
         if watch {
             guard.before = Some(guard.fingerprints());
+            if let Some(Probe(probe)) = &guard.review {
+                guard.reviews = guard
+                    .journals
+                    .iter()
+                    .map(|j| (j.clone(), probe(j)))
+                    .collect();
+            }
         }
         guard
     }
@@ -141,6 +182,16 @@ impl PolicyGuard {
                 how: "added",
             });
         }
+        if let Some(Probe(probe)) = &self.review {
+            for (journal, was) in &self.reviews {
+                if probe(journal) != *was {
+                    changes.push(Change {
+                        path: journal.clone(),
+                        how: "a review decision recorded by another process",
+                    });
+                }
+            }
+        }
         changes.sort_by(|a, b| a.path.cmp(&b.path));
         changes
     }
@@ -163,7 +214,7 @@ impl PolicyGuard {
         let error = Error::new(
             ErrorKind::GateTampered,
             format!(
-                "the delegate changed the harness policy that judges it: {}; hooks, .harness/, the delegation file, the verifier and agent scripts and git's config, hooks and info/ are out of a delegate's reach (DESIGN §4.8)",
+                "the delegate changed the harness policy that judges it: {}; hooks, .harness/, the delegation file, the verifier and agent scripts, git's config, hooks and info/, and the review decisions in the run journal are out of a delegate's reach (DESIGN §4.8)",
                 listed.join(", ")
             ),
         );
@@ -253,6 +304,7 @@ mod tests {
                 d.journals(&root),
                 d.changes_files_itself(),
                 Arc::default(),
+                None,
             )
         };
         let unwatched = guard_of(delegation(&root, "write_file"));

@@ -67,6 +67,7 @@ pub use delegation::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use events::{EventRecord, Nobody, Observer, RunEvent};
+pub use guard::{ReviewProbe, ReviewState};
 pub use harness_hooks::{
     Changes, CriticOutcome, CriticReview, DelegateInfo, DelegationResult, Evidence, EvidenceResult,
     Request, ToolCall, ToolResult,

@@ -13,6 +13,7 @@ use crate::cache::Cache;
 use crate::delegation::Delegation;
 use crate::error::{Error, Result};
 use crate::events::Observer;
+use crate::guard::{Probe, ReviewProbe};
 use crate::policy::Policy;
 use crate::report::Report;
 use crate::verifier::Verifier;
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     /// One lock per workspace for the delegations that can change files (DESIGN §4.8): a diff
     /// could not tell whose change it saw, so they observe a workspace one at a time.
     pub(crate) writers: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// Reads the review state of a run journal ([`Runtime::watch_reviews`]).
+    pub(crate) review: std::sync::OnceLock<Probe>,
 }
 
 impl Shared {
@@ -91,8 +94,18 @@ impl Runtime {
                 workspaces: Workspaces::new(),
                 trace_ids: reader,
                 writers: std::sync::Mutex::default(),
+                review: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Watches the review decisions of the run journals while delegates that can change files
+    /// run (DESIGN §4.11): `probe` reads how many overrides and audit-log rows a journal holds
+    /// that this process did not record, before the first attempt and after each; a change ends
+    /// the delegation `gate_tampered` (a delegate running `harness override` on its own runs).
+    /// Set once; later calls are ignored.
+    pub fn watch_reviews(&self, probe: ReviewProbe) {
+        let _ = self.shared.review.set(Probe(probe));
     }
 
     /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the

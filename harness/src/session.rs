@@ -190,6 +190,7 @@ impl Session {
                         Vec::new(),
                         false,
                         Arc::clone(&gate),
+                        None,
                     )),
                     false,
                 )?;
@@ -211,6 +212,7 @@ impl Session {
             delegation.journals(workspace.root()),
             delegation.changes_files_itself(),
             gate,
+            shared.review.get().cloned(),
         ));
         let toolbox = Toolbox::new(
             workspace,

@@ -9,7 +9,8 @@
 //! rebuilding the whole chain: store the head hash elsewhere (`harness audit-log verify
 //! --anchor`) and check against it later (`--check-anchor`).
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use harness::OverridePolicy;
@@ -199,6 +200,61 @@ fn chain_hash(prev_hash: &str, entry: &str) -> String {
     hasher.update(prev_hash.as_bytes());
     hasher.update(entry.as_bytes());
     harness_builtins::hex(&hasher.finalize())
+}
+
+/// Review decisions this process recorded, per journal (its canonical path): overrides, audit
+/// rows. [`review_state`] leaves them out, so that only someone else's show.
+static RECORDED_HERE: std::sync::Mutex<Option<HashMap<PathBuf, (u64, u64)>>> =
+    std::sync::Mutex::new(None);
+
+fn journal_key(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Counts `overrides` and `audit_rows` as recorded by this process in the journal at `path`.
+fn recorded_here(path: &Path, overrides: u64, audit_rows: u64) {
+    let mut counts = RECORDED_HERE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let entry = counts
+        .get_or_insert_with(HashMap::new)
+        .entry(journal_key(path))
+        .or_default();
+    entry.0 += overrides;
+    entry.1 += audit_rows;
+}
+
+/// The review decisions in the journal at `path` that this process did not record (DESIGN
+/// §4.11): what [`harness::Runtime::watch_reviews`] compares before and after each attempt of a
+/// delegate that can change files. `None` when there is no journal there, or it cannot be read.
+pub fn review_state(path: &Path) -> Option<harness::ReviewState> {
+    if !path.is_file() {
+        return None;
+    }
+    let journal = Journal::open_read_only(path).ok()?;
+    if journal.schema_version().ok()? < 4 {
+        return Some(harness::ReviewState::default());
+    }
+    let count = |table: &str| -> Option<u64> {
+        journal
+            .conn
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .ok()
+            .map(|n| u64::try_from(n).unwrap_or(0))
+    };
+    let (overrides, audit_rows) = (count("overrides")?, count("audit_log")?);
+    let here = RECORDED_HERE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .and_then(|counts| counts.get(&journal_key(path)).copied())
+        .unwrap_or_default();
+    Some(harness::ReviewState {
+        overrides: overrides.wrapping_sub(here.0),
+        audit_rows: audit_rows.wrapping_sub(here.1),
+    })
 }
 
 /// Appends `entry` (its `seq` filled in) to the audit log inside `tx`; returns its seq.
@@ -541,6 +597,7 @@ impl Journal {
                 json!({"kind": refused.kind().as_str(), "message": refused.message()});
             append(&tx, entry).map_err(|e| sql("cannot append to the audit log of", e))?;
             tx.commit().map_err(|e| sql("cannot commit", e))?;
+            recorded_here(&path, 0, 1);
             return Err(refused);
         }
         entry["action"] = json!("override");
@@ -589,6 +646,7 @@ impl Journal {
         .map_err(|e| sql("cannot record the override event in", e))?;
         crate::journal::reseal(&tx, id).map_err(|e| sql("cannot seal the run again in", e))?;
         tx.commit().map_err(|e| sql("cannot commit", e))?;
+        recorded_here(&path, 1, 1);
         Ok(Override {
             run_id: id.to_owned(),
             user: request.user.clone(),

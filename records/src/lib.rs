@@ -25,7 +25,7 @@ mod writer;
 
 pub use authority::{
     AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, apply_override,
-    canonical,
+    canonical, review_state,
 };
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, escape_html,

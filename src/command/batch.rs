@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::batch::{BatchOutcome, BatchReader, BatchSettings, run_batch};
-use harness::{Assembler, Outcome, Runtime};
+use harness::{Assembler, Outcome};
 use harness_records::{JournalWriter, RecordMeta};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -50,7 +50,7 @@ pub async fn run(args: BatchArgs) -> u8 {
             Err(e) => return exit::fail(&e, false),
         },
     };
-    let runtime = match Runtime::with_trace_ids(Some(harness_telemetry::trace_id)) {
+    let runtime = match crate::settings::runtime() {
         Ok(runtime) => runtime,
         Err(e) => return exit::fail(&e, false),
     };

@@ -162,10 +162,7 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
         journal.as_ref().map(|located| located.path.as_path()),
     ))
     .file(&args.file)?;
-    Ok((
-        delegation,
-        Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?,
-    ))
+    Ok((delegation, crate::settings::runtime()?))
 }
 
 /// Prints one step of the run on stderr, secrets scrubbed as in the final report.

@@ -1,8 +1,6 @@
 //! `harness serve`: the HTTP API, the review page and, with `--queue`, the collector of what
 //! workers send back — the `harness-service` crate, started with the flags' settings.
 
-use harness::Runtime;
-
 use crate::args::ServeArgs;
 use crate::exit;
 use crate::settings;
@@ -34,7 +32,7 @@ async fn serve(args: ServeArgs) -> Result<(), exit::Failure> {
             .filter(|u| !u.trim().is_empty()),
         allowed_hosts: args.allow_hosts.clone(),
     };
-    let runtime = Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
+    let runtime = settings::runtime()?;
     let server = harness_service::Server::bind(settings, runtime).await?;
     // A generated token is printed in the URL that signs a browser in (as Jupyter does); a
     // configured one is the operator's to know.

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::Runtime;
 use harness_queue::{QueueOptions, WorkerSettings};
 
 use crate::args::WorkerArgs;
@@ -21,7 +20,7 @@ pub async fn run(args: WorkerArgs) -> u8 {
         Ok(queue) => queue,
         Err(e) => return exit::fail(&e, false),
     };
-    let runtime = match Runtime::with_trace_ids(Some(harness_telemetry::trace_id)) {
+    let runtime = match crate::settings::runtime() {
         Ok(runtime) => Arc::new(runtime),
         Err(e) => return exit::fail(&e, false),
     };
