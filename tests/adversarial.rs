@@ -38,6 +38,10 @@ fn project(agent: &str, extra: &str) -> TempDir {
     dir
 }
 
+/// A project policy that runs commands unconfined: the attacks the guards must catch after the
+/// fact, as they would where bubblewrap is missing.
+const UNCONFINED: &str = "commands: {isolation: none}\n";
+
 /// Runs `harness run --json` on the project's delegation file with a journal in the project.
 fn run(dir: &TempDir) -> (Output, Value) {
     let out = harness(["run", "--json", "--journal"])
@@ -160,6 +164,9 @@ fn a_policy_change_made_by_a_command_fails_the_run_as_gate_tampered() {
         &calls_then_done(calls),
         "tools: [run_command]\nworkdir: .\n",
     );
+    // Unconfined (confined, the write is refused: see the bwrap tests below): the change is
+    // made, and found.
+    dir.write("ws/.harness/policy.yaml", UNCONFINED);
     let (out, report) = run(&dir);
     out.expect_code(1);
     assert_eq!(report["outcome"], json!("failed"), "{out:?}");
@@ -194,6 +201,7 @@ fn a_batch_judges_every_line_by_the_scripts_it_read_before_the_first_ran() {
         "ws/idle.star",
         "def respond(request):\n    return {\"content\": \"done\"}\n",
     );
+    dir.write("ws/.harness/policy.yaml", UNCONFINED);
     dir.write(
         "ws/verify.star",
         "def run(result):\n    return {\"verified\": fs.exists(\"hello.txt\"), \"reason\": \"hello.txt is missing\"}\n",
@@ -840,6 +848,10 @@ fn bubblewrap_works() -> bool {
 #[test]
 fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside() {
     if !bubblewrap_works() {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
+            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
+        );
         eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
         return;
     }
@@ -854,22 +866,41 @@ fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside()
         &calls_then_done(&calls.to_string()),
         "tools: [run_command]\nworkdir: .\n",
     );
-    dir.write("ws/.harness/policy.yaml", "commands: {isolation: bwrap}\n");
-    let before = dir.read("ws/verify.star");
-    let (out, report) = run(&dir);
-    // Nothing was changed, so nothing was violated: the verifier judged, and hello.txt is missing.
-    assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
-    assert_eq!(dir.read("ws/verify.star"), before);
-    assert!(
-        dir.read("ws/.harness/hooks/gate.md")
-            .is_some_and(|s| !s.contains("tampered"))
-    );
-    assert_eq!(
-        dir.read("ws/fine.txt").as_deref(),
-        Some("done\n"),
-        "{out:?}"
-    );
-    assert!(!marker.exists(), "a write escaped the sandbox");
+    // `bwrap` said, and `auto` (no policy at all: the default).
+    for policy in [Some("commands: {isolation: bwrap}\n"), None] {
+        match policy {
+            Some(policy) => dir.write("ws/.harness/policy.yaml", policy),
+            None => {
+                let _ = std::fs::remove_file(dir.join("ws/.harness/policy.yaml"));
+                dir.join("ws/.harness/policy.yaml")
+            }
+        };
+        let _ = std::fs::remove_file(dir.join("ws/fine.txt"));
+        let before = dir.read("ws/verify.star");
+        let (out, report) = run(&dir);
+        // Nothing was changed, so nothing was violated: the verifier judged, and hello.txt is
+        // missing.
+        assert_eq!(
+            report["kind"],
+            json!("verification_failed"),
+            "{policy:?}: {out:?}"
+        );
+        assert_eq!(dir.read("ws/verify.star"), before);
+        assert!(
+            dir.read("ws/.harness/hooks/gate.md")
+                .is_some_and(|s| !s.contains("tampered"))
+        );
+        assert_eq!(
+            dir.read("ws/fine.txt").as_deref(),
+            Some("done\n"),
+            "{out:?}"
+        );
+        assert!(!marker.exists(), "a write escaped the sandbox");
+        assert!(
+            !out.stderr.contains("commands run unconfined"),
+            "confined, no warning: {out:?}"
+        );
+    }
 }
 
 #[test]

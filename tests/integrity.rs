@@ -229,6 +229,8 @@ fn a_planted_policy_or_git_hook_is_refused_or_gate_tampered_even_without_checks(
         );
         let dir = project(&agent, "");
         std::fs::create_dir_all(dir.join("ws/.git/hooks")).expect("a .git");
+        // Unconfined: found after the fact (confined, the write fails: tests/adversarial.rs).
+        dir.write("ws/.harness/policy.yaml", "commands: {isolation: none}\n");
         let (out, report) = run(&dir);
         out.expect_code(1);
         assert_eq!(report["kind"], json!("gate_tampered"), "{path}: {out:?}");
@@ -545,6 +547,7 @@ fn a_process_left_running_that_rewrites_the_test_while_its_check_runs_is_caught(
         &agent,
         "checks:\n  - {name: tests, run: \"sleep 1; sh test.sh\"}\nmax_verify_retries: 0\n",
     );
+    dir.write("ws/.harness/policy.yaml", "commands: {isolation: none}\n");
     let (out, report) = run(&dir);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     out.expect_code(1);
@@ -689,6 +692,8 @@ fn a_delegate_that_records_an_override_in_the_journal_is_gate_tampered() {
         "agent.star",
         calls_then(&approve.to_string(), "Done, and it has been reviewed."),
     );
+    // Unconfined, the journal is the delegate's to write (confined, it is bound read-only).
+    dir.write("ws/.harness/policy.yaml", "commands: {isolation: none}\n");
     dir.write(
         "second.yaml",
         "task: Anything.\ndelegate: {kind: scripted, script: agent.star}\ntools: [run_command]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",

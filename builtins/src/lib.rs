@@ -40,8 +40,9 @@ pub use error::{Error, ErrorKind, Limit, Location};
 pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
 pub use limits::Limits;
 pub use modules::{
-    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, bubblewrap, find_program,
-    hex, http_client_builder, read_capped, run_program, sha256_hex, unhex,
+    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, bubblewrap,
+    bubblewrap_works, find_program, hex, http_client_builder, read_capped, run_program, sha256_hex,
+    unhex,
 };
 pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
 

@@ -50,7 +50,7 @@ pub struct Delegation {
     redact: Redactor,
     trace_parent: Option<String>,
     journal: Option<PathBuf>,
-    isolate_commands: bool,
+    isolation: crate::project::CommandIsolation,
     checks: Vec<CheckSpec>,
     criteria: Vec<Criterion>,
     require_checks: bool,
@@ -150,7 +150,7 @@ impl Delegation {
             redact: project.redact.clone(),
             trace_parent: overrides.trace_parent.clone(),
             journal: overrides.journal.clone(),
-            isolate_commands: project.isolate_commands,
+            isolation: project.commands,
             checks,
             criteria,
             require_checks: gates.require_checks.unwrap_or(false),
@@ -269,9 +269,19 @@ impl Delegation {
         self.trace_parent.as_deref()
     }
 
-    /// Run `run_command` children under bubblewrap (project policy `commands.isolation: bwrap`).
+    /// Run `run_command` children under bubblewrap (project policy `commands.isolation`:
+    /// `bwrap`, or `auto` where bubblewrap works here).
     pub fn isolate_commands(&self) -> bool {
-        self.isolate_commands
+        self.isolation.confines()
+    }
+
+    /// The warning a run offering `run_command` gives when `auto` confinement fell back to none.
+    pub(crate) fn unconfined_warning(&self) -> Option<&'static str> {
+        self.tools
+            .iter()
+            .any(|t| t == "run_command")
+            .then(|| self.isolation.warning())
+            .flatten()
     }
 
     /// Commands that judge every attempt by exit code, before the verifier (`checks:`, then the

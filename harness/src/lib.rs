@@ -74,7 +74,7 @@ pub use harness_hooks::{
 };
 pub use pipeline::Pipeline;
 pub use policy::Policy;
-pub use project::{OverridePolicy, PROJECT_POLICY, ProjectPolicy};
+pub use project::{CommandIsolation, OverridePolicy, PROJECT_POLICY, ProjectPolicy};
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};

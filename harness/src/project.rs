@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, observe, protect, claims, confirm, flaky, critic, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: none | bwrap}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
+const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, observe, protect, claims, confirm, flaky, critic, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: auto | bwrap | none}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -122,6 +122,37 @@ impl Default for OverridePolicy {
     }
 }
 
+/// `commands.isolation`: how the programs a delegate starts with `run_command` are confined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CommandIsolation {
+    /// Under bubblewrap where it is installed and works here; unconfined, with a warning on
+    /// every run that offers `run_command`, where it is not.
+    #[default]
+    Auto,
+    /// Under bubblewrap, always: a policy that asks for it where it is missing is an error.
+    Bwrap,
+    /// Unconfined: the operator accepts that a delegate with `run_command` can act as them.
+    None,
+}
+
+impl CommandIsolation {
+    /// True when `run_command` children run under bubblewrap.
+    pub fn confines(self) -> bool {
+        match self {
+            CommandIsolation::Bwrap => true,
+            CommandIsolation::None => false,
+            CommandIsolation::Auto => harness_builtins::bubblewrap_works(),
+        }
+    }
+
+    /// What a run offering `run_command` says when `auto` found no working bubblewrap.
+    pub fn warning(self) -> Option<&'static str> {
+        (self == CommandIsolation::Auto && !self.confines()).then_some(
+            "commands run unconfined: bubblewrap (`bwrap`) is not installed or cannot make namespaces here, so a delegate with run_command can act as you (install bubblewrap, or set `commands.isolation: none` in .harness/policy.yaml to accept it)",
+        )
+    }
+}
+
 /// A workspace's project policy; [`ProjectPolicy::default`] when it has none.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectPolicy {
@@ -130,8 +161,8 @@ pub struct ProjectPolicy {
     /// The other `verification_defaults` (checks, criteria, require_checks, scope,
     /// stuck_after): each used when a delegation does not give that key.
     pub(crate) defaults: crate::gates::Gates,
-    /// `commands.isolation: bwrap`: `run_command` children run under bubblewrap.
-    pub isolate_commands: bool,
+    /// `commands.isolation`: how `run_command` children are confined (default `auto`).
+    pub commands: CommandIsolation,
     /// The budgets every script (verifier, hook, scripted delegate) runs under.
     pub limits: Limits,
     /// The built-in secret patterns plus `redact.patterns`: applied to everything a run prints
@@ -262,24 +293,25 @@ impl ProjectPolicy {
                 e.message()
             ))
         })?;
-        let isolate_commands = match raw.commands.and_then(|c| c.isolation).as_deref() {
-            None | Some("none") => false,
+        let commands = match raw.commands.and_then(|c| c.isolation).as_deref() {
+            None | Some("auto") => CommandIsolation::Auto,
+            Some("none") => CommandIsolation::None,
             Some("bwrap") => {
                 harness_builtins::bubblewrap().map_err(|e| {
                     Error::config(format!(
                         "project policy {file}: `commands.isolation: bwrap`: {e}"
                     ))
                 })?;
-                true
+                CommandIsolation::Bwrap
             }
             Some(other) => {
                 return Err(Error::config(format!(
-                    "project policy {file}: `commands.isolation` is {other:?}; use `none` (the default) or `bwrap`"
+                    "project policy {file}: `commands.isolation` is {other:?}; use `auto` (the default: bubblewrap where it works), `bwrap` or `none`"
                 )));
             }
         };
         Ok(ProjectPolicy {
-            isolate_commands,
+            commands,
             max_verify_retries: defaults.max_verify_retries,
             defaults: gates,
             limits,

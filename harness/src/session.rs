@@ -220,6 +220,8 @@ impl Session {
             Arc::clone(&guard),
             delegation.isolate_commands(),
         )?;
+        let mut warnings = warnings;
+        warnings.extend(delegation.unconfined_warning().map(str::to_owned));
         Ok(Session {
             tool_specs: toolbox.specs(),
             toolbox,

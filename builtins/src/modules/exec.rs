@@ -149,6 +149,48 @@ pub fn bubblewrap() -> std::io::Result<PathBuf> {
     find_bubblewrap(search_path(None).as_deref())
 }
 
+/// True when bubblewrap is installed and can make its namespaces here (a container may forbid
+/// user namespaces): tried once per process, by confining `true`.
+pub fn bubblewrap_works() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| {
+        let Ok(bwrap) = bubblewrap() else {
+            return false;
+        };
+        let Ok(truth) = resolve_program("true", search_path(None).as_deref(), Path::new("/"))
+        else {
+            return false;
+        };
+        std::process::Command::new(bwrap)
+            .args(SANDBOX_ARGS)
+            .arg("--")
+            .arg(truth)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    })
+}
+
+/// What every bubblewrap sandbox starts with: the whole file system read-only, fresh `/dev`,
+/// `/proc` and `/tmp`, every namespace of its own (PID: everything in it dies with it; no
+/// network), a session of its own (no terminal to inject into), and gone when harness is.
+const SANDBOX_ARGS: [&str; 12] = [
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-all",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+];
+
 /// Finds `bwrap` on `path` (absolute entries only, as [`search_path`] leaves them).
 fn find_bubblewrap(path: Option<&std::ffi::OsStr>) -> std::io::Result<PathBuf> {
     resolve_program("bwrap", path, Path::new("/")).map_err(|_| {
@@ -183,20 +225,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         Some(isolation) => {
             // Found like the program: never in the workspace.
             let mut command = tokio::process::Command::new(find_bubblewrap(path.as_deref())?);
-            command.args([
-                "--die-with-parent",
-                "--new-session",
-                "--unshare-all",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--tmpfs",
-                "/tmp",
-            ]);
+            command.args(SANDBOX_ARGS);
             for dir in isolation.writable {
                 command.arg("--bind").arg(dir).arg(dir);
             }
