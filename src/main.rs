@@ -14,6 +14,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    // What a command leaves running after detaching itself comes back to harness, to be killed
+    // when the command ends (harness_builtins::run_program).
+    harness_builtins::become_subreaper();
     // Scripts run on these threads (inline on workers, or on blocking threads) with a known stack:
     // 16 MiB holds the deepest call stack `limits.call_depth` allows and every value walk the
     // nesting limit lets through.

@@ -363,6 +363,66 @@ fn run_command_ends_with_its_process_group() {
     );
 }
 
+/// A child that detaches itself (`setsid`: a session and group of its own) escaped the
+/// process-group kill; harness is a child subreaper, so it comes back to harness when its
+/// parent exits and is killed when its command ends. Unconfined, where this is all there is.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_detached_child_is_killed_when_its_command_ends() {
+    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "setsid sh -c 'sleep 1.5; touch late.txt' >/dev/null 2>&1 </dev/null & sleep 0.3; echo started"]}}]"#;
+    let dir = project(
+        &calls_then_done(calls),
+        "tools: [run_command]\nworkdir: .\n",
+    );
+    dir.write("ws/.harness/policy.yaml", UNCONFINED);
+    let (out, report) = run(&dir);
+    assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(
+        !dir.join("ws/late.txt").exists(),
+        "a detached child outlived its command"
+    );
+}
+
+/// `harness run` killed with SIGKILL (no chance to clean up): its running command dies with it
+/// (a parent-death signal unconfined; bubblewrap's `--die-with-parent` confined).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_harness_leaves_its_command_not_running() {
+    for policy in [Some(UNCONFINED), None] {
+        let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "touch started; sleep 2; echo survived > late.txt"]}}]"#;
+        let dir = project(
+            &calls_then_done(calls),
+            "tools: [run_command]\nworkdir: .\n",
+        );
+        if let Some(policy) = policy {
+            dir.write("ws/.harness/policy.yaml", policy);
+        }
+        let mut child = std::process::Command::new(crate::util::harness_bin())
+            .args(["run", "--journal"])
+            .args([dir.join("runs.db"), dir.join("ws/delegation.yaml")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("harness starts");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !dir.join("ws/started").exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        std::thread::sleep(std::time::Duration::from_millis(3000));
+        assert!(
+            !dir.join("ws/late.txt").exists(),
+            "{policy:?}: the command outlived a killed harness"
+        );
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn a_command_delegate_ends_with_its_process_group() {

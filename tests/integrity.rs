@@ -533,10 +533,13 @@ fn a_new_test_configuration_file_is_refused_and_caught() {
 }
 
 #[test]
-fn a_process_left_running_that_rewrites_the_test_while_its_check_runs_is_caught() {
-    // The delegate starts a process outside its process group; it forges test.sh while the
-    // (slow) check runs and puts it back after. The stamps taken before the checks and after
-    // them differ: gate_tampered, and the check's pass does not count.
+fn a_process_left_running_to_rewrite_the_test_while_its_check_runs_is_killed_first() {
+    // The delegate starts a process outside its process group, to forge test.sh while the
+    // (slow) check runs and put it back after. Harness is a child subreaper: the detached process
+    // comes back to it and is killed when its command ends, before any check runs (were it
+    // reached from elsewhere, the stamps taken before and after the checks would differ:
+    // `gate_tampered`). Unconfined, where this is all there is; bubblewrap's PID namespace ends
+    // it anyway.
     let plan =
         "sleep 0.6; cp test.sh .keep; echo \"exit 0\" > test.sh; sleep 1.2; cp .keep test.sh";
     let calls = json!([{"name": "run_command", "arguments": {"argv": [
@@ -551,12 +554,13 @@ fn a_process_left_running_that_rewrites_the_test_while_its_check_runs_is_caught(
     let (out, report) = run(&dir);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     out.expect_code(1);
-    assert_eq!(report["kind"], json!("gate_tampered"), "{out:?}");
-    let message = report["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("test.sh changed while the checks ran"),
-        "{message}"
+    // The check judged the real test, which fails: no feature.txt.
+    assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
+    assert_eq!(
+        dir.read("ws/test.sh").as_deref(),
+        Some("test -f feature.txt\n")
     );
+    assert!(!dir.join("ws/.keep").exists(), "the forger ran: {out:?}");
 }
 
 #[test]

@@ -31,6 +31,7 @@ mod intercept;
 mod limits;
 mod modules;
 mod nesting;
+mod reaper;
 mod tls;
 mod workspace;
 
@@ -44,6 +45,7 @@ pub use modules::{
     bubblewrap_works, find_program, hex, http_client_builder, read_capped, run_program, sha256_hex,
     unhex,
 };
+pub use reaper::become_subreaper;
 pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
 
 /// At most `max` characters of `text`, with `…` when any were dropped (for messages).

@@ -270,8 +270,9 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         command.env("HOME", home).env("TMPDIR", tmp);
     }
     command.envs(launch.env.iter().map(|(k, v)| (k, v)));
-    let mut child = command.spawn()?;
-    let group = ProcessGroup::new(child.id());
+    let mut child = crate::reaper::spawn(&mut command)?;
+    let leader = child.id();
+    let group = ProcessGroup::new(leader);
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     let input = child.stdin.take().zip(launch.stdin);
@@ -301,8 +302,10 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         (out, err, status)
     };
     let ended = tokio::time::timeout(launch.timeout, output).await;
-    // On a timeout, the leader is killed when the future drops the child; the rest now.
+    // On a timeout, the leader is killed when the future drops the child; the rest now, and
+    // whatever detached itself from the group.
     group.kill();
+    crate::reaper::ended(leader).await;
     match ended {
         Ok((stdout, stderr, status)) => Ok(ProgramRun {
             exit_code: status?.code(),
