@@ -23,7 +23,7 @@ pub fn for_error(kind: ErrorKind) -> u8 {
         ErrorKind::Config => USAGE,
         ErrorKind::Verifier | ErrorKind::Hook | ErrorKind::Check => BROKEN_POLICY,
         ErrorKind::Delegate | ErrorKind::Tool | ErrorKind::Timeout | ErrorKind::Budget => DELEGATE,
-        ErrorKind::Cancelled => CANCELLED,
+        ErrorKind::Cancelled | ErrorKind::Interrupted => CANCELLED,
         ErrorKind::Blocked => BLOCKED,
         ErrorKind::VerificationFailed
         | ErrorKind::ScopeViolation

@@ -15,7 +15,7 @@ use crate::args::SandboxArgs;
 /// ends its delegation `gate_tampered`).
 pub fn runtime() -> Result<harness::Runtime, Error> {
     let runtime = harness::Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
-    runtime.watch_reviews(Arc::new(|journal| harness_records::review_state(journal)));
+    runtime.watch_reviews(Arc::new(harness_records::review_state));
     Ok(runtime)
 }
 

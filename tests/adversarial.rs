@@ -420,6 +420,25 @@ fn a_killed_harness_leaves_its_command_not_running() {
             !dir.join("ws/late.txt").exists(),
             "{policy:?}: the command outlived a killed harness"
         );
+        // Its row was written when it started: the run is found, as interrupted, and its
+        // record does not audit as a whole run.
+        let listed = harness(["runs", "list", "--json", "--journal"])
+            .args([dir.join("runs.db")])
+            .run()
+            .json();
+        let run = &listed["runs"][0];
+        assert_eq!(run["outcome"], json!("error"), "{listed}");
+        assert_eq!(run["error"]["kind"], json!("interrupted"), "{listed}");
+        let id = run["id"].as_str().expect("an id");
+        let audit = harness(["audit", "--json", id, "--journal"])
+            .args([dir.join("runs.db")])
+            .run();
+        audit.expect_code(1);
+        let failures = audit.json()["failures"].to_string();
+        assert!(
+            failures.contains("truncated") && failures.contains("never completed"),
+            "{failures}"
+        );
     }
 }
 

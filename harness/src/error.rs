@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Timeout,
     /// The delegation was cancelled.
     Cancelled,
+    /// The process running the delegation died mid-run (killed, crashed, the machine went
+    /// down): found and marked by the next reader of its journal row (DESIGN §5).
+    Interrupted,
     /// Every attempt was verified and none passed.
     VerificationFailed,
     /// The delegate changed files outside its `scope` (DESIGN §4.8).
@@ -73,6 +76,7 @@ impl ErrorKind {
             ErrorKind::Tool => "tool",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Interrupted => "interrupted",
             ErrorKind::VerificationFailed => "verification_failed",
             ErrorKind::ScopeViolation => "scope_violation",
             ErrorKind::GateTampered => "gate_tampered",

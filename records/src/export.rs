@@ -204,8 +204,9 @@ pub struct AuditOptions<'a> {
     /// Where the evidence files are (default: the run's own `workdir`).
     pub workdir: Option<&'a Path>,
     /// Seals the export must carry, each with where it was kept (`the journal …`,
-    /// `--expect-seal`).
-    pub expected_seals: Vec<(String, String)>,
+    /// `--expect-seal`); `None` where that place holds none (a run that never completed, or
+    /// was recorded before seals), which fails.
+    pub expected_seals: Vec<(String, Option<String>)>,
     /// The operator's public key: the export must carry a valid signature by it.
     pub public_key: Option<VerifyingKey>,
 }
@@ -338,6 +339,16 @@ pub fn audit(document: &Value, options: &AuditOptions<'_>) -> VerificationReport
         Some(_) => {}
     }
     for (kept, expected) in &options.expected_seals {
+        let Some(expected) = expected else {
+            check.fail(
+                "seal_mismatch",
+                "seal",
+                format!(
+                    "{kept} holds no seal for this run: it never completed, or was recorded by a harness before seals; nothing vouches for it"
+                ),
+            );
+            continue;
+        };
         if !expected.eq_ignore_ascii_case(&sealed) {
             check.fail(
                 "seal_mismatch",

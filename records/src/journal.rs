@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use harness::{Evidence, RETRY_TEMPLATE_VERSION, Report, Usage, Verdict};
+use harness::{ErrorKind, Evidence, RETRY_TEMPLATE_VERSION, Report, Usage, Verdict};
 
 use crate::error::{Error, Result};
 use rusqlite::{
@@ -98,6 +98,54 @@ pub struct RecordMeta {
     pub source: Option<PathBuf>,
     /// The workspace root it ran in.
     pub workdir: Option<PathBuf>,
+}
+
+/// A run that has started, as [`Journal::begin`] writes it.
+#[derive(Debug, Clone)]
+pub struct Started<'a> {
+    /// The delegation id.
+    pub id: &'a str,
+    /// When it started.
+    pub started_at: SystemTime,
+    /// The delegate kind.
+    pub delegate_kind: &'a str,
+    /// The delegation file it was read from.
+    pub source: Option<&'a Path>,
+    /// The workspace it runs in.
+    pub workdir: Option<&'a Path>,
+}
+
+/// What a running row's `error_message` holds: which process runs it (its pid and start time,
+/// so a reused pid is not taken for it).
+const RUNNING_IN: &str = "running in process ";
+
+fn running_mark() -> String {
+    let pid = std::process::id();
+    format!(
+        "{RUNNING_IN}{pid} started at {}",
+        process_start(pid).unwrap_or(0)
+    )
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22).
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True when the process a running row names is still running it.
+fn still_running(mark: &str) -> bool {
+    let Some((pid, start)) = mark
+        .strip_prefix(RUNNING_IN)
+        .and_then(|rest| rest.split_once(" started at "))
+    else {
+        return false;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+        return false;
+    };
+    process_start(pid).is_some_and(|now| now == start)
 }
 
 /// Which records [`Journal::list`] returns.
@@ -460,6 +508,36 @@ impl Journal {
         Ok(())
     }
 
+    /// Writes the row of a run that has started (outcome `running`, naming this process), so
+    /// that a run whose process dies before [`Journal::record`] is found: readers show it as
+    /// `error`, kind `interrupted`, once that process is gone (DESIGN §5). [`Journal::record`]
+    /// replaces it. A row already there (the run recorded) is left alone.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails.
+    pub fn begin(&mut self, run: &Started<'_>) -> Result<()> {
+        let path_text = |p: Option<&Path>| p.map(|p| p.display().to_string());
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO delegations (id, started_at_ms, duration_ms, delegate_kind,
+                    outcome, error_message, attempts, input_tokens, output_tokens, requests,
+                    retry_template_version, source, workdir, recorded_at_ms)
+                 VALUES (?1, ?2, 0, ?3, 'running', ?4, 0, 0, 0, 0, ?5, ?6, ?7, ?8)",
+                params![
+                    run.id,
+                    unix_millis(run.started_at),
+                    run.delegate_kind,
+                    running_mark(),
+                    RETRY_TEMPLATE_VERSION,
+                    path_text(run.source),
+                    path_text(run.workdir),
+                    unix_millis(SystemTime::now()),
+                ],
+            )
+            .map_err(|e| self.error("cannot write the start of a run to", &e))?;
+        Ok(())
+    }
+
     /// Records one finished delegation, with its attempts, in one transaction.
     ///
     /// # Errors
@@ -631,7 +709,7 @@ pub(crate) fn reseal(conn: &Connection, id: &str) -> rusqlite::Result<()> {
 }
 
 fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
-    Ok(Record {
+    Ok(interrupted(Record {
         id: row.get("id")?,
         started_at: from_unix_millis(row.get("started_at_ms")?),
         duration: Duration::from_millis(count(row.get("duration_ms")?)),
@@ -655,7 +733,27 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         events: json_column(row, "events")?.unwrap_or_default(),
         decision: None,
         seal: text_column(row, "seal")?,
-    })
+    }))
+}
+
+/// A run whose row says it is running in a process that is gone: it was interrupted (killed,
+/// crashed, the machine went down) and is shown as `error`, kind `interrupted`.
+fn interrupted(mut record: Record) -> Record {
+    if record.outcome == "running" && !record.error_message.as_deref().is_some_and(still_running) {
+        let process = record
+            .error_message
+            .as_deref()
+            .and_then(|m| m.strip_prefix(RUNNING_IN))
+            .and_then(|m| m.split(' ').next())
+            .unwrap_or("?")
+            .to_owned();
+        record.outcome = "error".to_owned();
+        record.error_kind = Some(ErrorKind::Interrupted.as_str().to_owned());
+        record.error_message = Some(format!(
+            "interrupted: the harness process {process} that ran it ended before it completed (killed, crashed, or the machine went down); nothing after its start was recorded"
+        ));
+    }
+    record
 }
 
 /// Reads an optional JSON text column; a column this journal's schema does not have yet (an
@@ -730,6 +828,9 @@ pub(crate) fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
 
 /// Writes one delegation and its attempts with cached statements.
 fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> rusqlite::Result<()> {
+    // The row its start wrote, replaced by the whole run.
+    conn.prepare_cached("DELETE FROM delegations WHERE id = ?1 AND outcome = 'running'")?
+        .execute(params![report.id])?;
     let usage = report.usage();
     let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     conn.prepare_cached(

@@ -751,10 +751,7 @@ fn foreign_host(allowed: &[String], headers: &HeaderMap) -> Option<String> {
         None => host.rsplit_once(':').map_or(host, |(name, _)| name),
     };
     let name = name.trim_end_matches('.').to_ascii_lowercase();
-    if name == "localhost"
-        || name.parse::<std::net::IpAddr>().is_ok()
-        || allowed.iter().any(|a| *a == name)
-    {
+    if name == "localhost" || name.parse::<std::net::IpAddr>().is_ok() || allowed.contains(&name) {
         return None;
     }
     Some(format!(
