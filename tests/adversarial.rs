@@ -1120,3 +1120,36 @@ fn secrets_in_failure_reasons_never_reach_the_delegate() {
     assert!(said.starts_with("clean: "), "{said}");
     assert!(said.contains("OPENAI_API_KEY=[REDACTED]"), "{said}");
 }
+
+/// A process races `write_file`, swapping the directory it writes into for a link out of the
+/// workspace and back, as fast as it can. The path is checked, then written with no link
+/// followed in any component: no write lands outside (before, 146 of 1,280 did).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_directory_swapped_for_a_link_mid_write_never_lands_a_write_outside() {
+    let outside = TempDir::new();
+    // Fifteen turns of sixty writes each (the cap is 64 calls a turn, 20 turns an attempt).
+    let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"sub/f%d_%d.txt\" % (t, i), \"content\": \"x\"}} for i in range(60)]}\n";
+    let dir = project(agent, "tools: [write_file]\nworkdir: .\nobserve: false\n");
+    std::fs::create_dir_all(dir.join("ws/sub")).expect("sub");
+    // As fast as a loop of system calls goes: the directory is a link out about half the time.
+    let racer = format!(
+        "import os\nos.chdir({ws:?})\nwhile True:\n    try:\n        os.rename('sub', 'sub.real')\n        os.symlink({out:?}, 'sub')\n        os.unlink('sub')\n        os.rename('sub.real', 'sub')\n    except OSError:\n        pass\n",
+        ws = dir.join("ws").display().to_string(),
+        out = outside.path().display().to_string()
+    );
+    let mut racing = std::process::Command::new("python3")
+        .args(["-c", &racer])
+        .spawn()
+        .expect("the racer starts");
+    let (out, report) = run(&dir);
+    let _ = racing.kill();
+    let _ = racing.wait();
+    assert_eq!(report["attempts"], json!(1), "{out:?}");
+    let written = report["result"]["tool_results"].as_array().map_or(0, |r| {
+        r.iter().filter(|r| r["is_error"] == json!(false)).count()
+    });
+    assert!(written > 0, "no write went through: {out:?}");
+    let escaped = std::fs::read_dir(outside.path()).expect("outside").count();
+    assert_eq!(escaped, 0, "{escaped} writes landed outside the workspace");
+}

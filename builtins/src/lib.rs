@@ -46,7 +46,7 @@ pub use modules::{
     unhex,
 };
 pub use reaper::become_subreaper;
-pub use workspace::{PathError, Workspace, Workspaces, create_regular, open_regular, read_regular};
+pub use workspace::{PathError, Workspace, Workspaces, create_beneath, open_regular, read_regular};
 
 /// At most `max` characters of `text`, with `…` when any were dropped (for messages).
 pub fn shorten(text: &str, max: usize) -> String {

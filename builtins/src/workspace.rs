@@ -194,22 +194,20 @@ pub fn read_regular(path: &Path) -> io::Result<String> {
     Ok(text)
 }
 
-/// Creates or truncates the regular file at `full` (a path [`Workspace::resolve_for_write`]
-/// returned) for writing. Never follows a symbolic link in the last component (one made since
-/// the path was resolved is refused), never waits on or writes into a FIFO, socket or device,
-/// and never writes a file that has other hard links.
+/// Creates or truncates the regular file at `rel` (a relative path, `..`-free, as
+/// [`Workspace::relative`] gives for a path [`Workspace::resolve_for_write`] returned) beneath
+/// `root`, making missing directories, for writing. No symbolic link is followed in any
+/// component: each directory is opened relative to the one before it without following a link
+/// (`openat` with `O_NOFOLLOW | O_DIRECTORY`), so a directory swapped for a link between the check
+/// and the write fails the write rather than landing it outside. Never waits on or writes into a
+/// FIFO, socket or device, and never writes a file that has other hard links.
 ///
 /// # Errors
-/// The file cannot be opened, or is not a regular file.
-pub fn create_regular(full: &Path) -> io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW);
-    }
-    let file = regular(options.open(full)?)?;
+/// A component is a link or not a directory, the file cannot be opened, or it is not a regular
+/// file.
+pub fn create_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
+    let file = open_beneath(root, rel)?;
+    let file = regular(file)?;
     // A file with another name elsewhere (a hard link made by a command) would carry the write
     // to that name too: perhaps the policy, perhaps outside the workspace.
     #[cfg(unix)]
@@ -224,6 +222,63 @@ pub fn create_regular(full: &Path) -> io::Result<std::fs::File> {
     }
     file.set_len(0)?;
     Ok(file)
+}
+
+#[cfg(unix)]
+fn open_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
+    use rustix::fs::{CWD, Mode, OFlags, mkdirat, openat};
+    let invalid = || {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is not a plain relative path beneath the workspace",
+        )
+    };
+    let names = rel
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(name) => Ok(name),
+            _ => Err(invalid()),
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    let (last, dirs) = names.split_last().ok_or_else(invalid)?;
+    let walk = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = openat(
+        CWD,
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for name in dirs {
+        dir = match openat(&dir, *name, walk, Mode::empty()) {
+            Err(rustix::io::Errno::NOENT) => {
+                match mkdirat(&dir, *name, Mode::from_raw_mode(0o777)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                openat(&dir, *name, walk, Mode::empty())?
+            }
+            opened => opened?,
+        };
+    }
+    let fd = openat(
+        &dir,
+        *last,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
+#[cfg(not(unix))]
+fn open_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
+    let full = root.join(rel);
+    if let Some(parent) = full.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .open(full)
 }
 
 fn regular(file: std::fs::File) -> io::Result<std::fs::File> {

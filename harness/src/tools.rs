@@ -376,12 +376,9 @@ impl Toolbox {
                 ));
             }
         }
-        if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{path:?}: {e}"))?;
-            // Creating directories may have followed a link made since the check; check again.
-            self.resolve_for_write(path)?;
-        }
-        harness_builtins::create_regular(&full)
+        // Written by the path checked, with no link followed in any component: a directory
+        // swapped for a link since the check fails the write instead of landing it elsewhere.
+        harness_builtins::create_beneath(self.workspace.root(), Path::new(&rel))
             .and_then(|mut file| file.write_all(content.as_bytes()))
             .map_err(|e| format!("{path:?}: {e}"))?;
         Ok(ToolOutput::ok(format!(
