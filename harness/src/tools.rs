@@ -302,6 +302,26 @@ impl Toolbox {
         result.unwrap_or_else(|message| ToolOutput::error(format!("{name}: {message}")))
     }
 
+    /// `call` with its `path` argument as the workspace resolves it: relative to the root,
+    /// normalised, a link inside the workspace followed (`./src/../x` is `x`). A path that does
+    /// not resolve inside (it escapes, it is not a string) is left as given, for the tool to
+    /// refuse; a trailing `/` is kept, for `write_file` to refuse.
+    pub(crate) fn normalise(&self, mut call: harness_hooks::ToolCall) -> harness_hooks::ToolCall {
+        let Some(Value::String(path)) = call.arguments.get("path") else {
+            return call;
+        };
+        let Ok(full) = self.workspace.resolve(path.as_str()) else {
+            return call;
+        };
+        let mut clean = self.workspace.relative(&full);
+        if path.ends_with('/') || path.ends_with("/.") {
+            clean.push('/');
+        }
+        call.arguments
+            .insert("path".to_owned(), Value::String(clean));
+        call
+    }
+
     fn resolve(&self, path: &str) -> Result<std::path::PathBuf, String> {
         self.workspace.resolve(path).map_err(refusal)
     }

@@ -311,6 +311,9 @@ async fn verify_tool(
 /// Runs one tool call through `tool.pre`, the tool, and `tool.post`. Returns the call as it was
 /// actually made (after any modify) and what the delegate reads.
 async fn call_tool(session: &Session, call: ToolCall) -> Result<(ToolCall, ToolOutput)> {
+    // Hooks, the tool and the record all see the path as it resolves: relative to the
+    // workspace, normalised (`./src/../x` is `x`), a link inside followed.
+    let call = session.toolbox.normalise(call);
     let span = tracing::info_span!(
         telemetry::SPAN_TOOL,
         otel.name = format!("{} {}", telemetry::SPAN_TOOL, call.name).as_str(),
