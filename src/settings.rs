@@ -19,9 +19,13 @@ pub fn runtime() -> Result<harness::Runtime, Error> {
     Ok(runtime)
 }
 
-/// Reads a text file, naming it in the error.
+/// The most bytes a command reads of a file it is given (a result to verify, a script).
+const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a text file (a regular file only, never waiting on a FIFO or device; capped), naming
+/// it in the error.
 pub fn read_file(what: &str, path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path)
+    harness_builtins::read_regular(path, MAX_INPUT_BYTES)
         .map_err(|e| Error::config(format!("{what} {}: {e}", path.display())))
 }
 

@@ -842,6 +842,44 @@ fn a_fifo_for_a_project_policy_is_refused_not_read() {
     assert!(message.contains("policy.yaml"), "{message}");
 }
 
+/// A workspace's policy is its own, and a page or two: one that is a link out of the workspace
+/// (to a file, to `/dev/zero`), or that is huge, is refused naming the file and why, not read.
+#[cfg(unix)]
+#[test]
+fn a_project_policy_that_links_out_or_is_huge_is_refused_not_read() {
+    let outside = TempDir::new();
+    let elsewhere = outside.write("policy.yaml", "commands: {isolation: none}\n");
+    for (what, plant, expect) in [
+        ("a link out", Some(elsewhere.as_path()), "leads out of"),
+        (
+            "a link to a device",
+            Some(Path::new("/dev/zero")),
+            "leads out of",
+        ),
+        ("two megabytes", None, "more than the 1048576"),
+    ] {
+        let dir = project(&calls_then_done("[]"), "workdir: .\n");
+        let policy = dir.join("ws/.harness/policy.yaml");
+        match plant {
+            Some(target) => std::os::unix::fs::symlink(target, &policy).expect("link"),
+            None => {
+                dir.write(
+                    "ws/.harness/policy.yaml",
+                    format!("# {}\n", "x".repeat(2 * 1024 * 1024)),
+                );
+            }
+        }
+        let (out, report) = run(&dir);
+        out.expect_code(2);
+        assert_eq!(report["error"]["kind"], json!("config"), "{what}: {out:?}");
+        let message = report["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("policy.yaml") && message.contains(expect),
+            "{what}: {message}"
+        );
+    }
+}
+
 // --- class 9: caps say which cap ----------------------------------------------------------------
 
 #[test]

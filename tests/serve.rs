@@ -1003,3 +1003,35 @@ mod queued {
         super::queued_submissions_run_on_a_worker_and_come_back(super::Backend::Nats);
     }
 }
+
+/// A workdir whose policy is hostile (a FIFO where `.harness/policy.yaml` should be, a link to
+/// `/dev/zero`): the submission is refused with a 400 naming the file, and the server goes on
+/// answering, `/healthz` included.
+#[test]
+fn a_hostile_workdir_is_refused_and_the_server_keeps_answering() {
+    let dir = root();
+    std::fs::create_dir_all(dir.join("root/fifo/.harness")).expect("dir");
+    let made = Command::new("mkfifo")
+        .arg(dir.join("root/fifo/.harness/policy.yaml"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    std::fs::create_dir_all(dir.join("root/zero/.harness")).expect("dir");
+    std::os::unix::fs::symlink("/dev/zero", dir.join("root/zero/.harness/policy.yaml"))
+        .expect("link");
+    let server = Server::start(&dir, &[], "127.0.0.1:0");
+    for workdir in ["fifo", "zero"] {
+        let mut submission = delegation("agent.star");
+        submission["workdir"] = json!(workdir);
+        let (status, answer) = server.json("POST", "/v1/delegations", Some(&submission));
+        assert_eq!(status, 400, "{workdir}: {answer}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("policy.yaml")),
+            "{workdir}: {answer}"
+        );
+        let (status, _) = server.request("GET", "/healthz", &[], None);
+        assert_eq!(status, 200);
+    }
+}

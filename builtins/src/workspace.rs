@@ -182,16 +182,60 @@ pub fn open_regular(full: &Path) -> io::Result<std::fs::File> {
     regular(file)
 }
 
+/// The most bytes harness reads of a policy file of its own: a delegation, a project policy, a
+/// hook (each is a page or two of YAML).
+pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
+/// The most bytes harness reads of a Starlark script (a verifier, a scripted delegate, a hook's
+/// `script_file`).
+pub const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Reads the text of the regular file at `path`, as [`open_regular`] opens it (never waiting on a
-/// FIFO or device).
+/// FIFO or device), refusing one larger than `max` bytes before reading it.
 ///
 /// # Errors
-/// As [`open_regular`], or the file is not UTF-8.
-pub fn read_regular(path: &Path) -> io::Result<String> {
+/// As [`open_regular`]; the file is larger than `max` (`InvalidData`, saying both sizes), or it
+/// is not UTF-8.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<String> {
     use std::io::Read as _;
-    let mut text = String::new();
-    open_regular(path)?.read_to_string(&mut text)?;
-    Ok(text)
+    let file = open_regular(path)?;
+    let size = file.metadata()?.len();
+    let too_large = |size: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("is {size} bytes, more than the {max} harness reads of such a file"),
+        )
+    };
+    if size > max {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "is not UTF-8 text"))
+}
+
+/// [`read_regular`] for a file that must lie inside `root` (a workspace's own policy): one that
+/// is, or passes through, a link leading out of `root` is refused, naming where it leads.
+///
+/// # Errors
+/// As [`read_regular`]; `PermissionDenied` for a link out of `root`.
+pub fn read_beneath(root: &Path, path: &Path, max: u64) -> io::Result<String> {
+    let resolved = path.canonicalize()?;
+    let root = root.canonicalize()?;
+    if !resolved.starts_with(&root) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "leads out of {} through a link (to {}); a workspace's policy must be its own",
+                root.display(),
+                resolved.display()
+            ),
+        ));
+    }
+    read_regular(&resolved, max)
 }
 
 /// Creates or truncates the regular file at `rel` (a relative path, `..`-free, as

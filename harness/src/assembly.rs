@@ -65,7 +65,7 @@ impl Assembler {
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the file (the delegation file or
     /// the project policy), the key and the fix.
     pub fn file(&self, path: &Path) -> Result<Delegation> {
-        let text = harness_builtins::read_regular(path)
+        let text = harness_builtins::read_regular(path, harness_builtins::MAX_POLICY_BYTES)
             .map_err(|e| Error::config(format!("delegation file {}: {e}", path.display())))?;
         self.yaml(path, &text, base_of(path))
     }
@@ -152,7 +152,10 @@ impl Assembler {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         scripts
             .entry(path.to_path_buf())
-            .or_insert_with(|| harness_builtins::read_regular(path).map_err(|e| e.to_string()))
+            .or_insert_with(|| {
+                harness_builtins::read_regular(path, harness_builtins::MAX_SCRIPT_BYTES)
+                    .map_err(|e| e.to_string())
+            })
             .clone()
     }
 

@@ -184,7 +184,7 @@ impl ProjectPolicy {
     pub fn load(workspace: &Path) -> Result<Self> {
         let path = workspace.join(PROJECT_POLICY);
         // A regular file only: a FIFO or a device planted there must not hang the assembly.
-        match harness_builtins::read_regular(&path) {
+        match harness_builtins::read_beneath(workspace, &path, harness_builtins::MAX_POLICY_BYTES) {
             Ok(text) => Self::from_yaml(&path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(e) => Err(Error::config(format!(
@@ -220,7 +220,7 @@ impl ProjectPolicy {
         let base = path.parent().unwrap_or(Path::new("."));
         let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
             let full = base.join(rel);
-            harness_builtins::read_regular(&full)
+            harness_builtins::read_regular(&full, harness_builtins::MAX_SCRIPT_BYTES)
                 .map(|text| (full.clone(), text))
                 .map_err(|e| {
                     Error::config(format!(

@@ -235,7 +235,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         line,
         message,
     };
-    let text = harness_builtins::read_regular(path)
+    let text = harness_builtins::read_regular(path, harness_builtins::MAX_POLICY_BYTES)
         .map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
     let Some((yaml, yaml_line)) = front_matter(&text) else {
         return Err(vec![problem(
@@ -337,7 +337,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         ),
         (None, Some(file)) => {
             let full = base.join(&file);
-            match harness_builtins::read_regular(&full) {
+            match harness_builtins::read_regular(&full, harness_builtins::MAX_SCRIPT_BYTES) {
                 Ok(source) => (full, Some(source), Some(1)),
                 Err(e) => {
                     problems.push(problem(

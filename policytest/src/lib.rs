@@ -274,7 +274,7 @@ fn run_file(shared: &Arc<Shared>, engine: &Engine, file: &Path) -> Vec<TestCase>
         duration_ms: millis(started.elapsed()),
         logs: Vec::new(),
     };
-    let source = match harness_builtins::read_regular(file) {
+    let source = match harness_builtins::read_regular(file, harness_builtins::MAX_SCRIPT_BYTES) {
         Ok(source) => source,
         Err(e) => return vec![broken(format!("cannot read: {e}"), None)],
     };
@@ -412,7 +412,7 @@ impl FileRunner {
             Some("yaml" | "yml")
         );
         if !yaml {
-            let source = harness_builtins::read_regular(&full)
+            let source = harness_builtins::read_regular(&full, harness_builtins::MAX_SCRIPT_BYTES)
                 .map_err(|e| format!("cannot read {name}: {e}"))?;
             return Ok(LoadedVerifier {
                 origin: Origin {
@@ -439,7 +439,10 @@ impl FileRunner {
             },
             None => Origin {
                 file: name.clone(),
-                offset: inline_offset(&harness_builtins::read_regular(&full).unwrap_or_default()),
+                offset: inline_offset(
+                    &harness_builtins::read_regular(&full, harness_builtins::MAX_SCRIPT_BYTES)
+                        .unwrap_or_default(),
+                ),
             },
         };
         Ok(LoadedVerifier {

@@ -819,15 +819,29 @@ async fn submit(
         ..Overrides::default()
     };
     let source = app.root.join("(submitted)");
-    // Checked here whether it runs here or on a worker: a bad file is the caller's 400.
-    let delegation = Assembler::new(overrides.clone())
-        .json(
-            &source,
-            "the request body",
+    // Checked here whether it runs here or on a worker: a bad file is the caller's 400. On a
+    // blocking thread: it reads the workdir's policy, hooks and scripts, which a hostile workdir
+    // may have made slow to read; the server's async workers (and /healthz) never wait on them.
+    let delegation = {
+        let (overrides, source, entry, root) = (
+            overrides.clone(),
+            source.clone(),
             Value::Object(entry.clone()),
-            &app.root,
-        )
-        .map_err(ApiError::from)?;
+            app.root.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            Assembler::new(overrides).json(&source, "the request body", entry, &root)
+        })
+        .await
+        .map_err(|e| {
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal".into(),
+                format!("checking the delegation failed: {e}"),
+            )
+        })?
+        .map_err(ApiError::from)?
+    };
     let id = harness::new_id();
     let queued = app.queue.as_ref().map(|_| QueuedRun {
         source: source.clone(),
