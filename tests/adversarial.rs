@@ -1191,3 +1191,39 @@ fn a_directory_swapped_for_a_link_mid_write_never_lands_a_write_outside() {
     let escaped = std::fs::read_dir(outside.path()).expect("outside").count();
     assert_eq!(escaped, 0, "{escaped} writes landed outside the workspace");
 }
+
+/// The same race against `read_file`: no read returns a file from outside the workspace.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_directory_swapped_for_a_link_mid_read_never_reads_outside() {
+    let outside = TempDir::new();
+    outside.write("f.txt", "SECRET from outside\n");
+    let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\": \"sub/f.txt\"}} for i in range(60)]}\n";
+    let dir = project(agent, "tools: [read_file]\nworkdir: .\nobserve: false\n");
+    dir.write("ws/sub/f.txt", "inside\n");
+    let racer = format!(
+        "import os\nos.chdir({ws:?})\nwhile True:\n    try:\n        os.rename('sub', 'sub.real')\n        os.symlink({out:?}, 'sub')\n        os.unlink('sub')\n        os.rename('sub.real', 'sub')\n    except OSError:\n        pass\n",
+        ws = dir.join("ws").display().to_string(),
+        out = outside.path().display().to_string()
+    );
+    let mut racing = std::process::Command::new("python3")
+        .args(["-c", &racer])
+        .spawn()
+        .expect("the racer starts");
+    let (out, report) = run(&dir);
+    let _ = racing.kill();
+    let _ = racing.wait();
+    let results = report["result"]["tool_results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        results.iter().any(|r| r["content"] == json!("inside\n")),
+        "no read went through: {out:?}"
+    );
+    let leaked = results
+        .iter()
+        .filter(|r| r["content"].to_string().contains("SECRET"))
+        .count();
+    assert_eq!(leaked, 0, "{leaked} reads returned a file from outside");
+}

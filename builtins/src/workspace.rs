@@ -250,7 +250,7 @@ pub fn read_beneath(root: &Path, path: &Path, max: u64) -> io::Result<String> {
 /// A component is a link or not a directory, the file cannot be opened, or it is not a regular
 /// file.
 pub fn create_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
-    let file = open_beneath(root, rel)?;
+    let file = open_beneath(root, rel, true)?;
     let file = regular(file)?;
     // A file with another name elsewhere (a hard link made by a command) would carry the write
     // to that name too: perhaps the policy, perhaps outside the workspace.
@@ -268,8 +268,27 @@ pub fn create_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Opens the regular file at `rel` beneath `root` for reading, as [`create_beneath`] walks to it:
+/// no link followed in any component, so a directory swapped for a link since the path was
+/// checked cannot make the read land outside; never waits on a FIFO or device.
+///
+/// # Errors
+/// A component is a link or not a directory, the file cannot be opened, or it is not a regular
+/// file.
+pub fn open_read_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
+    if rel.as_os_str().is_empty() || rel == Path::new(".") {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is the workspace itself, a directory",
+        ));
+    }
+    regular(open_beneath(root, rel, false)?)
+}
+
+/// Walks to `rel` beneath `root` with no link followed; opens it for writing (creating it and
+/// the directories on the way) when `write`, else for reading.
 #[cfg(unix)]
-fn open_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
+fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<std::fs::File> {
     use rustix::fs::{CWD, Mode, OFlags, mkdirat, openat};
     let invalid = || {
         io::Error::new(
@@ -294,7 +313,7 @@ fn open_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
     )?;
     for name in dirs {
         dir = match openat(&dir, *name, walk, Mode::empty()) {
-            Err(rustix::io::Errno::NOENT) => {
+            Err(rustix::io::Errno::NOENT) if write => {
                 match mkdirat(&dir, *name, Mode::from_raw_mode(0o777)) {
                     Ok(()) | Err(rustix::io::Errno::EXIST) => {}
                     Err(e) => return Err(e.into()),
@@ -304,18 +323,26 @@ fn open_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
             opened => opened?,
         };
     }
+    let access = if write {
+        OFlags::WRONLY | OFlags::CREATE
+    } else {
+        OFlags::RDONLY
+    };
     let fd = openat(
         &dir,
         *last,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o666),
     )?;
     Ok(std::fs::File::from(fd))
 }
 
 #[cfg(not(unix))]
-fn open_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
+fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<std::fs::File> {
     let full = root.join(rel);
+    if !write {
+        return std::fs::File::open(full);
+    }
     if let Some(parent) = full.parent() {
         std::fs::create_dir_all(parent)?;
     }

@@ -360,7 +360,11 @@ impl Toolbox {
     fn read_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
         let path = string_arg(args, "path")?;
         let full = self.resolve(path)?;
-        let file = harness_builtins::open_regular(&full).map_err(|e| format!("{path:?}: {e}"))?;
+        // Read by the path checked, with no link followed on the way (a swap since the check
+        // cannot make it read outside).
+        let rel = self.workspace.relative(&full);
+        let file = harness_builtins::open_read_beneath(self.workspace.root(), Path::new(&rel))
+            .map_err(|e| format!("{path:?}: {e}"))?;
         let mut data = Vec::new();
         file.take(MAX_READ_BYTES + 1)
             .read_to_end(&mut data)
