@@ -1170,16 +1170,7 @@ fn a_directory_swapped_for_a_link_mid_write_never_lands_a_write_outside() {
     let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"sub/f%d_%d.txt\" % (t, i), \"content\": \"x\"}} for i in range(60)]}\n";
     let dir = project(agent, "tools: [write_file]\nworkdir: .\nobserve: false\n");
     std::fs::create_dir_all(dir.join("ws/sub")).expect("sub");
-    // As fast as a loop of system calls goes: the directory is a link out about half the time.
-    let racer = format!(
-        "import os\nos.chdir({ws:?})\nwhile True:\n    try:\n        os.rename('sub', 'sub.real')\n        os.symlink({out:?}, 'sub')\n        os.unlink('sub')\n        os.rename('sub.real', 'sub')\n    except OSError:\n        pass\n",
-        ws = dir.join("ws").display().to_string(),
-        out = outside.path().display().to_string()
-    );
-    let mut racing = std::process::Command::new("python3")
-        .args(["-c", &racer])
-        .spawn()
-        .expect("the racer starts");
+    let mut racing = swap_for_a_link(&dir.join("ws/sub"), &outside.path());
     let (out, report) = run(&dir);
     let _ = racing.kill();
     let _ = racing.wait();
@@ -1201,15 +1192,7 @@ fn a_directory_swapped_for_a_link_mid_read_never_reads_outside() {
     let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\": \"sub/f.txt\"}} for i in range(60)]}\n";
     let dir = project(agent, "tools: [read_file]\nworkdir: .\nobserve: false\n");
     dir.write("ws/sub/f.txt", "inside\n");
-    let racer = format!(
-        "import os\nos.chdir({ws:?})\nwhile True:\n    try:\n        os.rename('sub', 'sub.real')\n        os.symlink({out:?}, 'sub')\n        os.unlink('sub')\n        os.rename('sub.real', 'sub')\n    except OSError:\n        pass\n",
-        ws = dir.join("ws").display().to_string(),
-        out = outside.path().display().to_string()
-    );
-    let mut racing = std::process::Command::new("python3")
-        .args(["-c", &racer])
-        .spawn()
-        .expect("the racer starts");
+    let mut racing = swap_for_a_link(&dir.join("ws/sub"), &outside.path());
     let (out, report) = run(&dir);
     let _ = racing.kill();
     let _ = racing.wait();
@@ -1226,4 +1209,19 @@ fn a_directory_swapped_for_a_link_mid_read_never_reads_outside() {
         .filter(|r| r["content"].to_string().contains("SECRET"))
         .count();
     assert_eq!(leaked, 0, "{leaked} reads returned a file from outside");
+}
+
+/// Starts a process that swaps the directory `sub` for a link to `outside` and back, as fast as
+/// a loop of system calls goes: the directory is a link out about half the time.
+#[cfg(target_os = "linux")]
+fn swap_for_a_link(sub: &Path, outside: &Path) -> std::process::Child {
+    let parent = sub.parent().expect("a parent").display().to_string();
+    let racer = format!(
+        "import os\nos.chdir({parent:?})\nwhile True:\n    try:\n        os.rename('sub', 'sub.real')\n        os.symlink({out:?}, 'sub')\n        os.unlink('sub')\n        os.rename('sub.real', 'sub')\n    except OSError:\n        pass\n",
+        out = outside.display().to_string()
+    );
+    std::process::Command::new("python3")
+        .args(["-c", &racer])
+        .spawn()
+        .expect("the racer starts")
 }

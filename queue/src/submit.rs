@@ -106,19 +106,9 @@ where
     if plan.resume {
         // What came back while no one was following: taken first, so that it is not run again.
         loop {
-            let found = tokio::select! {
+            let deliveries = tokio::select! {
                 () = &mut stop => break,
-                found = queue.results(plan.batch, Duration::from_millis(250)) => found,
-            };
-            let deliveries = match found {
-                Ok(deliveries) => {
-                    outage.over();
-                    deliveries
-                }
-                Err(e) => {
-                    outage.wait_out(&*queue, e).await?;
-                    continue;
-                }
+                found = outage.read(&*queue, plan.batch, Duration::from_millis(250)) => found?,
             };
             if deliveries.is_empty() {
                 break;
@@ -171,19 +161,9 @@ where
     let mut heard = Instant::now();
     let mut hinted = false;
     while !state.pending.is_empty() {
-        let found = tokio::select! {
+        let deliveries = tokio::select! {
             () = &mut stop => break,
-            found = queue.results(plan.batch, Duration::from_millis(500)) => found,
-        };
-        let deliveries = match found {
-            Ok(deliveries) => {
-                outage.over();
-                deliveries
-            }
-            Err(e) => {
-                outage.wait_out(&*queue, e).await?;
-                continue;
-            }
+            found = outage.read(&*queue, plan.batch, Duration::from_millis(500)) => found?,
         };
         if !deliveries.is_empty() {
             heard = Instant::now();
@@ -271,28 +251,39 @@ struct Outage {
 }
 
 impl Outage {
-    /// Waits before the next try, doubling from 200 ms up to 5 s; gives `error` back once the
-    /// queue has been away for [`MAX_OUTAGE`].
-    async fn wait_out(&mut self, queue: &dyn Queue, error: Error) -> harness::Result<()> {
-        let since = *self.since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= MAX_OUTAGE {
-            return Err(error);
+    /// The reports of `batch` that came back (waiting up to `wait`), asking again while the
+    /// queue is away — after 200 ms, doubling up to 5 s — and giving its error back once it has
+    /// been away for [`MAX_OUTAGE`].
+    async fn read(
+        &mut self,
+        queue: &dyn Queue,
+        batch: &str,
+        wait: Duration,
+    ) -> harness::Result<Vec<Delivery>> {
+        loop {
+            match queue.results(batch, wait).await {
+                Ok(deliveries) => {
+                    self.since = None;
+                    self.wait = Duration::ZERO;
+                    return Ok(deliveries);
+                }
+                Err(error) => {
+                    let since = *self.since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= MAX_OUTAGE {
+                        return Err(error);
+                    }
+                    self.wait =
+                        (self.wait * 2).clamp(Duration::from_millis(200), Duration::from_secs(5));
+                    tracing::warn!(
+                        "cannot read reports from {} ({}); trying again in {} ms",
+                        queue.describe(),
+                        error.message(),
+                        self.wait.as_millis()
+                    );
+                    tokio::time::sleep(self.wait).await;
+                }
+            }
         }
-        self.wait = (self.wait * 2).clamp(Duration::from_millis(200), Duration::from_secs(5));
-        tracing::warn!(
-            "cannot read reports from {} ({}); trying again in {} ms",
-            queue.describe(),
-            error.message(),
-            self.wait.as_millis()
-        );
-        tokio::time::sleep(self.wait).await;
-        Ok(())
-    }
-
-    /// The queue answered again.
-    fn over(&mut self) {
-        self.since = None;
-        self.wait = Duration::ZERO;
     }
 }
 
