@@ -16,7 +16,43 @@ use crate::args::SandboxArgs;
 pub fn runtime() -> Result<harness::Runtime, Error> {
     let runtime = harness::Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
     runtime.watch_reviews(Arc::new(harness_records::review_state));
+    runtime.record_starts(Arc::new(record_start));
     Ok(runtime)
+}
+
+/// Writes the row of a run that has started into `journal` (off the async workers: SQLite
+/// blocks), so that a run whose process dies is found, shown as `error`/`interrupted`. A journal
+/// that cannot be written is a warning here, and the run's error when it is recorded.
+fn record_start(journal: &Path, run: &harness::RunStarted<'_>) {
+    let journal = journal.to_path_buf();
+    let (id, kind, source, workdir) = (
+        run.id.to_owned(),
+        run.delegate_kind.to_owned(),
+        run.source.to_path_buf(),
+        run.workdir.to_path_buf(),
+    );
+    let started_at = run.started_at;
+    let write = move || {
+        let begun = harness_records::Journal::open(&journal).and_then(|mut journal| {
+            journal.begin(&harness::RunStarted {
+                id: &id,
+                started_at,
+                delegate_kind: &kind,
+                source: &source,
+                workdir: &workdir,
+            })
+        });
+        if let Err(e) = begun {
+            eprintln!(
+                "warning: the start of {id} was not written: {}",
+                e.message()
+            );
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(write)),
+        Err(_) => write(),
+    }
 }
 
 /// The most bytes a command reads of a file it is given (a result to verify, a script).

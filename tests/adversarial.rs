@@ -363,6 +363,60 @@ fn run_command_ends_with_its_process_group() {
     );
 }
 
+/// `harness batch` killed with SIGKILL while two delegations run: both are in the journal from
+/// their start, and are shown as interrupted, not lost.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_batch_leaves_its_running_delegations_on_record_as_interrupted() {
+    let dir = TempDir::new();
+    for n in 0..2 {
+        std::fs::create_dir_all(dir.join(format!("ws/w{n}"))).expect("workspace");
+        dir.write(
+            format!("ws/agent{n}.star"),
+            format!(
+                "def respond(request):\n    if request[\"turn\"] == 0:\n        return {{\"tool_calls\": [{{\"name\": \"run_command\", \"arguments\": {{\"argv\": [\"sh\", \"-c\", \"touch started{n}; sleep 5\"]}}}}]}}\n    return \"done\"\n"
+            ),
+        );
+    }
+    dir.write(
+        "ws/batch.jsonl",
+        (0..2)
+            .map(|n| {
+                json!({"task": "t", "delegate": {"kind": "scripted", "script": format!("agent{n}.star")},
+                    "tools": ["run_command"], "workdir": format!("w{n}")})
+                .to_string()
+                    + "\n"
+            })
+            .collect::<String>(),
+    );
+    let mut child = std::process::Command::new(crate::util::harness_bin())
+        .args(["batch", "--concurrency", "2", "--journal"])
+        .args([dir.join("runs.db"), dir.join("ws/batch.jsonl")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("harness starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !(dir.join("ws/w0/started0").exists() && dir.join("ws/w1/started1").exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the commands never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let listed = harness(["runs", "list", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .json();
+    let runs = listed["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{listed}");
+    for run in runs {
+        assert_eq!(run["error"]["kind"], json!("interrupted"), "{listed}");
+    }
+}
+
 /// A child that detaches itself (`setsid`: a session and group of its own) escaped the
 /// process-group kill; harness is a child subreaper, so it comes back to harness when its
 /// parent exits and is killed when its command ends. Unconfined, where this is all there is.

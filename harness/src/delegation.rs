@@ -409,6 +409,11 @@ impl Delegation {
         protected
     }
 
+    /// The run journal this delegation is recorded in, when the command records it.
+    pub fn journal(&self) -> Option<&Path> {
+        self.journal.as_deref()
+    }
+
     /// The journals written beside the workspace at `root`: the caller's and the workspace's
     /// own; refused to tools, never fingerprinted.
     pub(crate) fn journals(&self, root: &Path) -> Vec<PathBuf> {

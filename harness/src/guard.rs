@@ -183,8 +183,10 @@ impl PolicyGuard {
             });
         }
         if let Some(Probe(probe)) = &self.review {
+            // A journal that appears meanwhile (this run's start being written) holds no
+            // decision: the same as none.
             for (journal, was) in &self.reviews {
-                if probe(journal) != *was {
+                if probe(journal).unwrap_or_default() != was.unwrap_or_default() {
                     changes.push(Change {
                         path: journal.clone(),
                         how: "a review decision recorded by another process",

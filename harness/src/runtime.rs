@@ -39,7 +39,37 @@ pub(crate) struct Shared {
     pub(crate) writers: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
     /// Reads the review state of a run journal ([`Runtime::watch_reviews`]).
     pub(crate) review: std::sync::OnceLock<Probe>,
+    /// Writes a run's row when it starts ([`Runtime::record_starts`]).
+    pub(crate) starts: std::sync::OnceLock<Starts>,
 }
+
+/// A [`StartRecorder`] the runtime holds.
+pub(crate) struct Starts(StartRecorder);
+
+impl std::fmt::Debug for Starts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StartRecorder")
+    }
+}
+
+/// A delegation that has started, as [`StartRecorder`]s are told of it.
+#[derive(Debug, Clone)]
+pub struct RunStarted<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// When it started.
+    pub started_at: std::time::SystemTime,
+    /// Its delegate kind.
+    pub delegate_kind: &'a str,
+    /// The delegation file it was read from.
+    pub source: &'a Path,
+    /// The workspace it runs in.
+    pub workdir: &'a Path,
+}
+
+/// Writes the row of a run that has started into the run journal at the path it is given (see
+/// [`Runtime::record_starts`]).
+pub type StartRecorder = Arc<dyn Fn(&Path, &RunStarted<'_>) + Send + Sync>;
 
 impl Shared {
     /// The lock of the workspace at `root` (its canonical path, when it has one).
@@ -95,6 +125,7 @@ impl Runtime {
                 trace_ids: reader,
                 writers: std::sync::Mutex::default(),
                 review: std::sync::OnceLock::new(),
+                starts: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -106,6 +137,14 @@ impl Runtime {
     /// Set once; later calls are ignored.
     pub fn watch_reviews(&self, probe: ReviewProbe) {
         let _ = self.shared.review.set(Probe(probe));
+    }
+
+    /// Has each delegation's start written to the run journal it will be recorded in (its
+    /// `journal`, as the command set it) by `recorder`, so that a run whose process dies is
+    /// found (DESIGN §5: shown as `error`/`interrupted`, never lost). Set once; later calls are
+    /// ignored.
+    pub fn record_starts(&self, recorder: StartRecorder) {
+        let _ = self.shared.starts.set(Starts(recorder));
     }
 
     /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the
@@ -138,6 +177,20 @@ impl Runtime {
         observer: &dyn Observer,
         cancel: impl Future<Output = String>,
     ) -> Report {
+        if let (Some(Starts(recorder)), Some(journal)) =
+            (self.shared.starts.get(), delegation.journal())
+        {
+            recorder(
+                journal,
+                &RunStarted {
+                    id: &id,
+                    started_at: std::time::SystemTime::now(),
+                    delegate_kind: delegation.delegate().kind(),
+                    source: delegation.source(),
+                    workdir: delegation.workdir(),
+                },
+            );
+        }
         crate::ralph::run(&self.shared, id, delegation, observer, cancel).await
     }
 }

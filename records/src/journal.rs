@@ -100,21 +100,6 @@ pub struct RecordMeta {
     pub workdir: Option<PathBuf>,
 }
 
-/// A run that has started, as [`Journal::begin`] writes it.
-#[derive(Debug, Clone)]
-pub struct Started<'a> {
-    /// The delegation id.
-    pub id: &'a str,
-    /// When it started.
-    pub started_at: SystemTime,
-    /// The delegate kind.
-    pub delegate_kind: &'a str,
-    /// The delegation file it was read from.
-    pub source: Option<&'a Path>,
-    /// The workspace it runs in.
-    pub workdir: Option<&'a Path>,
-}
-
 /// What a running row's `error_message` holds: which process runs it (its pid and start time,
 /// so a reused pid is not taken for it).
 const RUNNING_IN: &str = "running in process ";
@@ -515,8 +500,13 @@ impl Journal {
     ///
     /// # Errors
     /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails.
-    pub fn begin(&mut self, run: &Started<'_>) -> Result<()> {
-        let path_text = |p: Option<&Path>| p.map(|p| p.display().to_string());
+    pub fn begin(&mut self, run: &harness::RunStarted<'_>) -> Result<()> {
+        let path_text = |p: &Path| {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.to_path_buf())
+                .display()
+                .to_string()
+        };
         self.conn
             .execute(
                 "INSERT OR IGNORE INTO delegations (id, started_at_ms, duration_ms, delegate_kind,
@@ -650,13 +640,15 @@ impl Journal {
             .next())
     }
 
-    /// Returns true when the journal holds a record with this id (reading nothing else of it).
+    /// Returns true when the journal holds the record of the run with this id (reading nothing
+    /// else of it); a run that has only started is not recorded yet.
     ///
     /// # Errors
     /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
     pub fn contains(&self, id: &str) -> Result<bool> {
+        // A row written when the run started is not its record (the run replaces it).
         self.conn
-            .prepare_cached("SELECT 1 FROM delegations WHERE id = ?1")
+            .prepare_cached("SELECT 1 FROM delegations WHERE id = ?1 AND outcome != 'running'")
             .and_then(|mut statement| statement.exists(params![id]))
             .map_err(|e| self.error("cannot read", &e))
     }

@@ -1109,7 +1109,10 @@ async fn show(
             (status, live.seen.len())
         });
     let lookup = id.clone();
-    let record = read(&app, move |j| j.get(&lookup)).await?;
+    // A run of this server's has a row from its start; while it runs, its events say more.
+    let record = read(&app, move |j| j.get(&lookup))
+        .await?
+        .filter(|r| !(r.outcome == "running" && running.is_some()));
     match (record, running) {
         (Some(record), _) => Ok(axum::Json(record.to_json()).into_response()),
         (None, Some((status, events))) => {

@@ -83,7 +83,10 @@ pub(super) async fn run_page(
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .contains_key(&id);
     let lookup = id.clone();
-    let record = read(&app, move |j| j.get(&lookup)).await?;
+    // A run of this server's has a row from its start; while it runs, its events say more.
+    let record = read(&app, move |j| j.get(&lookup))
+        .await?
+        .filter(|r| !(r.outcome == "running" && running));
     let mut body = String::new();
     if let Some(done) = &notice.done {
         body.push_str(&format!(

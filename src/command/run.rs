@@ -32,34 +32,7 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::for_error(e.kind());
         }
     };
-    // The run's row is written when it starts, so a run whose process dies is found (shown as
-    // `error`/`interrupted`); the whole run replaces it when it is recorded.
-    let starting = (!args.no_journal)
-        .then(|| harness_records::locate(args.journal.as_deref()).ok())
-        .flatten()
-        .and_then(|found| harness_records::Journal::open(&found.path).ok())
-        .map(std::sync::Mutex::new);
-    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let (source, workdir) = (
-        absolute(delegation.source()),
-        absolute(delegation.workdir()),
-    );
     let observer = |event: &EventRecord| {
-        if let (RunEvent::DelegationStarted { .. }, Some(journal)) = (&event.event, &starting) {
-            let started = harness_records::Started {
-                id: &event.run_id,
-                started_at: std::time::SystemTime::now(),
-                delegate_kind: delegation.delegate().kind(),
-                source: Some(&source),
-                workdir: Some(&workdir),
-            };
-            let mut journal = journal
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Err(e) = journal.begin(&started) {
-                eprintln!("warning: {}", e.message());
-            }
-        }
         if event.event.is_recorded() {
             events.write(event);
         }

@@ -20,10 +20,13 @@ pub async fn run(args: WorkerArgs) -> u8 {
         Ok(queue) => queue,
         Err(e) => return exit::fail(&e, false),
     };
-    let runtime = match crate::settings::runtime() {
+    // Not `settings::runtime()`: the submitter records, in a journal this machine may not have,
+    // so a worker writes no run's start.
+    let runtime = match harness::Runtime::with_trace_ids(Some(harness_telemetry::trace_id)) {
         Ok(runtime) => Arc::new(runtime),
         Err(e) => return exit::fail(&e, false),
     };
+    runtime.watch_reviews(Arc::new(harness_records::review_state));
     let name = harness_queue::worker_name();
     eprintln!(
         "worker {name}: running up to {} delegation(s) at once from {} (Ctrl-C to stop)",
