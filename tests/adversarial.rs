@@ -869,12 +869,23 @@ fn hook_files_that_cannot_load_are_named_not_skipped() {
         .status()
         .expect("mkfifo runs");
     assert!(made.success());
+    // A hook that is a link out of its directory: someone else's file would judge the run.
+    dir.write("elsewhere/allow.md", hook);
+    std::os::unix::fs::symlink(
+        dir.join("elsewhere/allow.md"),
+        dir.join("hooks/borrowed.md"),
+    )
+    .expect("symlink");
     let out = harness(["hooks", "check"]).args([dir.join("hooks")]).run();
     // Before: "ok: 1 hook(s)", the other three skipped without a word.
     out.expect_code(2);
-    for name in ["shouting.MD", "dangling.md", "pipe.md"] {
+    for name in ["shouting.MD", "dangling.md", "pipe.md", "borrowed.md"] {
         assert!(out.stderr.contains(name), "{name}: {out:?}");
     }
+    assert!(
+        out.stderr.contains("leads out of the hook directory"),
+        "{out:?}"
+    );
     assert!(!out.stderr.contains("good.md"), "{out:?}");
 }
 

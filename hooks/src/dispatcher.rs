@@ -76,6 +76,9 @@ fn hook_files(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
     };
     for path in paths {
         if path.is_dir() {
+            // A hook directory's hooks are its own: one that is a link leading out of it (to a
+            // file anyone else controls) is named, not loaded.
+            let root = path.canonicalize().unwrap_or_else(|_| path.clone());
             let mut found = Vec::new();
             for entry in walkdir::WalkDir::new(path).follow_links(true) {
                 let entry = match entry {
@@ -101,7 +104,17 @@ fn hook_files(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<PathBuf> {
                         ),
                     ));
                 } else if entry.file_type().is_file() {
-                    found.push(entry.into_path());
+                    match entry.path().canonicalize() {
+                        Ok(real) if !real.starts_with(&root) => problems.push(problem(
+                            entry.path(),
+                            format!(
+                                "leads out of the hook directory {} through a link (to {}); copy the hook in, or name its directory too",
+                                path.display(),
+                                real.display()
+                            ),
+                        )),
+                        _ => found.push(entry.into_path()),
+                    }
                 } else if !entry.file_type().is_dir() {
                     problems.push(problem(
                         entry.path(),
