@@ -31,7 +31,7 @@ fn record_start(journal: &Path, run: &harness::RunStarted<'_>) {
         run.source.to_path_buf(),
         run.workdir.to_path_buf(),
     );
-    let started_at = run.started_at;
+    let (started_at, unconfined) = (run.started_at, run.unconfined);
     let write = move || {
         let begun = harness_records::Journal::open(&journal).and_then(|mut journal| {
             journal.begin(&harness::RunStarted {
@@ -40,6 +40,7 @@ fn record_start(journal: &Path, run: &harness::RunStarted<'_>) {
                 delegate_kind: &kind,
                 source: &source,
                 workdir: &workdir,
+                unconfined,
             })
         });
         if let Err(e) = begun {

@@ -721,4 +721,18 @@ fn a_delegate_that_records_an_override_in_the_journal_is_gate_tampered() {
     // commands run unconfined): what stops it is that the run it came from fails.
     let ran = tool_results(&report, 0);
     assert_eq!(ran[0]["is_error"], json!(false), "{ran:?}");
+    // And the audit log says the override was recorded while that delegate ran unconfined.
+    let second = report["id"].as_str().expect("an id");
+    let out = harness(["audit-log", "verify", "--json", "--journal"])
+        .args([&journal])
+        .run();
+    let check = out.json();
+    assert_eq!(check["intact"], json!(true), "{check}");
+    assert_eq!(check["suspect"][0]["run_id"], json!(failed), "{check}");
+    assert!(
+        check["suspect"][0]["why"]
+            .as_str()
+            .is_some_and(|why| why.contains(second) && why.contains("unconfined")),
+        "{check}"
+    );
 }

@@ -275,6 +275,13 @@ impl Delegation {
         self.isolation.confines()
     }
 
+    /// True when the delegate can run programs outside bubblewrap: an agent CLI or `command`
+    /// delegate (never confined), or `run_command` without confinement.
+    pub fn runs_unconfined(&self) -> bool {
+        self.delegate.runs_its_own_tools()
+            || (self.tools.iter().any(|t| t == "run_command") && !self.isolate_commands())
+    }
+
     /// The warning a run offering `run_command` gives when `auto` confinement fell back to none.
     pub(crate) fn unconfined_warning(&self) -> Option<&'static str> {
         self.tools

@@ -65,6 +65,9 @@ pub struct RunStarted<'a> {
     pub source: &'a Path,
     /// The workspace it runs in.
     pub workdir: &'a Path,
+    /// Its delegate can run programs unconfined (`run_command` without bubblewrap, an agent
+    /// CLI): what it runs could write the journal, so an override recorded meanwhile is suspect.
+    pub unconfined: bool,
 }
 
 /// Writes the row of a run that has started into the run journal at the path it is given (see
@@ -188,6 +191,7 @@ impl Runtime {
                     delegate_kind: delegation.delegate().kind(),
                     source: delegation.source(),
                     workdir: delegation.workdir(),
+                    unconfined: delegation.runs_unconfined(),
                 },
             );
         }

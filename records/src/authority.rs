@@ -151,6 +151,9 @@ pub struct AuditCheck {
     pub head: Option<(u64, String)>,
     /// The first broken row and what is wrong with it; `None` when the chain is intact.
     pub broken: Option<Broken>,
+    /// Overrides recorded while a delegate with unconfined commands ran against the journal
+    /// (it could have made them): each row's seq, run and why.
+    pub suspect: Vec<(u64, String, String)>,
 }
 
 /// The first place the audit log does not hold together.
@@ -170,6 +173,7 @@ impl AuditCheck {
             "rows": self.rows,
             "head": self.head.as_ref().map(|(seq, hash)| json!({"seq": seq, "hash": hash})),
             "broken": self.broken.as_ref().map(|b| json!({"seq": b.seq, "why": b.why})),
+            "suspect": self.suspect.iter().map(|(seq, run, why)| json!({"seq": seq, "run_id": run, "why": why})).collect::<Vec<_>>(),
         })
     }
 }
@@ -601,6 +605,16 @@ impl Journal {
             return Err(refused);
         }
         entry["action"] = json!("override");
+        // Made while a delegate that runs programs unconfined was running against this journal:
+        // that delegate could have made it. Said in the hash-chained row, for review and audit.
+        let running = crate::journal::unconfined_running(&tx)
+            .map_err(|e| sql("cannot read the running runs of", e))?;
+        if !running.is_empty() {
+            entry["suspect"] = json!(format!(
+                "recorded while {} ran with unconfined commands against this journal; it may have recorded this itself",
+                running.join(", ")
+            ));
+        }
         let audit_seq =
             append(&tx, entry).map_err(|e| sql("cannot append to the audit log of", e))?;
         tx.execute(
@@ -674,6 +688,7 @@ impl Journal {
             rows: 0,
             head: None,
             broken: None,
+            suspect: Vec::new(),
         };
         if self.schema_version()? < 4 {
             if let Some(anchor) = anchor {
@@ -734,6 +749,13 @@ impl Journal {
                 match serde_json::from_str::<Value>(&entry) {
                     Ok(value) if value["seq"] == json!(seq) => {
                         if value["action"] == json!("override") {
+                            if let Some(why) = value["suspect"].as_str() {
+                                check.suspect.push((
+                                    at,
+                                    value["run_id"].as_str().unwrap_or("?").to_owned(),
+                                    why.to_owned(),
+                                ));
+                            }
                             overrides_audited.push((at, value));
                         }
                         None

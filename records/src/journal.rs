@@ -104,12 +104,37 @@ pub struct RecordMeta {
 /// so a reused pid is not taken for it).
 const RUNNING_IN: &str = "running in process ";
 
-fn running_mark() -> String {
+fn running_mark(unconfined: bool) -> String {
     let pid = std::process::id();
     format!(
-        "{RUNNING_IN}{pid} started at {}",
-        process_start(pid).unwrap_or(0)
+        "{RUNNING_IN}{pid} started at {}{}",
+        process_start(pid).unwrap_or(0),
+        if unconfined { UNCONFINED } else { "" }
     )
+}
+
+/// Appended to a running row's mark when its delegate runs programs unconfined.
+const UNCONFINED: &str = ", commands unconfined";
+
+/// The runs in the journal still running with unconfined commands (their process alive):
+/// what could have written the journal, so an override recorded now is suspect.
+pub(crate) fn unconfined_running(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement =
+        conn.prepare_cached("SELECT id, error_message FROM delegations WHERE outcome = 'running'")?;
+    let rows = statement.query_map([], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?))
+    })?;
+    let mut running = Vec::new();
+    for row in rows {
+        let (id, mark) = row?;
+        if mark
+            .as_deref()
+            .is_some_and(|m| m.ends_with(UNCONFINED) && still_running(m))
+        {
+            running.push(id);
+        }
+    }
+    Ok(running)
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22).
@@ -123,6 +148,7 @@ fn process_start(pid: u32) -> Option<u64> {
 fn still_running(mark: &str) -> bool {
     let Some((pid, start)) = mark
         .strip_prefix(RUNNING_IN)
+        .map(|rest| rest.trim_end_matches(UNCONFINED))
         .and_then(|rest| rest.split_once(" started at "))
     else {
         return false;
@@ -517,7 +543,7 @@ impl Journal {
                     run.id,
                     unix_millis(run.started_at),
                     run.delegate_kind,
-                    running_mark(),
+                    running_mark(run.unconfined),
                     RETRY_TEMPLATE_VERSION,
                     path_text(run.source),
                     path_text(run.workdir),

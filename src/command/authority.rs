@@ -165,6 +165,9 @@ async fn verify(args: &AuditVerifyArgs) -> harness_records::Result<u8> {
             ),
             (None, None) => eprintln!("audit log intact: no rows yet"),
         }
+        for (seq, run, why) in &check.suspect {
+            eprintln!("suspect: row {seq}, the override of {run}: {why}");
+        }
         if args.anchor {
             if let (None, Some((seq, hash))) = (&check.broken, &check.head) {
                 println!("{seq} {hash}");
