@@ -363,6 +363,28 @@ fn run_command_ends_with_its_process_group() {
     );
 }
 
+/// Starts `harness ARGS`, waits until every file of `started` exists (its commands are running),
+/// then kills it with SIGKILL: no chance to clean up.
+#[cfg(target_os = "linux")]
+fn kill_once_started(args: &[&std::ffi::OsStr], started: &[std::path::PathBuf]) {
+    let mut child = std::process::Command::new(crate::util::harness_bin())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("harness starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started.iter().all(|f| f.exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the commands never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+}
+
 /// `harness batch` killed with SIGKILL while two delegations run: both are in the journal from
 /// their start, and are shown as interrupted, not lost.
 #[cfg(target_os = "linux")]
@@ -389,23 +411,17 @@ fn a_killed_batch_leaves_its_running_delegations_on_record_as_interrupted() {
             })
             .collect::<String>(),
     );
-    let mut child = std::process::Command::new(crate::util::harness_bin())
-        .args(["batch", "--concurrency", "2", "--journal"])
-        .args([dir.join("runs.db"), dir.join("ws/batch.jsonl")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("harness starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !(dir.join("ws/w0/started0").exists() && dir.join("ws/w1/started1").exists()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the commands never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
+    kill_once_started(
+        &[
+            "batch".as_ref(),
+            "--concurrency".as_ref(),
+            "2".as_ref(),
+            "--journal".as_ref(),
+            dir.join("runs.db").as_os_str(),
+            dir.join("ws/batch.jsonl").as_os_str(),
+        ],
+        &[dir.join("ws/w0/started0"), dir.join("ws/w1/started1")],
+    );
     let listed = harness(["runs", "list", "--json", "--journal"])
         .args([dir.join("runs.db")])
         .run()
@@ -452,23 +468,15 @@ fn a_killed_harness_leaves_its_command_not_running() {
         if let Some(policy) = policy {
             dir.write("ws/.harness/policy.yaml", policy);
         }
-        let mut child = std::process::Command::new(crate::util::harness_bin())
-            .args(["run", "--journal"])
-            .args([dir.join("runs.db"), dir.join("ws/delegation.yaml")])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("harness starts");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !dir.join("ws/started").exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the command never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reaped");
+        kill_once_started(
+            &[
+                "run".as_ref(),
+                "--journal".as_ref(),
+                dir.join("runs.db").as_os_str(),
+                dir.join("ws/delegation.yaml").as_os_str(),
+            ],
+            &[dir.join("ws/started")],
+        );
         std::thread::sleep(std::time::Duration::from_millis(3000));
         assert!(
             !dir.join("ws/late.txt").exists(),

@@ -146,17 +146,16 @@ fn process_start(pid: u32) -> Option<u64> {
 
 /// True when the process a running row names is still running it.
 fn still_running(mark: &str) -> bool {
-    let Some((pid, start)) = mark
-        .strip_prefix(RUNNING_IN)
-        .map(|rest| rest.trim_end_matches(UNCONFINED))
-        .and_then(|rest| rest.split_once(" started at "))
-    else {
-        return false;
-    };
-    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
-        return false;
-    };
-    process_start(pid).is_some_and(|now| now == start)
+    running_in(mark).is_some_and(|(pid, start)| process_start(pid) == Some(start))
+}
+
+/// The process (pid, start time) a running row's mark names.
+fn running_in(mark: &str) -> Option<(u32, u64)> {
+    let (pid, start) = mark
+        .strip_prefix(RUNNING_IN)?
+        .trim_end_matches(UNCONFINED)
+        .split_once(" started at ")?;
+    Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
 /// Which records [`Journal::list`] returns.
@@ -761,10 +760,8 @@ fn interrupted(mut record: Record) -> Record {
         let process = record
             .error_message
             .as_deref()
-            .and_then(|m| m.strip_prefix(RUNNING_IN))
-            .and_then(|m| m.split(' ').next())
-            .unwrap_or("?")
-            .to_owned();
+            .and_then(running_in)
+            .map_or_else(|| "?".to_owned(), |(pid, _)| pid.to_string());
         record.outcome = "error".to_owned();
         record.error_kind = Some(ErrorKind::Interrupted.as_str().to_owned());
         record.error_message = Some(format!(
