@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::util::{Output, TempDir, harness};
+use crate::util::{Output, TempDir, harness, repo_root};
 
 /// An agent that makes `calls` (a Starlark list literal) on its first turn of every attempt and
 /// then answers "done".
@@ -1091,6 +1091,112 @@ fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside()
             "confined, no warning: {out:?}"
         );
     }
+}
+
+/// Every program harness starts for a delegation runs confined, not only `run_command`: an
+/// agent CLI and a `command` delegate (the delegate's), a check and a verifier's `exec.run` (the
+/// policy's, running what the delegate wrote). Each tries to read a secret in the user's HOME,
+/// list that HOME, write outside the workspace and plant a file in `.harness/`: it can do none
+/// of it, and sees nothing of HOME but an agent CLI's own configuration directory — which keeps
+/// what the CLI wrote there, so its session resumes.
+#[cfg(unix)]
+#[test]
+fn every_program_a_delegation_starts_is_confined() {
+    if !bubblewrap_works() {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
+            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
+        );
+        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+        return;
+    }
+    // A user's HOME and a place beside it, outside /tmp (which is private in the sandbox anyway).
+    let user = tempfile::Builder::new()
+        .prefix("confined-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a directory under target/");
+    let home = user.path().join("home");
+    let outside = user.path().join("outside");
+    std::fs::create_dir_all(home.join(".ssh")).expect("home");
+    std::fs::create_dir_all(&outside).expect("outside");
+    std::fs::write(home.join(".ssh/id_ed25519"), "TOP-SECRET-KEY\n").expect("secret");
+    let snoop = |name: &str| {
+        format!(
+            "cat {home}/.ssh/id_ed25519 > seen-{name}.txt 2>&1; ls -A {home} >> seen-{name}.txt; echo x > {outside}/{name}; echo x > .harness/{name} 2>/dev/null; true",
+            home = home.display(),
+            outside = outside.display(),
+        )
+    };
+    let verify = "verify: |\n  def run(result):\n      return fs.stat(\"hello.txt\") != None\n";
+    let claude = repo_root().join("tests/fixtures/agents/claude");
+    let cases = [
+        (
+            "claude",
+            format!(
+                "delegate: {{kind: claude, binary: {:?}}}\n{verify}",
+                claude.display()
+            ),
+        ),
+        (
+            "command",
+            format!(
+                "delegate: {{kind: command, command: [sh, -c, {:?}]}}\n{verify}",
+                format!("{}; echo hi > hello.txt; echo Done", snoop("command"))
+            ),
+        ),
+        (
+            "check",
+            format!(
+                "delegate: {{kind: command, command: [sh, -c, 'echo hi > hello.txt; echo Done']}}\nchecks:\n  - name: snoop\n    run: {:?}\n{verify}",
+                snoop("check")
+            ),
+        ),
+        (
+            "exec",
+            format!(
+                "delegate: {{kind: command, command: [sh, -c, 'echo hi > hello.txt; echo Done']}}\nverify: |\n  def run(result):\n      exec.run([\"sh\", \"-c\", {:?}])\n      return fs.stat(\"hello.txt\") != None\n",
+                snoop("exec")
+            ),
+        ),
+    ];
+    for (name, file) in cases {
+        let dir = TempDir::new();
+        dir.write("ws/.harness/hooks/.keep", "");
+        let path = dir.write("delegation.yaml", format!("task: t\nworkdir: ws\n{file}"));
+        let out = harness(["run", "--json", "--no-journal", "--allow-exec", "sh"])
+            .args([&path])
+            .env("HOME", &home.display().to_string())
+            .env("FAKE_AGENT_RUN", &snoop(name))
+            .env(
+                "FAKE_AGENT_LOG",
+                &home.join(".claude/agent.log").display().to_string(),
+            )
+            .run();
+        out.expect_code(0);
+        assert_eq!(out.json()["outcome"], json!("passed"), "{name}: {out:?}");
+        let seen = dir
+            .read(format!("ws/seen-{name}.txt"))
+            .unwrap_or_else(|| panic!("{name}: the program did not run: {out:?}"));
+        assert!(
+            !seen.contains("TOP-SECRET"),
+            "{name} read the secret: {seen}"
+        );
+        let listed: Vec<&str> = seen.lines().filter(|l| !l.contains("id_ed25519")).collect();
+        let expected: &[&str] = if name == "claude" { &[".claude"] } else { &[] };
+        assert_eq!(listed, expected, "{name} saw the user's HOME: {seen}");
+        assert!(
+            !outside.join(name).exists(),
+            "{name} wrote outside the workspace"
+        );
+        assert!(
+            !dir.join(format!("ws/.harness/{name}")).exists(),
+            "{name} wrote into the policy"
+        );
+    }
+    // The CLI's own configuration directory is writable and kept: its log has both runs.
+    let log = std::fs::read_to_string(home.join(".claude/agent.log")).expect("the CLI's log");
+    let runs = log.split("\0\0").filter(|run| !run.is_empty()).count();
+    assert_eq!(runs, 2, "{log:?}");
 }
 
 #[test]

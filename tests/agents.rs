@@ -32,9 +32,23 @@ workdir: ws
     dir
 }
 
+/// harness with `args`, for a CLI whose user's HOME is `home/` in `dir`: confined, the CLI sees
+/// nothing of that HOME but its own configuration directory (`.claude`, `.codex`, `.gemini`,
+/// `.aider`), where the fake keeps its log.
+fn harness_in(dir: &TempDir, args: &[&str]) -> crate::util::Harness {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    harness(args).env("HOME", &home.display().to_string())
+}
+
+/// Where the fake for `kind` logs: its own configuration directory.
+fn log_of(dir: &TempDir, kind: &str) -> std::path::PathBuf {
+    dir.join("home").join(format!(".{kind}")).join("agent.log")
+}
+
 /// The invocations the fake recorded: each a list of arguments.
-fn invocations(dir: &TempDir) -> Vec<Vec<String>> {
-    let log = std::fs::read(dir.join("agent.log")).unwrap_or_default();
+fn invocations(dir: &TempDir, kind: &str) -> Vec<Vec<String>> {
+    let log = std::fs::read(log_of(dir, kind)).unwrap_or_default();
     String::from_utf8_lossy(&log)
         .split("\0\0")
         .filter(|i| !i.is_empty())
@@ -42,13 +56,10 @@ fn invocations(dir: &TempDir) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn run(dir: &TempDir, mode: Option<&str>) -> (crate::util::Output, Value) {
-    let mut h = harness(["run", "--json", "--no-journal", "--events"])
+fn run(dir: &TempDir, kind: &str, mode: Option<&str>) -> (crate::util::Output, Value) {
+    let mut h = harness_in(dir, &["run", "--json", "--no-journal", "--events"])
         .args([dir.join("events.jsonl"), dir.join("delegation.yaml")])
-        .env(
-            "FAKE_AGENT_LOG",
-            &dir.join("agent.log").display().to_string(),
-        );
+        .env("FAKE_AGENT_LOG", &log_of(dir, kind).display().to_string());
     if let Some(mode) = mode {
         h = h.env("FAKE_AGENT_MODE", mode);
     }
@@ -69,7 +80,7 @@ fn events(dir: &TempDir) -> Vec<Value> {
 /// that session with the retry prompt (not the task again) and does the work.
 fn lie_then_resume(kind: &str, resume: &[&str], tools: &[&str]) {
     let dir = project(kind);
-    let (out, report) = run(&dir, None);
+    let (out, report) = run(&dir, kind, None);
     out.expect_code(0);
     assert_eq!(report["outcome"], json!("passed"), "{out:?}");
     assert_eq!(report["attempts"], json!(2));
@@ -90,7 +101,7 @@ fn lie_then_resume(kind: &str, resume: &[&str], tools: &[&str]) {
         "{results:?}"
     );
 
-    let runs = invocations(&dir);
+    let runs = invocations(&dir, kind);
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert_eq!(
         runs[0].last().map(String::as_str),
@@ -170,8 +181,8 @@ fn aider_restores_its_chat_history_and_reports_no_tools() {
     lie_then_resume("aider", &["--restore-chat-history"], &[]);
     // Both runs name the same history file, outside the workspace.
     let dir = project("aider");
-    run(&dir, None).0.expect_code(0);
-    let runs = invocations(&dir);
+    run(&dir, "aider", None).0.expect_code(0);
+    let runs = invocations(&dir, "aider");
     let history = |args: &Vec<String>| {
         let at = args
             .iter()
@@ -188,7 +199,7 @@ fn aider_restores_its_chat_history_and_reports_no_tools() {
 #[test]
 fn a_resumed_run_audits_clean() {
     let dir = project("claude");
-    let out = harness(["run", "--json", "--journal"])
+    let out = harness_in(&dir, &["run", "--json", "--journal"])
         .args([dir.join("runs.db"), dir.join("delegation.yaml")])
         .run();
     out.expect_code(0);
@@ -229,7 +240,7 @@ fn cli_failures_are_delegate_errors_with_the_raw_output() {
         ("auth", &["Invalid API key · Please run /login"][..]),
     ] {
         let dir = project("claude");
-        let (out, report) = run(&dir, Some(mode));
+        let (out, report) = run(&dir, "claude", Some(mode));
         expect_error_kind(&out, &report, 4, "delegate");
         let message = report["error"]["message"].as_str().unwrap_or_default();
         for needle in needles {
@@ -248,7 +259,7 @@ fn a_hanging_cli_is_killed_at_its_timeout() {
         "delegation.yaml",
         file.replace("binary:", "timeout_s: 1, binary:"),
     );
-    let (out, report) = run(&dir, Some("hang"));
+    let (out, report) = run(&dir, "claude", Some("hang"));
     expect_error_kind(&out, &report, 4, "delegate");
     let message = report["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("timed out after 1s"), "{message}");

@@ -775,7 +775,9 @@ fn an_agent_clis_session_is_on_its_chat_spans() {
             fake.display()
         ),
     );
-    let (out, report) = run_exported(&dir, &receiver, &[]);
+    // The CLI's own configuration directory is made in HOME: a test's, not the user's.
+    let home = dir.join("home").display().to_string();
+    let (out, report) = run_exported(&dir, &receiver, &[("HOME", home.as_str())]);
     out.expect_code(0);
     assert_eq!(report["attempts"], json!(2));
     let (trace, _) = collect(&receiver, &report, &[]);

@@ -74,6 +74,8 @@ pub struct Sandbox {
     pub(crate) regexes: Mutex<HashMap<String, regex::Regex>>,
     /// What stands between the scripts and the outside world, when a host put something there.
     pub(crate) interceptor: Option<Arc<dyn Interceptor>>,
+    /// The bubblewrap sandbox `exec.run` programs run in; `None`: unconfined.
+    pub(crate) isolation: Option<crate::Isolation>,
 }
 
 impl Sandbox {
@@ -92,7 +94,16 @@ impl Sandbox {
             http: OnceLock::new(),
             regexes: Mutex::new(HashMap::new()),
             interceptor: None,
+            isolation: None,
         }
+    }
+
+    /// Runs the programs `exec.run` starts in `isolation` (bubblewrap); `None` leaves them
+    /// unconfined.
+    #[must_use]
+    pub fn with_isolation(mut self, isolation: Option<crate::Isolation>) -> Self {
+        self.isolation = isolation;
+        self
     }
 
     /// Puts `interceptor` between the scripts and the outside world: it answers `http` and

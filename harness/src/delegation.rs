@@ -269,24 +269,52 @@ impl Delegation {
         self.trace_parent.as_deref()
     }
 
-    /// Run `run_command` children under bubblewrap (project policy `commands.isolation`:
-    /// `bwrap`, or `auto` where bubblewrap works here).
+    /// Run the programs this delegation starts under bubblewrap (project policy
+    /// `commands.isolation`: `bwrap`, or `auto` where bubblewrap works here).
     pub fn isolate_commands(&self) -> bool {
         self.isolation.confines()
     }
 
-    /// True when the delegate can run programs outside bubblewrap: an agent CLI or `command`
-    /// delegate (never confined), or `run_command` without confinement.
-    pub fn runs_unconfined(&self) -> bool {
-        self.delegate.runs_its_own_tools()
-            || (self.tools.iter().any(|t| t == "run_command") && !self.isolate_commands())
+    /// The bubblewrap sandbox for every program started for this delegation in the workspace at
+    /// `root` — its checks and command criteria, `exec.run`, `run_command`, a `command` or agent
+    /// CLI delegate: only the workspace writable, its policy and journals read-only inside it;
+    /// `None` when programs run unconfined.
+    pub(crate) fn confinement(&self, root: &Path) -> Option<harness_builtins::Isolation> {
+        if !self.isolate_commands() {
+            return None;
+        }
+        let mut protected = Vec::new();
+        for path in self
+            .protected_paths(root)
+            .into_iter()
+            .chain(self.journals(root))
+        {
+            let path = std::path::absolute(&path).unwrap_or(path);
+            // Bound at both names, so a link on the way cannot leave one writable.
+            protected.extend(path.canonicalize().ok().filter(|real| *real != path));
+            protected.push(path);
+        }
+        let isolation = harness_builtins::Isolation::new(root, &protected);
+        // The project: scripts beside the delegation file (`command: [sh, ../agent.sh]`).
+        let project = std::path::absolute(&self.source)
+            .ok()
+            .and_then(|file| file.parent().map(Path::to_path_buf));
+        Some(match project {
+            Some(dir) => isolation.visible(&dir),
+            None => isolation,
+        })
     }
 
-    /// The warning a run offering `run_command` gives when `auto` confinement fell back to none.
+    /// True when the delegate can run programs outside bubblewrap: an agent CLI, a `command`
+    /// delegate or `run_command`, where programs run unconfined.
+    pub fn runs_unconfined(&self) -> bool {
+        self.changes_files_itself() && !self.isolate_commands()
+    }
+
+    /// The warning a run that starts programs (checks, `run_command`, an agent CLI or `command`
+    /// delegate) gives when `auto` confinement fell back to none.
     pub(crate) fn unconfined_warning(&self) -> Option<&'static str> {
-        self.tools
-            .iter()
-            .any(|t| t == "run_command")
+        (self.changes_files_itself() || !self.checks.is_empty())
             .then(|| self.isolation.warning())
             .flatten()
     }

@@ -47,6 +47,8 @@ pub(crate) struct Materials<'a> {
     pub(crate) critic: Option<(Box<dyn Delegate>, Toolbox)>,
     /// The gate inputs (`protect`, or its default).
     pub(crate) gate: crate::integrity::GateInputs,
+    /// The sandbox the checks run in; `None`: unconfined.
+    pub(crate) isolation: Option<&'a harness_builtins::Isolation>,
 }
 
 impl Pipeline {
@@ -83,6 +85,7 @@ impl Pipeline {
             names,
             critic,
             gate,
+            isolation,
         } = made;
         let mut warnings = Vec::new();
         let observe = if delegation.observe() {
@@ -118,7 +121,12 @@ impl Pipeline {
             Box::new(stage)
         }
         let baseline = observe.as_ref().and_then(|o| o.baseline().cloned());
-        let checks = CommandChecks::from_spec(delegation.checks(), workspace, delegation.redact())?;
+        let checks = CommandChecks::from_spec(
+            delegation.checks(),
+            workspace,
+            delegation.redact(),
+            isolation,
+        )?;
         // Only when something ran in between that the delegate's leftovers could race.
         let recheck = (observe.is_some() && checks.is_some()).then_some(GateRecheck);
         let stages: [Option<Box<dyn Check>>; 10] = [

@@ -122,11 +122,12 @@ impl Default for OverridePolicy {
     }
 }
 
-/// `commands.isolation`: how the programs a delegate starts with `run_command` are confined.
+/// `commands.isolation`: how the programs started for a delegation (its checks and command
+/// criteria, `exec.run`, `run_command`, a `command` or agent CLI delegate) are confined.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CommandIsolation {
     /// Under bubblewrap where it is installed and works here; unconfined, with a warning on
-    /// every run that offers `run_command`, where it is not.
+    /// every run that starts programs, where it is not.
     #[default]
     Auto,
     /// Under bubblewrap, always: a policy that asks for it where it is missing is an error.
@@ -136,7 +137,7 @@ pub enum CommandIsolation {
 }
 
 impl CommandIsolation {
-    /// True when `run_command` children run under bubblewrap.
+    /// True when programs run under bubblewrap.
     pub fn confines(self) -> bool {
         match self {
             CommandIsolation::Bwrap => true,
@@ -145,10 +146,10 @@ impl CommandIsolation {
         }
     }
 
-    /// What a run offering `run_command` says when `auto` found no working bubblewrap.
+    /// What a run that starts programs says when `auto` found no working bubblewrap.
     pub fn warning(self) -> Option<&'static str> {
         (self == CommandIsolation::Auto && !self.confines()).then_some(
-            "commands run unconfined: bubblewrap (`bwrap`) is not installed or cannot make namespaces here, so a delegate with run_command can act as you (install bubblewrap, or set `commands.isolation: none` in .harness/policy.yaml to accept it)",
+            "commands run unconfined: bubblewrap (`bwrap`) is not installed or cannot make namespaces here, so a delegate's commands, an agent CLI and the tests your checks run can act as you (install bubblewrap, or set `commands.isolation: none` in .harness/policy.yaml to accept it)",
         )
     }
 }
@@ -161,7 +162,8 @@ pub struct ProjectPolicy {
     /// The other `verification_defaults` (checks, criteria, require_checks, scope,
     /// stuck_after): each used when a delegation does not give that key.
     pub(crate) defaults: crate::gates::Gates,
-    /// `commands.isolation`: how `run_command` children are confined (default `auto`).
+    /// `commands.isolation`: how the programs a delegation starts are confined (default
+    /// `auto`).
     pub commands: CommandIsolation,
     /// The budgets every script (verifier, hook, scripted delegate) runs under.
     pub limits: Limits,

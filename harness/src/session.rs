@@ -90,9 +90,12 @@ impl Session {
             ..Capabilities::read_only()
         };
         let model = delegation.delegate().model().map(str::to_owned);
+        // One sandbox for every program started for this delegation, from hooks to checks.
+        let confinement = delegation.confinement(workspace.root());
         // Everything besides name, source and args that shapes a compiled script.
         let shape = Key::default()
             .with_path(workspace.root())
+            .with(format!("{confinement:?}"))
             .with_all(delegation.allow_hosts())
             .with_all(delegation.allow_exec())
             .with_all(delegation.allow_env())
@@ -105,12 +108,15 @@ impl Session {
         let policy = if paths.is_empty() {
             None
         } else {
-            let sandbox = Arc::new(Sandbox::new(
-                Surface::Hook,
-                workspace.clone(),
-                checking.clone(),
-                delegation.limits().clone(),
-            ));
+            let sandbox = Arc::new(
+                Sandbox::new(
+                    Surface::Hook,
+                    workspace.clone(),
+                    checking.clone(),
+                    delegation.limits().clone(),
+                )
+                .with_isolation(confinement.clone()),
+            );
             let engine = Arc::clone(&shared.hook_engine);
             let key = paths
                 .iter()
@@ -134,12 +140,15 @@ impl Session {
 
         // The inline verifier and the per-tool ones, compiled alike (and once per shape).
         let compile = |verify: &crate::verifier::VerifySource| {
-            let sandbox = Arc::new(Sandbox::new(
-                Surface::Verifier,
-                workspace.clone(),
-                checking.clone(),
-                delegation.limits().clone(),
-            ));
+            let sandbox = Arc::new(
+                Sandbox::new(
+                    Surface::Verifier,
+                    workspace.clone(),
+                    checking.clone(),
+                    delegation.limits().clone(),
+                )
+                .with_isolation(confinement.clone()),
+            );
             let engine = Arc::clone(&shared.engine);
             let (name, source, args) = (
                 verify.name.clone(),
@@ -170,6 +179,7 @@ impl Session {
             workspace: &workspace,
             limits: delegation.limits(),
             shape: &shape,
+            isolation: confinement.as_ref(),
         };
         let delegate = delegation.delegate().build(&made).await?;
         let protected = delegation.protected_paths(workspace.root());
@@ -192,7 +202,7 @@ impl Session {
                         Arc::clone(&gate),
                         None,
                     )),
-                    false,
+                    None,
                 )?;
                 Some((reviewer.build(&made).await?, reads))
             }
@@ -205,6 +215,7 @@ impl Session {
             names: &names,
             critic,
             gate: (*gate).clone(),
+            isolation: confinement.as_ref(),
         })
         .await?;
         let guard = Arc::new(PolicyGuard::new(
@@ -218,7 +229,7 @@ impl Session {
             workspace,
             delegation.tools(),
             Arc::clone(&guard),
-            delegation.isolate_commands(),
+            confinement.clone(),
         )?;
         let mut warnings = warnings;
         warnings.extend(delegation.unconfined_warning().map(str::to_owned));

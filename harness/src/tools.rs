@@ -222,8 +222,9 @@ pub struct Toolbox {
     /// The private `HOME` of `run_command` children, made when the tool is offered and removed
     /// with the last clone of the toolbox.
     home: Option<Arc<tempfile::TempDir>>,
-    /// Run `run_command` children under bubblewrap (project policy `commands.isolation`).
-    isolate: bool,
+    /// The bubblewrap sandbox of `run_command` children; `None`: unconfined (project policy
+    /// `commands.isolation`).
+    isolation: Option<harness_builtins::Isolation>,
 }
 
 impl Toolbox {
@@ -236,7 +237,7 @@ impl Toolbox {
         workspace: Workspace,
         names: &[String],
         guard: Arc<PolicyGuard>,
-        isolate: bool,
+        isolation: Option<harness_builtins::Isolation>,
     ) -> Result<Self> {
         let mut tools = Vec::new();
         for name in names {
@@ -270,7 +271,7 @@ impl Toolbox {
             tools,
             guard,
             home,
-            isolate,
+            isolation,
         })
     }
 
@@ -449,7 +450,6 @@ impl Toolbox {
                 .min(COMMAND_TIMEOUT_S.1),
         };
         let home = self.home.as_deref().map(tempfile::TempDir::path);
-        let writable: Vec<&Path> = std::iter::once(self.workspace.root()).chain(home).collect();
         let launch = harness_builtins::Launch {
             cwd: self.workspace.root(),
             env: &[],
@@ -457,10 +457,7 @@ impl Toolbox {
             hidden: Some(self.workspace.root()),
             timeout: Duration::from_secs(timeout),
             cap: MAX_COMMAND_OUTPUT,
-            isolation: self.isolate.then(|| harness_builtins::Isolation {
-                writable: &writable,
-                read_only: self.guard.paths(),
-            }),
+            isolation: self.isolation.as_ref(),
             inherit_env: false,
             stdin: None,
         };

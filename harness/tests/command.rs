@@ -38,6 +38,7 @@ async fn run(command: &[&str], workdir: &Path, timeout: Duration) -> Result<Turn
         command: command.iter().map(|s| (*s).to_owned()).collect(),
         workdir: workdir.to_path_buf(),
         timeout,
+        isolation: None,
     });
     delegate
         .turn(TurnRequest {

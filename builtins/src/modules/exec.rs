@@ -120,7 +120,7 @@ pub struct Launch<'a> {
     /// its last [`KEPT_END_BYTES`] after the mark).
     pub cap: usize,
     /// Run inside an OS sandbox (bubblewrap) rather than as a plain child.
-    pub isolation: Option<Isolation<'a>>,
+    pub isolation: Option<&'a Isolation>,
     /// Pass the harness's whole environment rather than the minimal one (agent CLIs need their
     /// API keys and configuration; the operator chose the program, not a script).
     pub inherit_env: bool,
@@ -129,16 +129,171 @@ pub struct Launch<'a> {
     pub stdin: Option<&'a [u8]>,
 }
 
-/// An OS sandbox for one program, made with bubblewrap (`bwrap`): the whole file system
-/// read-only, a private `/tmp`, no network, its own PID, IPC and UTS namespaces (every process in
-/// it dies with it), and only `writable` writable — except `read_only` paths inside them, bound
-/// read-only over them.
-#[derive(Debug, Clone)]
-pub struct Isolation<'a> {
-    /// Directories that stay writable: the workspace and the program's private HOME.
-    pub writable: &'a [&'a Path],
-    /// Paths inside those bound read-only: the harness's own policy.
-    pub read_only: &'a [PathBuf],
+/// An OS sandbox for programs, made with bubblewrap (`bwrap`): the whole file system read-only,
+/// the user's `HOME` and `/tmp` private and empty, no network unless asked for, its own PID, IPC
+/// and UTS namespaces (every process in it dies with it), and only `writable` writable — except
+/// `read_only` paths inside them, bound read-only over them.
+///
+/// What a program needs from the hidden places stays visible, read-only: the directories on
+/// `PATH` inside them with their install prefix's `lib`, `lib64` and `libexec` (a toolchain
+/// under `~/.cargo/bin` or `~/.local/bin`) or, for a version manager's `shims` directory, its
+/// whole root (`~/.pyenv`), the install prefix of the program itself (where its
+/// real path lies in a `bin/`, as in a virtualenv or a pyenv version) or else its directory, and
+/// the absolute paths named by the values of [`Launch::env`] (what a check's `env:` names). The
+/// program's private `HOME` ([`Launch::home`]) is writable, and [`Isolation::visible`] paths are
+/// visible.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Isolation {
+    /// Directories (or files) that stay writable: the workspace, an agent CLI's own
+    /// configuration directory. Missing ones are left out.
+    pub writable: Vec<PathBuf>,
+    /// Paths inside those bound read-only: the harness's own policy, the journal.
+    pub read_only: Vec<PathBuf>,
+    /// Paths kept visible, read-only, where they lie in a hidden place: the directory of the
+    /// delegation file (the scripts it names beside it).
+    pub visible: Vec<PathBuf>,
+    /// Keep the host's network (an agent CLI talks to its model); otherwise there is none.
+    pub network: bool,
+}
+
+impl Isolation {
+    /// A sandbox in which only `workspace` is writable, with `protected` read-only inside it.
+    pub fn new(workspace: &Path, protected: &[PathBuf]) -> Self {
+        Isolation {
+            writable: vec![workspace.to_path_buf()],
+            read_only: protected.to_vec(),
+            visible: Vec::new(),
+            network: false,
+        }
+    }
+
+    /// The same with `path` writable too.
+    #[must_use]
+    pub fn writable(mut self, path: &Path) -> Self {
+        self.writable.push(path.to_path_buf());
+        self
+    }
+
+    /// The same with `path` visible, read-only, where it lies in a hidden place.
+    #[must_use]
+    pub fn visible(mut self, path: &Path) -> Self {
+        self.visible.push(path.to_path_buf());
+        self
+    }
+
+    /// The same with the host's network.
+    #[must_use]
+    pub fn with_network(mut self) -> Self {
+        self.network = true;
+        self
+    }
+
+    /// The bubblewrap arguments that run `program` (resolved, as found on `path`) for `launch`,
+    /// up to and including the `--` before the program.
+    fn arguments(
+        &self,
+        launch: &Launch<'_>,
+        program: &Path,
+        path: Option<&std::ffi::OsStr>,
+    ) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = SANDBOX_ARGS.iter().map(Into::into).collect();
+        if self.network {
+            args.push("--share-net".into());
+        }
+        let mut hidden = vec![PathBuf::from("/tmp")];
+        let writable: Vec<&Path> = self
+            .writable
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(launch.home)
+            .filter(|p| p.exists())
+            .collect();
+        if let Some(home) = user_home().filter(|home| {
+            // Already hidden, or where everything is: left alone; a HOME inside a writable
+            // directory is writable anyway.
+            !home.starts_with("/tmp")
+                && home.parent().is_some()
+                && !writable.iter().any(|w| home.starts_with(w))
+        }) {
+            args.extend(["--tmpfs".into(), home.as_os_str().into()]);
+            hidden.push(home);
+        }
+        let mut bind = |flag: &str, path: &Path| {
+            args.extend([flag.into(), path.into(), path.into()]);
+        };
+        for seen in visible(&self.visible, launch, program, path, &hidden) {
+            bind("--ro-bind", &seen);
+        }
+        for dir in writable {
+            bind("--bind", dir);
+        }
+        for path in self.read_only.iter().filter(|p| p.exists()) {
+            bind("--ro-bind", path);
+        }
+        args.extend(["--chdir".into(), launch.cwd.into(), "--".into()]);
+        args
+    }
+}
+
+/// The user's `HOME`, when it is an absolute path to a directory.
+fn user_home() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME")?);
+    (home.is_absolute() && home.is_dir()).then_some(home)
+}
+
+/// What stays visible, read-only, of the `hidden` directories (see [`Isolation`]): each path
+/// strictly inside one of them, existing, once, as given and as its real path.
+fn visible(
+    given: &[PathBuf],
+    launch: &Launch<'_>,
+    program: &Path,
+    path: Option<&std::ffi::OsStr>,
+    hidden: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut wanted: Vec<PathBuf> = given.to_vec();
+    let prefix_of = |bin: &Path| {
+        bin.file_name()
+            .is_some_and(|name| name == "bin")
+            .then(|| bin.parent().map(Path::to_path_buf))
+            .flatten()
+    };
+    for dir in path.map(std::env::split_paths).into_iter().flatten() {
+        if let Some(prefix) = prefix_of(&dir) {
+            wanted.extend(["lib", "lib64", "libexec"].map(|part| prefix.join(part)));
+        } else if dir.file_name().is_some_and(|name| name == "shims") {
+            // A version manager's shims (pyenv, rbenv, asdf) run what its own root holds.
+            wanted.extend(dir.parent().map(Path::to_path_buf));
+        }
+        wanted.push(dir);
+    }
+    for program in [program.to_path_buf()]
+        .into_iter()
+        .chain(program.canonicalize().ok())
+    {
+        if let Some(dir) = program.parent() {
+            wanted.push(prefix_of(dir).unwrap_or_else(|| dir.to_path_buf()));
+            wanted.push(dir.to_path_buf());
+        }
+    }
+    for (_, value) in launch.env {
+        wanted.extend(
+            std::env::split_paths(value)
+                .filter(|p| p.is_absolute())
+                .map(|p| p.to_path_buf()),
+        );
+    }
+    let mut seen = Vec::new();
+    for path in wanted {
+        let real = path.canonicalize().ok();
+        for path in std::iter::once(path).chain(real) {
+            // Strictly inside: a prefix that is the hidden HOME itself stays hidden.
+            let inside = hidden.iter().any(|h| path.starts_with(h) && path != *h);
+            if inside && path.exists() && !seen.contains(&path) {
+                seen.push(path);
+            }
+        }
+    }
+    seen
 }
 
 /// The bubblewrap program, when it is installed.
@@ -225,17 +380,8 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         Some(isolation) => {
             // Found like the program: never in the workspace.
             let mut command = tokio::process::Command::new(find_bubblewrap(path.as_deref())?);
-            command.args(SANDBOX_ARGS);
-            for dir in isolation.writable {
-                command.arg("--bind").arg(dir).arg(dir);
-            }
-            for path in isolation.read_only.iter().filter(|p| p.exists()) {
-                command.arg("--ro-bind").arg(path).arg(path);
-            }
             command
-                .arg("--chdir")
-                .arg(launch.cwd)
-                .arg("--")
+                .args(isolation.arguments(launch, &resolved, path.as_deref()))
                 .arg(resolved);
             command
         }
@@ -509,14 +655,20 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         let wait =
             Duration::from_secs(u64::try_from(timeout.max(1)).unwrap_or(1)).min(host.remaining());
         let cap = host.sandbox.limits.max_exec_output_bytes;
+        // Its own HOME, as a check's: nothing a delegate planted in the user's configuration
+        // (or in a HOME it could write) changes what the judge's program does.
+        let home = tempfile::Builder::new()
+            .prefix("harness-exec-home-")
+            .tempdir()
+            .map_err(|e| anyhow::anyhow!("exec.run: cannot make its private HOME: {e}"))?;
         let launch = Launch {
             cwd: &dir,
             env: &env,
-            home: None,
+            home: Some(home.path()),
             hidden: Some(workspace.root()),
             timeout: wait,
             cap,
-            isolation: None,
+            isolation: host.sandbox.isolation.as_ref(),
             inherit_env: false,
             stdin: None,
         };

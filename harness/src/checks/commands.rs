@@ -234,6 +234,8 @@ pub(crate) struct CommandChecks {
     home: Arc<tempfile::TempDir>,
     /// Scrubs output before it is kept or quoted.
     redact: Redactor,
+    /// The sandbox the checks run in; `None`: unconfined.
+    isolation: Option<harness_builtins::Isolation>,
 }
 
 impl CommandChecks {
@@ -245,6 +247,7 @@ impl CommandChecks {
         checks: &[CheckSpec],
         workspace: &harness_builtins::Workspace,
         redact: &Redactor,
+        isolation: Option<&harness_builtins::Isolation>,
     ) -> Result<Option<Self>> {
         if checks.is_empty() {
             return Ok(None);
@@ -265,6 +268,7 @@ impl CommandChecks {
             root: workspace.root().to_path_buf(),
             home: Arc::new(home),
             redact: redact.clone(),
+            isolation: isolation.cloned(),
         }))
     }
 }
@@ -313,7 +317,7 @@ struct Ran {
 impl CommandChecks {
     /// Runs `check` in the workspace, scrubbed, in its own process group.
     async fn execute(&self, check: &CheckSpec) -> Result<Ran> {
-        execute(check, &self.root, self.home.path()).await
+        execute(check, &self.root, self.home.path(), self.isolation.as_ref()).await
     }
 
     /// Runs `group` at once, each on its own task; results in the group's order. Dropping the
@@ -321,10 +325,21 @@ impl CommandChecks {
     async fn execute_together(&self, group: &[CheckSpec]) -> Vec<Result<Ran>> {
         let mut tasks = tokio::task::JoinSet::new();
         for (index, check) in group.iter().enumerate() {
-            let (check, root, home) = (check.clone(), self.root.clone(), Arc::clone(&self.home));
+            let (check, root, home, isolation) = (
+                check.clone(),
+                self.root.clone(),
+                Arc::clone(&self.home),
+                self.isolation.clone(),
+            );
             let span = tracing::info_span!("check", check.name = check.name.as_str());
             tasks.spawn(
-                async move { (index, execute(&check, &root, home.path()).await) }.instrument(span),
+                async move {
+                    (
+                        index,
+                        execute(&check, &root, home.path(), isolation.as_ref()).await,
+                    )
+                }
+                .instrument(span),
             );
         }
         let mut runs: Vec<Option<Result<Ran>>> = group.iter().map(|_| None).collect();
@@ -524,8 +539,14 @@ fn codes(codes: &[Option<i32>]) -> String {
     format!("[{}]", shown.join(", "))
 }
 
-/// Runs `check` with `root` as its working directory and `home` as its HOME.
-async fn execute(check: &CheckSpec, root: &std::path::Path, home: &std::path::Path) -> Result<Ran> {
+/// Runs `check` with `root` as its working directory and `home` as its HOME, in `isolation`
+/// when given.
+async fn execute(
+    check: &CheckSpec,
+    root: &std::path::Path,
+    home: &std::path::Path,
+    isolation: Option<&harness_builtins::Isolation>,
+) -> Result<Ran> {
     let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let launch = harness_builtins::Launch {
         cwd: root,
@@ -534,7 +555,7 @@ async fn execute(check: &CheckSpec, root: &std::path::Path, home: &std::path::Pa
         hidden: Some(root),
         timeout: check.timeout,
         cap: MAX_OUTPUT,
-        isolation: None,
+        isolation,
         inherit_env: false,
         stdin: None,
     };

@@ -22,6 +22,9 @@ pub struct CommandSpec {
     pub workdir: PathBuf,
     /// How long one run may take; then the process is killed.
     pub timeout: Duration,
+    /// The sandbox it runs in (filled in when the delegation runs): the delegation's, with the
+    /// network; `None`: unconfined.
+    pub isolation: Option<harness_builtins::Isolation>,
 }
 
 /// A delegate that runs an agent CLI per attempt; its stdout is the response.
@@ -76,7 +79,7 @@ impl CommandDelegate {
             hidden: Some(&spec.workdir),
             timeout: spec.timeout,
             cap: MAX_STDOUT_BYTES,
-            isolation: None,
+            isolation: spec.isolation.as_ref(),
             inherit_env: true,
             stdin: on_stdin.then_some(prompt.as_bytes()),
         };

@@ -102,6 +102,9 @@ pub(crate) struct Materials<'a> {
     pub(crate) limits: &'a Limits,
     /// Everything besides name and source that shapes a compiled script (the cache key).
     pub(crate) shape: &'a crate::cache::Key,
+    /// The sandbox of the delegation's programs, for a delegate that runs one; `None`:
+    /// unconfined.
+    pub(crate) isolation: Option<&'a harness_builtins::Isolation>,
 }
 
 impl DelegateConfig {
@@ -164,6 +167,7 @@ impl DelegateConfig {
                 DelegateConfig::Command(CommandSpec {
                     command,
                     workdir: PathBuf::new(),
+                    isolation: None,
                     timeout: seconds(file, &format!("{key}.timeout_s"), timeout_s, 600.0)?,
                 })
             }
@@ -262,11 +266,13 @@ impl DelegateConfig {
             DelegateConfig::Command(spec) => {
                 let mut spec = spec.clone();
                 spec.workdir = made.workspace.root().to_path_buf();
+                spec.isolation = made.isolation.cloned().map(|i| i.with_network());
                 Box::new(CommandDelegate::new(spec))
             }
             DelegateConfig::Agent(spec) => {
                 let mut spec = spec.clone();
                 spec.workdir = made.workspace.root().to_path_buf();
+                spec.isolation = made.isolation.cloned();
                 Box::new(AgentDelegate::new(spec)?)
             }
         })
@@ -309,6 +315,7 @@ fn agent(
         env: raw.env.into_iter().collect(),
         timeout: seconds(file, &format!("{key}.timeout_s"), raw.timeout_s, 1800.0)?,
         workdir: PathBuf::new(),
+        isolation: None,
     }))
 }
 

@@ -2,7 +2,9 @@
 //! workspace; a retry adds `--restore-chat-history`. Aider reports no tool log: the scope diff is
 //! the evidence of what it changed.
 
-use super::{Adapter, Invocation, Parsed, Resume, owned};
+use std::path::{Path, PathBuf};
+
+use super::{Adapter, Config, Invocation, Parsed, Resume, owned};
 
 /// Aider.
 pub(super) struct Aider;
@@ -14,6 +16,20 @@ impl Adapter for Aider {
 
     fn install(&self) -> &'static str {
         "python -m pip install aider-install && aider-install"
+    }
+
+    /// `~/.aider` (its caches) and its settings files in HOME.
+    fn config(&self, home: &Path, _: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
+        let mut config = vec![Config::Dir(home.join(".aider"))];
+        config.extend(
+            [
+                ".aider.conf.yml",
+                ".aider.model.settings.yml",
+                ".aider.model.metadata.json",
+            ]
+            .map(|name| Config::File(home.join(name))),
+        );
+        config
     }
 
     fn session_word(&self) -> &'static str {

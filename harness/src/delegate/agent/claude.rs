@@ -4,8 +4,10 @@
 
 use serde_json::Value;
 
+use std::path::{Path, PathBuf};
+
 use super::{
-    Adapter, CallLog, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
 };
 use crate::conversation::Usage;
 
@@ -19,6 +21,17 @@ impl Adapter for Claude {
 
     fn install(&self) -> &'static str {
         "npm install -g @anthropic-ai/claude-code"
+    }
+
+    /// `CLAUDE_CONFIG_DIR`, else `~/.claude` and `~/.claude.json`.
+    fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
+        match env("CLAUDE_CONFIG_DIR") {
+            Some(dir) => vec![Config::Dir(dir)],
+            None => vec![
+                Config::Dir(home.join(".claude")),
+                Config::File(home.join(".claude.json")),
+            ],
+        }
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {

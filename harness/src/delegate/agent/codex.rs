@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use super::{Adapter, CallLog, Invocation, Parsed, Resume, count, json_lines, owned, text};
+use std::path::{Path, PathBuf};
+
+use super::{Adapter, CallLog, Config, Invocation, Parsed, Resume, count, json_lines, owned, text};
 
 /// OpenAI's Codex CLI.
 pub(super) struct Codex;
@@ -16,6 +18,13 @@ impl Adapter for Codex {
 
     fn install(&self) -> &'static str {
         "npm install -g @openai/codex"
+    }
+
+    /// `CODEX_HOME`, else `~/.codex`.
+    fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
+        vec![Config::Dir(
+            env("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
+        )]
     }
 
     fn session_word(&self) -> &'static str {

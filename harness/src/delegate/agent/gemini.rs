@@ -1,8 +1,10 @@
 //! Gemini CLI (`gemini`): `--output-format stream-json --approval-mode auto_edit -p PROMPT`; a
 //! retry adds `--resume ID`. The tool log is the stream's `tool_use` / `tool_result` events.
 
+use std::path::{Path, PathBuf};
+
 use super::{
-    Adapter, CallLog, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
 };
 
 /// Google's Gemini CLI.
@@ -15,6 +17,12 @@ impl Adapter for Gemini {
 
     fn install(&self) -> &'static str {
         "npm install -g @google/gemini-cli"
+    }
+
+    /// `.gemini` in `GEMINI_CLI_HOME`, else in the user's HOME.
+    fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
+        let home = env("GEMINI_CLI_HOME").unwrap_or_else(|| home.to_path_buf());
+        vec![Config::Dir(home.join(".gemini"))]
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {

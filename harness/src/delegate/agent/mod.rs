@@ -49,6 +49,10 @@ trait Adapter: Sync {
     fn keeps_history(&self) -> bool {
         false
     }
+    /// Where it keeps its own logins, settings and sessions (what a resumed run reads back),
+    /// given the user's `home` and the run's environment: bound writable into its private HOME
+    /// when it runs confined.
+    fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config>;
     /// The arguments after the program: `prompt` for a new session, or a retry resuming
     /// `resume`.
     fn args(&self, run: &Invocation<'_>) -> Vec<String>;
@@ -57,6 +61,16 @@ trait Adapter: Sync {
     /// # Errors
     /// Why the output cannot be read (not the format, no closing event).
     fn parse(&self, stdout: &str, run: &Invocation<'_>) -> std::result::Result<Parsed, String>;
+}
+
+/// A path of an agent CLI's own configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Config {
+    /// A directory, made when missing so that what the CLI keeps there (a session to resume)
+    /// outlives the run.
+    Dir(PathBuf),
+    /// A file, bound when it exists.
+    File(PathBuf),
 }
 
 /// What one run is: the prompt, the session it resumes, the settings.
@@ -168,6 +182,9 @@ pub struct AgentSpec {
     pub timeout: Duration,
     /// The directory it runs in (the workspace root; filled in when the delegation runs).
     pub workdir: PathBuf,
+    /// The sandbox it runs in (filled in when the delegation runs): the delegation's, with the
+    /// network and the CLI's own configuration added; `None`: unconfined.
+    pub isolation: Option<harness_builtins::Isolation>,
 }
 
 /// A delegate that runs an agent CLI per attempt and resumes its session on a retry.
@@ -221,6 +238,56 @@ impl AgentDelegate {
         })
     }
 
+    /// The sandbox of one run: the delegation's, with the network (the CLI talks to its model),
+    /// its chat history and its own configuration writable — nothing else of the user's HOME.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Delegate`] when a configuration directory cannot be made.
+    fn isolation(&self, run: &Invocation<'_>) -> Result<Option<harness_builtins::Isolation>> {
+        let Some(base) = &self.spec.isolation else {
+            return Ok(None);
+        };
+        let adapter = self.spec.kind.adapter();
+        let mut isolation = base.clone().with_network();
+        if let Some(history) = run.history {
+            isolation = isolation.writable(history);
+        }
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+            return Ok(Some(isolation));
+        };
+        let env = |name: &str| {
+            self.spec
+                .env
+                .iter()
+                .rev()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into())
+                .or_else(|| std::env::var_os(name))
+                .map(PathBuf::from)
+                .filter(|path| path.is_absolute())
+        };
+        for config in adapter.config(&home, &env) {
+            let path = match config {
+                Config::Dir(dir) => {
+                    std::fs::create_dir_all(&dir).map_err(|e| {
+                        Error::new(
+                            ErrorKind::Delegate,
+                            format!(
+                                "delegate `{}`: cannot make its configuration directory {}: {e}",
+                                adapter.name(),
+                                dir.display()
+                            ),
+                        )
+                    })?;
+                    dir
+                }
+                Config::File(file) => file,
+            };
+            isolation = isolation.writable(&path);
+        }
+        Ok(Some(isolation))
+    }
+
     async fn run(&mut self, prompt: &str, attempt: u32) -> Result<Turn> {
         let adapter = self.spec.kind.adapter();
         let name = adapter.name();
@@ -248,6 +315,7 @@ impl AgentDelegate {
         argv.extend(adapter.args(&invocation));
         let mut env = self.spec.env.clone();
         env.extend(super::trace_env());
+        let isolation = self.isolation(&invocation)?;
         let launch = harness_builtins::Launch {
             cwd: &self.spec.workdir,
             env: &env,
@@ -255,7 +323,7 @@ impl AgentDelegate {
             hidden: Some(&self.spec.workdir),
             timeout: self.spec.timeout,
             cap: MAX_OUTPUT_BYTES,
-            isolation: None,
+            isolation: isolation.as_ref(),
             inherit_env: true,
             stdin: None,
         };
