@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = args::Cli::parse();
     // What a command leaves running after detaching itself comes back to harness, to be killed
     // when the command ends (harness_builtins::run_program).
@@ -52,4 +53,25 @@ fn main() -> ExitCode {
     // (its delegation cancelled) would hold the exit until its own time budget ran out.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     ExitCode::from(code)
+}
+
+/// `harness runs list | head`: a reader that closes stdout early ends harness quietly, with the
+/// status a shell gives a program SIGPIPE ended (141), as it ends `git log | head` — not with a
+/// panic and a backtrace. (Rust ignores SIGPIPE, so `println!` meets the closed pipe as an error
+/// and panics; SIGPIPE itself stays ignored, as a child that exits before reading its input must
+/// not end harness.)
+fn quiet_on_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        previous(info);
+    }));
 }

@@ -735,4 +735,29 @@ fn a_delegate_that_records_an_override_in_the_journal_is_gate_tampered() {
             .is_some_and(|why| why.contains(second) && why.contains("unconfined")),
         "{check}"
     );
+    // `review` lists it as suspect, and `runs show` says so beside the decision.
+    let out = harness(["review", "--json", "--journal"])
+        .args([&journal])
+        .run();
+    out.expect_code(0);
+    let listed = out.json();
+    assert_eq!(listed["suspect"][0]["run_id"], json!(failed), "{listed}");
+    assert_eq!(listed["suspect"][0]["user"], json!("the-delegate"));
+    let out = harness(["review", "--journal"]).args([&journal]).run();
+    assert!(
+        out.stdout.contains(&failed) && out.stderr.contains("1 override(s) are suspect"),
+        "{out:?}"
+    );
+    let out = harness(["runs", "show", &failed, "--journal"])
+        .args([&journal])
+        .run();
+    assert!(
+        out.stdout.contains("SUSPECT:") && out.stdout.contains(second),
+        "{out:?}"
+    );
+    let shown = harness(["runs", "show", &failed, "--json", "--journal"])
+        .args([&journal])
+        .run()
+        .json();
+    assert!(shown["override"]["suspect"].is_string(), "{shown}");
 }

@@ -333,6 +333,33 @@ fn the_report_counts_known_delegations_exactly() {
     }
 }
 
+/// `harness runs show ID | head -1`: a reader that closes the pipe early ends harness quietly with
+/// 141 (as SIGPIPE ends `git log | head`), not with a panic and a Rust backtrace on stderr.
+#[test]
+fn a_reader_that_closes_stdout_early_ends_harness_quietly() {
+    let home = TempDir::new();
+    let known = record_known_delegations(&home);
+    for args in [
+        vec!["runs", "show", known.id("command_failed")],
+        vec!["runs", "list"],
+        vec!["report"],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = std::process::Command::new(crate::util::harness_bin())
+            .args(&args)
+            .arg("--journal")
+            .arg(&known.journal)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("harness runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn runs_list_and_show_read_single_records() {
     let home = TempDir::new();

@@ -92,6 +92,9 @@ pub struct Override {
     pub previous_state: String,
     /// Its audit row.
     pub audit_seq: u64,
+    /// Why it may not be a human's: its audit row says it was recorded while a delegate with
+    /// unconfined commands ran against the journal.
+    pub suspect: Option<String>,
 }
 
 impl Override {
@@ -106,6 +109,7 @@ impl Override {
             "at": humantime::format_rfc3339_millis(self.at).to_string(),
             "previous_state": self.previous_state,
             "audit_seq": self.audit_seq,
+            "suspect": self.suspect,
         })
     }
 }
@@ -426,29 +430,53 @@ impl Journal {
     /// # Errors
     /// [`ErrorKind::Journal`] when the journal cannot be read.
     pub fn override_of(&self, id: &str) -> Result<Option<Override>> {
+        Ok(self.overrides("o.delegation_id = ?1", [id])?.pop())
+    }
+
+    /// The overrides whose audit row marks them suspect (recorded while a delegate with
+    /// unconfined commands ran against this journal), newest first.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`] when the journal cannot be read.
+    pub fn suspect_overrides(&self) -> Result<Vec<Override>> {
+        let mut all = self.overrides("a.entry LIKE '%\"suspect\":%'", [])?;
+        all.retain(|o| o.suspect.is_some());
+        all.sort_by_key(|o| std::cmp::Reverse(o.audit_seq));
+        Ok(all)
+    }
+
+    /// The overrides matching `filter` (SQL over `overrides o` and its audit row `a`).
+    fn overrides(&self, filter: &str, params: impl rusqlite::Params) -> Result<Vec<Override>> {
         if self.schema_version()? < 4 {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        self.conn
-            .query_row(
-                "SELECT delegation_id, user, override_type, decision, reason, at_ms, previous_state, audit_seq
-                 FROM overrides WHERE delegation_id = ?1",
-                [id],
-                |row| {
-                    Ok(Override {
-                        run_id: row.get(0)?,
-                        user: row.get(1)?,
-                        override_type: row.get(2)?,
-                        decision: row.get(3)?,
-                        reason: row.get(4)?,
-                        at: from_unix_millis(row.get(5)?),
-                        previous_state: row.get(6)?,
-                        audit_seq: u64::try_from(row.get::<_, i64>(7)?).unwrap_or(0),
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| sql_error(&self.path, "cannot read the overrides of", &e))
+        let read = |e: rusqlite::Error| sql_error(&self.path, "cannot read the overrides of", &e);
+        let mut statement = self
+            .conn
+            .prepare(&format!(
+                "SELECT o.delegation_id, o.user, o.override_type, o.decision, o.reason, o.at_ms, o.previous_state, o.audit_seq, a.entry
+                 FROM overrides o LEFT JOIN audit_log a ON a.seq = o.audit_seq WHERE {filter}"
+            ))
+            .map_err(read)?;
+        let rows = statement
+            .query_map(params, |row| {
+                let entry: Option<String> = row.get(8)?;
+                Ok(Override {
+                    run_id: row.get(0)?,
+                    user: row.get(1)?,
+                    override_type: row.get(2)?,
+                    decision: row.get(3)?,
+                    reason: row.get(4)?,
+                    at: from_unix_millis(row.get(5)?),
+                    previous_state: row.get(6)?,
+                    audit_seq: u64::try_from(row.get::<_, i64>(7)?).unwrap_or(0),
+                    suspect: entry
+                        .and_then(|e| serde_json::from_str::<Value>(&e).ok())
+                        .and_then(|e| e["suspect"].as_str().map(str::to_owned)),
+                })
+            })
+            .map_err(read)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(read)
     }
 
     /// Approves or rejects run `request.run_id` under `policy` (`policy_at` names where the
@@ -609,11 +637,14 @@ impl Journal {
         // that delegate could have made it. Said in the hash-chained row, for review and audit.
         let running = crate::journal::unconfined_running(&tx)
             .map_err(|e| sql("cannot read the running runs of", e))?;
-        if !running.is_empty() {
-            entry["suspect"] = json!(format!(
+        let suspect = (!running.is_empty()).then(|| {
+            format!(
                 "recorded while {} ran with unconfined commands against this journal; it may have recorded this itself",
                 running.join(", ")
-            ));
+            )
+        });
+        if let Some(why) = &suspect {
+            entry["suspect"] = json!(why);
         }
         let audit_seq =
             append(&tx, entry).map_err(|e| sql("cannot append to the audit log of", e))?;
@@ -670,6 +701,7 @@ impl Journal {
             at: from_unix_millis(unix_millis(now)),
             previous_state: outcome,
             audit_seq,
+            suspect,
         })
     }
 

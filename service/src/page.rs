@@ -29,6 +29,7 @@ pre {{ background: #f6f6f6; padding: .6em; overflow-x: auto; white-space: pre-wr
 .blocking {{ color: #a00; }} .advisory {{ color: #666; }} .ok {{ color: #070; }}
 form {{ display: inline-block; margin-right: 2em; padding: .6em; border: 1px solid #ddd; }}
 .notice {{ padding: .6em; background: #eef6ee; }} .refused {{ padding: .6em; background: #fbeaea; }}
+.suspect {{ background: #fff4d6; border-left: 4px solid #b36b00; }}
 </style></head><body>
 <p><a href="/">Awaiting review</a></p>
 <h1>{title}</h1>
@@ -84,9 +85,11 @@ pub(super) async fn run_page(
         .contains_key(&id);
     let lookup = id.clone();
     // A run of this server's has a row from its start; while it runs, its events say more.
-    let record = read(&app, move |j| j.get(&lookup))
-        .await?
-        .filter(|r| !(r.outcome == "running" && running));
+    let (record, decided) = read(&app, move |j| {
+        Ok((j.get(&lookup)?, j.override_of(&lookup)?))
+    })
+    .await?;
+    let record = record.filter(|r| !(r.outcome == "running" && running));
     let mut body = String::new();
     if let Some(done) = &notice.done {
         body.push_str(&format!(
@@ -153,11 +156,25 @@ const list = document.getElementById("events");
         esc(&record.delegate_kind),
         esc(json["request"]["task"].as_str().unwrap_or("-")),
     ));
-    if let Some(decision) = &record.decision {
+    if let Some(o) = &decided {
         body.push_str(&format!(
-            "<p id=\"decision\">Review: <b>{}</b></p>",
-            esc(decision)
+            "<p id=\"decision\">Review: <b>{}</b> by {} ({} override) at {}{}</p>",
+            esc(&o.decision),
+            esc(&o.user),
+            esc(&o.override_type),
+            humantime::format_rfc3339_seconds(o.at),
+            o.reason
+                .as_deref()
+                .map(|r| format!(": {}", esc(r)))
+                .unwrap_or_default(),
         ));
+        if let Some(why) = &o.suspect {
+            body.push_str(&format!(
+                "<p class=\"notice suspect\" id=\"suspect\"><b>Suspect decision:</b> {}. Confirm it with {} before relying on it.</p>",
+                esc(why),
+                esc(&o.user)
+            ));
+        }
     }
     if let Some(message) = &record.error_message {
         body.push_str(&format!("<pre id=\"error\">{}</pre>", esc(message)));

@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use harness_records::{Journal, OverrideRequest, OverrideType, Pending};
+use harness_records::{OverrideRequest, OverrideType, Pending};
 use serde_json::json;
 
 use crate::args::{AuditLogCommand, AuditVerifyArgs, OverrideArgs, ReviewArgs};
@@ -20,13 +20,21 @@ pub async fn review(args: ReviewArgs) -> u8 {
 
 async fn pending(args: &ReviewArgs) -> harness_records::Result<()> {
     let journal = settings::journal_to_read(args.journal.as_deref())?;
-    let queue = settings::read_journal(&journal, Journal::review_queue).await?;
+    let (queue, suspect) = settings::read_journal(&journal, |j| {
+        Ok((j.review_queue()?, j.suspect_overrides()?))
+    })
+    .await?;
     let now = SystemTime::now();
     if args.json {
         let pending: Vec<_> = queue.iter().map(|p| p.to_json(now)).collect();
-        println!("{}", json!({"pending": pending}));
+        let suspect: Vec<_> = suspect
+            .iter()
+            .map(harness_records::Override::to_json)
+            .collect();
+        println!("{}", json!({"pending": pending, "suspect": suspect}));
         return Ok(());
     }
+    suspects(&suspect);
     if queue.is_empty() {
         eprintln!("no runs await review");
         return Ok(());
@@ -62,6 +70,35 @@ async fn pending(args: &ReviewArgs) -> harness_records::Result<()> {
         queue.len()
     );
     Ok(())
+}
+
+/// Decisions that a delegate may have recorded itself, first: a reviewer must not take them as
+/// settled.
+fn suspects(suspect: &[harness_records::Override]) {
+    if suspect.is_empty() {
+        return;
+    }
+    let mut rows = vec![[
+        "ID".to_owned(),
+        "DECISION".to_owned(),
+        "BY".to_owned(),
+        "AUDIT ROW".to_owned(),
+        "WHY SUSPECT".to_owned(),
+    ]];
+    for o in suspect {
+        rows.push([
+            o.run_id.clone(),
+            o.decision.clone(),
+            o.user.clone(),
+            o.audit_seq.to_string(),
+            o.suspect.clone().unwrap_or_default(),
+        ]);
+    }
+    super::table::print(&rows);
+    eprintln!(
+        "{} override(s) are suspect: recorded while a delegate with unconfined commands could write the journal; confirm each with whoever it names before relying on it",
+        suspect.len()
+    );
 }
 
 /// How long ago `p` started, to the minute.

@@ -116,19 +116,24 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     }
     field("outcome", &outcome(&record));
     match (&decided, status) {
-        (Some(o), _) => field(
-            "review",
-            &format!(
-                "{} by {} ({} override) at {}{}",
-                o.decision,
-                o.user,
-                o.override_type,
-                humantime::format_rfc3339_seconds(o.at),
-                o.reason
-                    .as_deref()
-                    .map_or(String::new(), |r| format!(": {r}"))
-            ),
-        ),
+        (Some(o), _) => {
+            field(
+                "review",
+                &format!(
+                    "{} by {} ({} override) at {}{}",
+                    o.decision,
+                    o.user,
+                    o.override_type,
+                    humantime::format_rfc3339_seconds(o.at),
+                    o.reason
+                        .as_deref()
+                        .map_or(String::new(), |r| format!(": {r}"))
+                ),
+            );
+            if let Some(why) = &o.suspect {
+                field("SUSPECT", why);
+            }
+        }
         (None, Some(status)) => field("review", &format!("{status} (harness review)")),
         (None, None) => {}
     }
