@@ -884,17 +884,47 @@ fn hook_files_that_cannot_load_are_named_not_skipped() {
         dir.join("hooks/borrowed.md"),
     )
     .expect("symlink");
+    // A hook whose `script_file` is a link out: the same, for the script that judges.
+    dir.write(
+        "elsewhere/allow.star",
+        "def handle(event, payload):\n    return allow()\n",
+    );
+    std::os::unix::fs::symlink(
+        dir.join("elsewhere/allow.star"),
+        dir.join("hooks/linked.star"),
+    )
+    .expect("symlink");
+    dir.write(
+        "hooks/script-linked.md",
+        "---\nevent: delegation.post_verify\nscript_file: linked.star\n---\n",
+    );
+    // A plain path up and out is the author's choice, not a link: it loads.
+    dir.write(
+        "hooks/script-shared.md",
+        "---\nevent: delegation.post_verify\nscript_file: ../elsewhere/allow.star\n---\n",
+    );
     let out = harness(["hooks", "check"]).args([dir.join("hooks")]).run();
     // Before: "ok: 1 hook(s)", the other three skipped without a word.
     out.expect_code(2);
-    for name in ["shouting.MD", "dangling.md", "pipe.md", "borrowed.md"] {
+    for name in [
+        "shouting.MD",
+        "dangling.md",
+        "pipe.md",
+        "borrowed.md",
+        "script-linked.md",
+    ] {
         assert!(out.stderr.contains(name), "{name}: {out:?}");
     }
     assert!(
         out.stderr.contains("leads out of the hook directory"),
         "{out:?}"
     );
+    assert!(
+        out.stderr.contains("through a link (to ") && out.stderr.contains("elsewhere/allow.star"),
+        "{out:?}"
+    );
     assert!(!out.stderr.contains("good.md"), "{out:?}");
+    assert!(!out.stderr.contains("script-shared.md"), "{out:?}");
 }
 
 /// A FIFO where the project policy goes (a command of an earlier run could plant one) is a
@@ -1388,6 +1418,35 @@ fn a_directory_swapped_for_a_link_mid_read_never_reads_outside() {
         .filter(|r| r["content"].to_string().contains("SECRET"))
         .count();
     assert_eq!(leaked, 0, "{leaked} reads returned a file from outside");
+}
+
+/// The same race against `list_files`: the directory `sub` swapped for a link to a directory
+/// outside between the check and the listing never lists the outside's names.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_directory_swapped_for_a_link_mid_listing_never_lists_outside() {
+    let outside = TempDir::new();
+    outside.write("outside-secret-name.txt", "x");
+    let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"list_files\", \"arguments\": {\"path\": \"sub\"}} for i in range(60)]}\n";
+    let dir = project(agent, "tools: [list_files]\nworkdir: .\nobserve: false\n");
+    dir.write("ws/sub/f.txt", "inside\n");
+    let mut racing = swap_for_a_link(&dir.join("ws/sub"), &outside.path());
+    let (out, report) = run(&dir);
+    let _ = racing.kill();
+    let _ = racing.wait();
+    let results = report["result"]["tool_results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        results.iter().any(|r| r["content"] == json!("f.txt")),
+        "no listing went through: {out:?}"
+    );
+    let leaked = results
+        .iter()
+        .filter(|r| r["content"].to_string().contains("outside-secret-name"))
+        .count();
+    assert_eq!(leaked, 0, "{leaked} listings named a file outside");
 }
 
 /// Starts a process that swaps the directory `sub` for a link to `outside` and back, as fast as

@@ -46,7 +46,9 @@ pub use modules::{
     unhex,
 };
 pub use reaper::become_subreaper;
-pub use workspace::{MAX_POLICY_BYTES, MAX_SCRIPT_BYTES, open_read_beneath, read_beneath};
+pub use workspace::{
+    MAX_POLICY_BYTES, MAX_SCRIPT_BYTES, list_beneath, open_read_beneath, read_beneath, read_named,
+};
 pub use workspace::{PathError, Workspace, Workspaces, create_beneath, open_regular, read_regular};
 
 /// At most `max` characters of `text`, with `…` when any were dropped (for messages).

@@ -238,6 +238,30 @@ pub fn read_beneath(root: &Path, path: &Path, max: u64) -> io::Result<String> {
     read_regular(&resolved, max)
 }
 
+/// [`read_regular`] for a script a policy file names relative to its own directory `base` (a
+/// hook's `script_file`, a project policy's critic): a path that passes through a link is read
+/// only when it ends beneath `base`, so a link planted on the way cannot swap in a script from
+/// elsewhere. A plain path (`../shared/guard.star`) is the author's to choose.
+///
+/// # Errors
+/// As [`read_regular`]; `PermissionDenied` for a link leading out of `base`.
+pub fn read_named(base: &Path, rel: &Path, max: u64) -> io::Result<String> {
+    let full = base.join(rel);
+    let real = full.canonicalize()?;
+    let plain = std::path::absolute(&full).ok().and_then(|p| normalise(&p));
+    if plain.as_deref() != Some(real.as_path()) && !real.starts_with(base.canonicalize()?) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "leads out of {} through a link (to {}); copy the script in beside the file that names it",
+                base.display(),
+                real.display()
+            ),
+        ));
+    }
+    read_regular(&real, max)
+}
+
 /// Creates or truncates the regular file at `rel` (a relative path, `..`-free, as
 /// [`Workspace::relative`] gives for a path [`Workspace::resolve_for_write`] returned) beneath
 /// `root`, making missing directories, for writing. No symbolic link is followed in any
@@ -283,6 +307,66 @@ pub fn open_read_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
         ));
     }
     regular(open_beneath(root, rel, false)?)
+}
+
+/// The entries of the directory `rel` beneath `root` (`""` or `.`: `root` itself), each name
+/// with whether it is a directory (a link is not), reached with no link followed in any
+/// component, the last included: a directory swapped for a link since the check lists nothing
+/// outside.
+///
+/// # Errors
+/// A component is a link or not a directory, or it cannot be read.
+#[cfg(unix)]
+pub fn list_beneath(root: &Path, rel: &Path) -> io::Result<Vec<(String, bool)>> {
+    use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, openat, statat};
+    let walk = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = openat(
+        CWD,
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for component in rel.components() {
+        match component {
+            std::path::Component::Normal(name) => {
+                dir = openat(&dir, name, walk, Mode::empty())?;
+            }
+            std::path::Component::CurDir => {}
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "is not a plain relative path beneath the workspace",
+                ));
+            }
+        }
+    }
+    let mut entries = Vec::new();
+    for entry in Dir::read_from(&dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "." || name == ".." {
+            continue;
+        }
+        let is_dir = match entry.file_type() {
+            FileType::Unknown => statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Directory),
+            kind => kind == FileType::Directory,
+        };
+        entries.push((name, is_dir));
+    }
+    Ok(entries)
+}
+
+/// [`list_beneath`] where no `openat` exists: the directory read by its path.
+#[cfg(not(unix))]
+pub fn list_beneath(root: &Path, rel: &Path) -> io::Result<Vec<(String, bool)>> {
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(root.join(rel))? {
+        let entry = entry?;
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        entries.push((entry.file_name().to_string_lossy().into_owned(), is_dir));
+    }
+    Ok(entries)
 }
 
 /// Walks to `rel` beneath `root` with no link followed; opens it for writing (creating it and

@@ -222,7 +222,7 @@ impl ProjectPolicy {
         let base = path.parent().unwrap_or(Path::new("."));
         let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
             let full = base.join(rel);
-            harness_builtins::read_regular(&full, harness_builtins::MAX_SCRIPT_BYTES)
+            harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
                 .map(|text| (full.clone(), text))
                 .map_err(|e| {
                     Error::config(format!(

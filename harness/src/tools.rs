@@ -419,15 +419,15 @@ impl Toolbox {
             Some(_) => return Err("`path` must be a string".to_owned()),
         };
         let full = self.resolve(path)?;
-        let mut names = Vec::new();
-        for entry in std::fs::read_dir(&full).map_err(|e| format!("{path:?}: {e}"))? {
-            let entry = entry.map_err(|e| format!("{path:?}: {e}"))?;
-            let mut name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                name.push('/');
-            }
-            names.push(name);
-        }
+        // Listed by the path checked, with no link followed on the way (a directory swapped for
+        // a link since the check cannot make it list outside).
+        let rel = self.workspace.relative(&full);
+        let entries = harness_builtins::list_beneath(self.workspace.root(), Path::new(&rel))
+            .map_err(|e| format!("{path:?}: {e}"))?;
+        let mut names: Vec<String> = entries
+            .into_iter()
+            .map(|(name, is_dir)| if is_dir { format!("{name}/") } else { name })
+            .collect();
         names.sort();
         Ok(ToolOutput::ok(names.join("\n")))
     }

@@ -337,7 +337,7 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
         ),
         (None, Some(file)) => {
             let full = base.join(&file);
-            match harness_builtins::read_regular(&full, harness_builtins::MAX_SCRIPT_BYTES) {
+            match harness_builtins::read_named(base, &file, harness_builtins::MAX_SCRIPT_BYTES) {
                 Ok(source) => (full, Some(source), Some(1)),
                 Err(e) => {
                     problems.push(problem(
