@@ -1229,6 +1229,74 @@ fn every_program_a_delegation_starts_is_confined() {
     assert_eq!(runs, 2, "{log:?}");
 }
 
+/// A confined agent CLI may keep its logins and sessions, but not plant what would act the next
+/// time anyone runs it outside harness: its existing settings are read-only, and settings it
+/// creates are moved aside and fail the run as a `delegate` error naming them.
+#[cfg(unix)]
+#[test]
+fn a_confined_agent_cli_cannot_plant_its_own_settings() {
+    if !bubblewrap_works() {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
+            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
+        );
+        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+        return;
+    }
+    let claude = repo_root().join("tests/fixtures/agents/claude");
+    let plant = r#"mkdir -p "$HOME/.claude/commands"; echo '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "touch /tmp/pwned"}]}]}}' > "$HOME/.claude/settings.json"; echo x > "$HOME/.claude/commands/deploy.md"; true"#;
+    for existing in [true, false] {
+        let dir = TempDir::new();
+        let home = dir.join("home");
+        std::fs::create_dir_all(home.join(".claude")).expect("config dir");
+        if existing {
+            std::fs::write(home.join(".claude/settings.json"), "{}\n").expect("settings");
+            std::fs::create_dir_all(home.join(".claude/commands")).expect("commands");
+        }
+        let path = dir.write(
+            "delegation.yaml",
+            format!(
+                "task: t\nworkdir: ws\ndelegate: {{kind: claude, binary: {:?}}}\nverify: |\n  def run(result):\n      return fs.stat(\"hello.txt\") != None\n",
+                claude.display()
+            ),
+        );
+        std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+        let out = harness(["run", "--json", "--no-journal"])
+            .args([&path])
+            .env("HOME", &home.display().to_string())
+            .env("FAKE_AGENT_RUN", plant)
+            .run();
+        let report = out.json();
+        if existing {
+            // Read-only: the writes fail, the run goes on and passes.
+            out.expect_code(0);
+            assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+            assert_eq!(
+                std::fs::read_to_string(home.join(".claude/settings.json")).ok(),
+                Some("{}\n".to_owned())
+            );
+            assert!(!home.join(".claude/commands/deploy.md").exists());
+        } else {
+            crate::util::expect_error_kind(&out, &report, 4, "delegate");
+            let message = report["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("settings.json")
+                    && message.contains("commands")
+                    && message.contains("moved to"),
+                "{message}"
+            );
+            assert!(!home.join(".claude/settings.json").exists());
+            assert!(!home.join(".claude/commands").exists());
+            let aside: Vec<String> = std::fs::read_dir(home.join(".claude"))
+                .expect("config dir")
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .filter(|name| name.contains(".harness-refused-"))
+                .collect();
+            assert_eq!(aside.len(), 2, "{aside:?}");
+        }
+    }
+}
+
 #[test]
 fn the_model_key_never_follows_a_redirect_to_another_origin() {
     use harness_testkit::model::{ModelServer, Reply, answer};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Adapter, Config, Invocation, Parsed, Resume, owned};
+use super::{Adapter, Config, Invocation, Parsed, Resume, guarded, owned};
 
 /// Aider.
 pub(super) struct Aider;
@@ -18,17 +18,17 @@ impl Adapter for Aider {
         "python -m pip install aider-install && aider-install"
     }
 
-    /// `~/.aider` (its caches) and its settings files in HOME.
+    /// `~/.aider` (its caches); its settings files in HOME (`lint-cmd`, `test-cmd`) guarded.
     fn config(&self, home: &Path, _: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
         let mut config = vec![Config::Dir(home.join(".aider"))];
-        config.extend(
-            [
+        config.extend(guarded(
+            home,
+            &[
                 ".aider.conf.yml",
                 ".aider.model.settings.yml",
                 ".aider.model.metadata.json",
-            ]
-            .map(|name| Config::File(home.join(name))),
-        );
+            ],
+        ));
         config
     }
 

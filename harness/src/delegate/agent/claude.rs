@@ -2,12 +2,13 @@
 //! resumes the session with `--resume ID` and sends only the retry prompt. The tool log is the
 //! stream's `tool_use` / `tool_result` content blocks.
 
-use serde_json::Value;
-
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use super::{
-    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned,
+    prefixed, text,
 };
 use crate::conversation::Usage;
 
@@ -23,15 +24,34 @@ impl Adapter for Claude {
         "npm install -g @anthropic-ai/claude-code"
     }
 
-    /// `CLAUDE_CONFIG_DIR`, else `~/.claude` and `~/.claude.json`.
+    /// `CLAUDE_CONFIG_DIR`, else `~/.claude` and `~/.claude.json`; its settings (hooks,
+    /// permissions), memory, commands, agents, skills and plugins guarded.
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
-        match env("CLAUDE_CONFIG_DIR") {
-            Some(dir) => vec![Config::Dir(dir)],
-            None => vec![
-                Config::Dir(home.join(".claude")),
-                Config::File(home.join(".claude.json")),
+        let (dir, mut config) = match env("CLAUDE_CONFIG_DIR") {
+            Some(dir) => (dir.clone(), vec![Config::Dir(dir)]),
+            None => (
+                home.join(".claude"),
+                vec![
+                    Config::Dir(home.join(".claude")),
+                    Config::File(home.join(".claude.json")),
+                ],
+            ),
+        };
+        config.extend(guarded(
+            &dir,
+            &[
+                "settings.json",
+                "settings.local.json",
+                "CLAUDE.md",
+                "hooks",
+                "commands",
+                "agents",
+                "skills",
+                "plugins",
+                "output-styles",
             ],
-        }
+        ));
+        config
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {

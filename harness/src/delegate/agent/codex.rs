@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use std::path::{Path, PathBuf};
 
-use super::{Adapter, CallLog, Config, Invocation, Parsed, Resume, count, json_lines, owned, text};
+use super::{
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned, text,
+};
 
 /// OpenAI's Codex CLI.
 pub(super) struct Codex;
@@ -20,11 +22,13 @@ impl Adapter for Codex {
         "npm install -g @openai/codex"
     }
 
-    /// `CODEX_HOME`, else `~/.codex`.
+    /// `CODEX_HOME`, else `~/.codex`; its `config.toml` (MCP servers, `notify`), instructions
+    /// and prompts guarded.
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
-        vec![Config::Dir(
-            env("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
-        )]
+        let dir = env("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
+        let mut config = vec![Config::Dir(dir.clone())];
+        config.extend(guarded(&dir, &["config.toml", "AGENTS.md", "prompts"]));
+        config
     }
 
     fn session_word(&self) -> &'static str {

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, json_lines, owned, prefixed, text,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned,
+    prefixed, text,
 };
 
 /// Google's Gemini CLI.
@@ -19,10 +20,18 @@ impl Adapter for Gemini {
         "npm install -g @google/gemini-cli"
     }
 
-    /// `.gemini` in `GEMINI_CLI_HOME`, else in the user's HOME.
+    /// `.gemini` in `GEMINI_CLI_HOME`, else in the user's HOME; its settings (MCP servers,
+    /// hooks), memory, commands and extensions guarded.
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {
-        let home = env("GEMINI_CLI_HOME").unwrap_or_else(|| home.to_path_buf());
-        vec![Config::Dir(home.join(".gemini"))]
+        let dir = env("GEMINI_CLI_HOME")
+            .unwrap_or_else(|| home.to_path_buf())
+            .join(".gemini");
+        let mut config = vec![Config::Dir(dir.clone())];
+        config.extend(guarded(
+            &dir,
+            &["settings.json", "GEMINI.md", "commands", "extensions"],
+        ));
+        config
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {

@@ -51,7 +51,8 @@ trait Adapter: Sync {
     }
     /// Where it keeps its own logins, settings and sessions (what a resumed run reads back),
     /// given the user's `home` and the run's environment: bound writable into its private HOME
-    /// when it runs confined.
+    /// when it runs confined — but for what would make a later run of the CLI execute something
+    /// ([`Config::Guarded`]).
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config>;
     /// The arguments after the program: `prompt` for a new session, or a retry resuming
     /// `resume`.
@@ -71,6 +72,19 @@ enum Config {
     Dir(PathBuf),
     /// A file, bound when it exists.
     File(PathBuf),
+    /// A file or directory inside one of those that makes the CLI run programs or take
+    /// instructions the next time anyone uses it (settings with hooks and MCP servers, custom
+    /// commands): read-only when it exists; one the CLI creates is moved aside and the run
+    /// fails, so a confined delegate cannot plant what runs unconfined later.
+    Guarded(PathBuf),
+}
+
+/// `names` inside `dir`, guarded.
+fn guarded(dir: &Path, names: &[&str]) -> Vec<Config> {
+    names
+        .iter()
+        .map(|name| Config::Guarded(dir.join(name)))
+        .collect()
 }
 
 /// What one run is: the prompt, the session it resumes, the settings.
@@ -164,6 +178,38 @@ impl AgentKind {
     }
 }
 
+/// Fails the run when the CLI created any of the guarded configuration paths that were `absent`
+/// before it (settings, hooks, commands that would act the next time the CLI runs unconfined):
+/// each is moved aside, kept for a look, where the CLI will not load it.
+///
+/// # Errors
+/// [`ErrorKind::Delegate`] naming each path and where it went.
+fn planted(name: &str, absent: &[PathBuf]) -> Result<()> {
+    let mut moved = Vec::new();
+    for path in absent.iter().filter(|p| p.symlink_metadata().is_ok()) {
+        let mut aside = path.as_os_str().to_owned();
+        aside.push(format!(".harness-refused-{}", std::process::id()));
+        let aside = PathBuf::from(aside);
+        moved.push(match std::fs::rename(path, &aside) {
+            Ok(()) => format!("{} (moved to {})", path.display(), aside.display()),
+            Err(e) => format!(
+                "{} (could not move it aside: {e}; remove it)",
+                path.display()
+            ),
+        });
+    }
+    if moved.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Delegate,
+        format!(
+            "delegate `{name}`: it created its own configuration, which would act the next time the CLI runs outside harness: {}; a confined CLI may keep its logins and sessions, not change its settings (write them yourself)",
+            moved.join(", ")
+        ),
+    ))
+}
+
 /// Settings of an agent CLI delegate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentSpec {
@@ -239,13 +285,18 @@ impl AgentDelegate {
     }
 
     /// The sandbox of one run: the delegation's, with the network (the CLI talks to its model),
-    /// its chat history and its own configuration writable — nothing else of the user's HOME.
+    /// its chat history and its own configuration writable — nothing else of the user's HOME —
+    /// and the paths of that configuration that would run programs later read-only. Also the
+    /// guarded paths that do not exist yet, to be looked at after the run.
     ///
     /// # Errors
     /// [`ErrorKind::Delegate`] when a configuration directory cannot be made.
-    fn isolation(&self, run: &Invocation<'_>) -> Result<Option<harness_builtins::Isolation>> {
+    fn isolation(
+        &self,
+        run: &Invocation<'_>,
+    ) -> Result<(Option<harness_builtins::Isolation>, Vec<PathBuf>)> {
         let Some(base) = &self.spec.isolation else {
-            return Ok(None);
+            return Ok((None, Vec::new()));
         };
         let adapter = self.spec.kind.adapter();
         let mut isolation = base.clone().with_network();
@@ -253,7 +304,7 @@ impl AgentDelegate {
             isolation = isolation.writable(history);
         }
         let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
-            return Ok(Some(isolation));
+            return Ok((Some(isolation), Vec::new()));
         };
         let env = |name: &str| {
             self.spec
@@ -266,8 +317,9 @@ impl AgentDelegate {
                 .map(PathBuf::from)
                 .filter(|path| path.is_absolute())
         };
+        let mut absent = Vec::new();
         for config in adapter.config(&home, &env) {
-            let path = match config {
+            match config {
                 Config::Dir(dir) => {
                     std::fs::create_dir_all(&dir).map_err(|e| {
                         Error::new(
@@ -279,13 +331,16 @@ impl AgentDelegate {
                             ),
                         )
                     })?;
-                    dir
+                    isolation = isolation.writable(&dir);
                 }
-                Config::File(file) => file,
-            };
-            isolation = isolation.writable(&path);
+                Config::File(file) => isolation = isolation.writable(&file),
+                Config::Guarded(path) if path.symlink_metadata().is_ok() => {
+                    isolation.read_only.push(path);
+                }
+                Config::Guarded(path) => absent.push(path),
+            }
         }
-        Ok(Some(isolation))
+        Ok((Some(isolation), absent))
     }
 
     async fn run(&mut self, prompt: &str, attempt: u32) -> Result<Turn> {
@@ -315,7 +370,7 @@ impl AgentDelegate {
         argv.extend(adapter.args(&invocation));
         let mut env = self.spec.env.clone();
         env.extend(super::trace_env());
-        let isolation = self.isolation(&invocation)?;
+        let (isolation, absent) = self.isolation(&invocation)?;
         let launch = harness_builtins::Launch {
             cwd: &self.spec.workdir,
             env: &env,
@@ -328,14 +383,14 @@ impl AgentDelegate {
             stdin: None,
         };
         self.runs += 1;
-        let run = harness_builtins::run_program(&argv, &launch)
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Delegate,
-                    format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
-                )
-            })?;
+        let run = harness_builtins::run_program(&argv, &launch).await;
+        planted(name, &absent)?;
+        let run = run.map_err(|e| {
+            Error::new(
+                ErrorKind::Delegate,
+                format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
+            )
+        })?;
         let fail = |what: String| {
             Error::new(
                 ErrorKind::Delegate,
