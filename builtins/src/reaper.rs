@@ -24,11 +24,16 @@ pub fn become_subreaper() {
 
 /// Spawns `command` (started in a process group of its own) as a command's leader: registered as
 /// live (under the lock, so no sweep can take it for an adopted orphan before it is), and killed
-/// by the kernel if harness dies.
+/// by the kernel if harness dies — by a parent-death signal set in the child, unless `dies` says
+/// the program sees to it itself (bubblewrap's `--die-with-parent`): a child set up before its
+/// exec must be forked, where one that is not can be spawned without copying harness's memory.
 pub(crate) fn spawn(
     command: &mut tokio::process::Command,
+    dies: bool,
 ) -> std::io::Result<tokio::process::Child> {
-    dies_with_harness(command);
+    if !dies {
+        dies_with_harness(command);
+    }
     let mut live = LIVE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -76,6 +81,45 @@ struct Proc {
     pgid: i32,
 }
 
+/// The children of harness (of all its threads), as the kernel lists them; `None` where it does
+/// not (a kernel built without `/proc/PID/task/TID/children`). The lists can miss a child that
+/// forks or exits while they are read: what one sweep misses, the next command's end sweeps.
+#[cfg(target_os = "linux")]
+fn children() -> Option<Vec<i32>> {
+    if !std::path::Path::new("/proc/thread-self/children").exists() {
+        return None;
+    }
+    let mut all = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        // A thread that ended meanwhile has no list, and no children.
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            all.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    Some(all)
+}
+
+/// The process group of `pid`, from `/proc/PID/stat`.
+#[cfg(target_os = "linux")]
+fn group_of(pid: i32) -> Option<i32> {
+    stat(pid).map(|p| p.pgid)
+}
+
+/// `/proc/PID/stat` of `pid`: its parent and group.
+#[cfg(target_os = "linux")]
+fn stat(pid: i32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(1);
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    Some(Proc { pid, ppid, pgid })
+}
+
 /// Every process this user can see.
 #[cfg(target_os = "linux")]
 fn processes() -> Vec<Proc> {
@@ -85,15 +129,7 @@ fn processes() -> Vec<Proc> {
     entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let mut fields = rest.split_whitespace().skip(1);
-            let ppid = fields.next()?.parse().ok()?;
-            let pgid = fields.next()?.parse().ok()?;
-            Some(Proc { pid, ppid, pgid })
-        })
+        .filter_map(stat)
         .collect()
 }
 
@@ -112,6 +148,17 @@ fn sweep() {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
+        // Usually nothing was left behind: harness's own children answer that without reading
+        // every process there is.
+        if let Some(children) = children() {
+            let left = children.into_iter().any(|pid| {
+                !u32::try_from(pid).is_ok_and(|pid| live.contains(&pid))
+                    && group_of(pid).is_some_and(|g| g != group)
+            });
+            if !left {
+                return;
+            }
+        }
         let table = processes();
         let adopted: Vec<i32> = table
             .iter()

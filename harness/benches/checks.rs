@@ -8,9 +8,12 @@
 //! - **launch**: the same argv through `harness_builtins::run_program`, as a check launches it
 //!   (scrubbed environment, private `HOME`, `PATH` without the workspace, own process group,
 //!   output captured to the cap, the group killed at the end);
+//! - **confined launch**: the same under bubblewrap as a check runs by default
+//!   (`commands.isolation: auto` where bubblewrap works; skipped where it does not);
 //! - **per check in a delegation**: a scripted delegation with `BENCH_CHECKS_K` (default 20)
 //!   checks `run: "true"` minus the same delegation with none, divided by K — everything a check
-//!   adds to an attempt: its events, its evidence record, its finding.
+//!   adds to an attempt: its events, its evidence record, its finding — confined (the default)
+//!   and with `commands.isolation: none`.
 //!
 //! Medians of `BENCH_CHECKS_N` (default 400) spawns and `BENCH_CHECKS_R` (default 15)
 //! delegations. Speed is measured here, never asserted in tests.
@@ -93,7 +96,13 @@ fn main() {
             inherit_env: false,
             stdin: None,
         };
-        let (mut bare, mut launched) = (Vec::new(), Vec::new());
+        let sandbox = harness_builtins::Isolation::new(dir.path(), &[]);
+        let confined = Launch {
+            isolation: Some(&sandbox),
+            ..launch.clone()
+        };
+        let confines = harness_builtins::bubblewrap_works();
+        let (mut bare, mut launched, mut boxed) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..20 {
             run_program(&argv, &launch).await.expect("warm-up");
         }
@@ -111,20 +120,39 @@ fn main() {
             let run = run_program(&argv, &launch).await.expect("sh runs");
             launched.push(t.elapsed());
             assert_eq!(run.exit_code, Some(0));
+            if confines {
+                let t = Instant::now();
+                let run = run_program(&argv, &confined).await.expect("bwrap runs");
+                boxed.push(t.elapsed());
+                assert_eq!(run.exit_code, Some(0), "{}", run.stderr);
+            }
         }
         let bare = median(bare);
         let launched = median(launched);
 
+        // The same project unconfined, by its policy.
+        let open = tempfile::tempdir().expect("temp dir");
+        std::fs::write(open.path().join("agent.star"), AGENT).expect("agent.star");
+        std::fs::create_dir_all(open.path().join(".harness")).expect(".harness");
+        std::fs::write(
+            open.path().join(".harness/policy.yaml"),
+            "commands: {isolation: none}\n",
+        )
+        .expect("policy");
         let runtime = Runtime::new().expect("runtime");
-        let (mut none, mut some) = (Vec::new(), Vec::new());
+        let (mut none, mut some, mut unconfined) = (Vec::new(), Vec::new(), Vec::new());
         run_delegation(&runtime, dir.path(), k, Outcome::Passed).await;
+        run_delegation(&runtime, open.path(), k, Outcome::Passed).await;
         for _ in 0..rounds {
             none.push(run_delegation(&runtime, dir.path(), 0, Outcome::Skipped).await);
             some.push(run_delegation(&runtime, dir.path(), k, Outcome::Passed).await);
+            unconfined.push(run_delegation(&runtime, open.path(), k, Outcome::Passed).await);
         }
         let none = median(none);
         let some = median(some);
+        let unconfined = median(unconfined);
         let per_check = some.saturating_sub(none) / k as u32;
+        let per_open_check = unconfined.saturating_sub(none) / k as u32;
 
         println!("bare `sh -c true` (tokio output()):        {}", us(bare));
         println!(
@@ -132,12 +160,30 @@ fn main() {
             us(launched),
             launched.as_secs_f64() / bare.as_secs_f64()
         );
+        if confines {
+            let boxed = median(boxed);
+            println!(
+                "the same under bubblewrap (confined):      {} = {:.2}x bare",
+                us(boxed),
+                boxed.as_secs_f64() / bare.as_secs_f64()
+            );
+        } else {
+            println!("bubblewrap does not work here: the confined launch is not measured");
+        }
         println!(
-            "per check in a delegation ({k} checks {} − none {}) / {k}: {} = {:.2}x bare",
+            "per check in a delegation, {} ({k} checks {} − none {}) / {k}: {} = {:.2}x bare",
+            if confines { "confined" } else { "auto, unconfined here" },
             us(some),
             us(none),
             us(per_check),
             per_check.as_secs_f64() / bare.as_secs_f64()
+        );
+        println!(
+            "per check in a delegation, isolation: none ({k} checks {} − none {}) / {k}: {} = {:.2}x bare",
+            us(unconfined),
+            us(none),
+            us(per_open_check),
+            per_open_check.as_secs_f64() / bare.as_secs_f64()
         );
     });
 }

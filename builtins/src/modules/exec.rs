@@ -293,6 +293,13 @@ fn visible(
             }
         }
     }
+    // A path inside another one bound already is there with it (its real path, when a link
+    // leads elsewhere, is in the list on its own): one mount fewer each.
+    let all = seen.clone();
+    seen.retain(|path| {
+        !all.iter()
+            .any(|other| other != path && path.starts_with(other))
+    });
     seen
 }
 
@@ -416,7 +423,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         command.env("HOME", home).env("TMPDIR", tmp);
     }
     command.envs(launch.env.iter().map(|(k, v)| (k, v)));
-    let mut child = crate::reaper::spawn(&mut command)?;
+    let mut child = crate::reaper::spawn(&mut command, launch.isolation.is_some())?;
     let leader = child.id();
     let group = ProcessGroup::new(leader);
     let stdout = child.stdout.take().expect("stdout is piped");
