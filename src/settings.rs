@@ -20,32 +20,23 @@ pub fn runtime() -> Result<harness::Runtime, Error> {
     Ok(runtime)
 }
 
-/// Writes the row of a run that has started into `journal` (off the async workers: SQLite
-/// blocks), so that a run whose process dies is found, shown as `error`/`interrupted`. A journal
-/// that cannot be written is a warning here, and the run's error when it is recorded.
+/// Writes the row of a run that has started into `journal`, so that a run whose process dies is
+/// found, shown as `error`/`interrupted`: through the journal's writer when this process has one
+/// (a batch, a server: one connection writes), else on a blocking thread (SQLite blocks). A
+/// journal that cannot be written is a warning here, and the run's error when it is recorded.
 fn record_start(journal: &Path, run: &harness::RunStarted<'_>) {
+    let start = harness_records::Started::from(run);
+    if harness_records::JournalWriter::begin(journal, start.clone()) {
+        return;
+    }
     let journal = journal.to_path_buf();
-    let (id, kind, source, workdir) = (
-        run.id.to_owned(),
-        run.delegate_kind.to_owned(),
-        run.source.to_path_buf(),
-        run.workdir.to_path_buf(),
-    );
-    let (started_at, unconfined) = (run.started_at, run.unconfined);
     let write = move || {
-        let begun = harness_records::Journal::open(&journal).and_then(|mut journal| {
-            journal.begin(&harness::RunStarted {
-                id: &id,
-                started_at,
-                delegate_kind: &kind,
-                source: &source,
-                workdir: &workdir,
-                unconfined,
-            })
-        });
+        let begun = harness_records::Journal::open(&journal)
+            .and_then(|mut journal| journal.begin(std::slice::from_ref(&start)));
         if let Err(e) = begun {
             eprintln!(
-                "warning: the start of {id} was not written: {}",
+                "warning: the start of {} was not written: {}",
+                start.id,
                 e.message()
             );
         }

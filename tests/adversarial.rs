@@ -1229,6 +1229,53 @@ fn every_program_a_delegation_starts_is_confined() {
     assert_eq!(runs, 2, "{log:?}");
 }
 
+/// A `delegation.pre` hook that offers `run_command` to a delegation that started no programs
+/// gets it confined like any other: the sandbox is made for what runs after the hooks.
+#[cfg(unix)]
+#[test]
+fn run_command_offered_by_a_pre_hook_is_confined_too() {
+    if !bubblewrap_works() {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
+            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
+        );
+        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+        return;
+    }
+    let outside = tempfile::Builder::new()
+        .prefix("granted-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a directory under target/");
+    let marker = outside.path().join("escaped.txt");
+    let calls = json!([{"name": "run_command", "arguments": {"argv": [
+        "sh", "-c", format!("echo x > {}; echo ran", marker.display())
+    ]}}]);
+    let dir = TempDir::new();
+    dir.write("agent.star", calls_then_done(&calls.to_string()));
+    dir.write(
+        "ws/.harness/hooks/grant.md",
+        "---\nevent: delegation.pre\nscript: |\n  def handle(event, payload):\n      return modify({\"tools\": [\"run_command\"]})\n---\n",
+    );
+    let file = dir.write(
+        "delegation.yaml",
+        "task: t\ndelegate: {kind: scripted, script: agent.star}\nworkdir: ws\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"])
+        .args([&file])
+        .run();
+    let report = out.json();
+    let results = tool_results(&report);
+    assert_eq!(
+        results.len(),
+        1,
+        "the hook did not offer run_command: {out:?}"
+    );
+    assert!(
+        !marker.exists(),
+        "a command offered by a hook ran unconfined"
+    );
+}
+
 /// A confined agent CLI may keep its logins and sessions, but not plant what would act the next
 /// time anyone runs it outside harness: its existing settings are read-only, and settings it
 /// creates are moved aside and fail the run as a `delegate` error naming them.

@@ -280,7 +280,7 @@ impl Delegation {
     /// CLI delegate: only the workspace writable, its policy and journals read-only inside it;
     /// `None` when programs run unconfined.
     pub(crate) fn confinement(&self, root: &Path) -> Option<harness_builtins::Isolation> {
-        if !self.isolate_commands() {
+        if !self.isolate_commands() || !self.starts_programs() {
             return None;
         }
         let mut protected = Vec::new();
@@ -303,6 +303,20 @@ impl Delegation {
             Some(dir) => isolation.visible(&dir),
             None => isolation,
         })
+    }
+
+    /// True when anything started for this delegation is a program: `run_command`, checks and
+    /// command criteria, `exec.run` (allowed programs), a `command` or agent CLI delegate or
+    /// critic. Only then is a sandbox made (its paths cost a few dozen system calls).
+    fn starts_programs(&self) -> bool {
+        self.changes_files_itself()
+            || !self.checks.is_empty()
+            || !self.allow_exec.is_empty()
+            || self
+                .critic
+                .as_ref()
+                .and_then(|c| c.delegate.as_ref())
+                .is_some_and(DelegateConfig::runs_its_own_tools)
     }
 
     /// True when the delegate can run programs outside bubblewrap: an agent CLI, a `command`

@@ -131,11 +131,19 @@ impl Session {
         };
         let mut delegation = delegation.clone();
         // Only build the request payload when some delegation.pre hook will read it.
+        let mut shape = shape;
+        let mut confinement = confinement;
         if let Some(policy) = policy
             .as_ref()
             .filter(|p| p.applies(HookEvent::DelegationPre, &names))
         {
             pre_hooks(policy, &mut delegation, id, model.as_deref(), &names).await?;
+            // A hook may have offered `run_command`: the sandbox is made for what now runs.
+            let after = delegation.confinement(workspace.root());
+            if after != confinement {
+                shape = shape.with(format!("{after:?}"));
+                confinement = after;
+            }
         }
 
         // The inline verifier and the per-tool ones, compiled alike (and once per shape).

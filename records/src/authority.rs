@@ -184,22 +184,69 @@ impl AuditCheck {
 
 /// The canonical JSON of `value`: object keys sorted, no whitespace — the bytes a hash covers.
 pub fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort_unstable();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&map[k])))
-                        .collect(),
-                )
+    let mut out = Vec::new();
+    write_canonical(value, &mut out);
+    // Only JSON text was written: UTF-8 by construction.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes `value` as canonical JSON — compact, every object's keys in byte order — to `out`:
+/// what [`canonical`] returns, streamed (into a hash, say) without a sorted copy of the value.
+pub(crate) fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            write_object(keys.into_iter().map(|k| (k.as_str(), &map[k])), out);
+        }
+        Value::Array(items) => {
+            let _ = out.write_all(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    let _ = out.write_all(b",");
+                }
+                write_canonical(item, out);
             }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
+            let _ = out.write_all(b"]");
+        }
+        // A scalar is written as `to_string` writes it.
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
         }
     }
-    sorted(value).to_string()
+}
+
+/// Writes an object of `members`, given in the order they are to appear (sorted, for canonical
+/// JSON), each value canonical.
+pub(crate) fn write_object<'v>(
+    members: impl Iterator<Item = (&'v str, &'v Value)>,
+    out: &mut impl std::io::Write,
+) {
+    let _ = out.write_all(b"{");
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            let _ = out.write_all(b",");
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        let _ = out.write_all(b":");
+        write_canonical(value, out);
+    }
+    let _ = out.write_all(b"}");
+}
+
+/// A hash that canonical JSON is written into (what [`write_canonical`] writes, hashed as it
+/// goes).
+pub(crate) struct Hashing(pub(crate) Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `sha256(prev_hash ‖ entry)`, hex.
@@ -874,6 +921,47 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Canonical JSON is compact with every object's keys in byte order, whatever order the
+    /// value holds them in: the text every chained hash and seal already written was made of.
+    #[test]
+    fn canonical_json_sorts_keys_by_byte_and_writes_compact() {
+        let value = json!({
+            "é": "\u{1F600}\n\"",
+            "b": [1, {"d": "x", "c": 1.5, "a": [true, null]}, -0.0, 1e300],
+            "a": null,
+            "B": {},
+            "": [],
+        });
+        assert_eq!(
+            canonical(&value),
+            "{\"\":[],\"B\":{},\"a\":null,\"b\":[1,{\"a\":[true,null],\"c\":1.5,\"d\":\"x\"},-0.0,1e+300],\"é\":\"\u{1F600}\\n\\\"\"}"
+        );
+        // As a sorted copy printed by serde_json says, which is how it was made before it was
+        // streamed.
+        fn sorted(value: &Value) -> Value {
+            match value {
+                Value::Object(map) => {
+                    let mut keys: Vec<&String> = map.keys().collect();
+                    keys.sort_unstable();
+                    Value::Object(
+                        keys.into_iter()
+                            .map(|k| (k.clone(), sorted(&map[k])))
+                            .collect(),
+                    )
+                }
+                Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+                other => other.clone(),
+            }
+        }
+        assert_eq!(canonical(&value), sorted(&value).to_string());
+        let mut hash = Hashing(Sha256::new());
+        write_canonical(&value, &mut hash);
+        assert_eq!(
+            harness_builtins::hex(&hash.0.finalize()),
+            harness_builtins::hex(&Sha256::digest(canonical(&value).as_bytes()))
+        );
+    }
 
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {

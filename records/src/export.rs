@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 use ed25519_dalek::pkcs8::{DecodePrivateKey as _, DecodePublicKey as _};
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 
-use crate::authority::{GENESIS, canonical};
+use crate::authority::{GENESIS, Hashing, write_object};
 use crate::journal::Record;
 use harness_builtins::hex;
 
@@ -34,18 +34,22 @@ const UNSEALED: [&str; 2] = ["seal", "signature"];
 /// its `seal` and `signature`, hex. Anything edited — the run's outcome, an attempt, an event,
 /// even with the chain recomputed — changes it.
 pub fn seal(document: &Value) -> String {
-    let covered: Map<String, Value> = document
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| !UNSEALED.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    hex(&Sha256::digest(
-        canonical(&Value::Object(covered)).as_bytes(),
-    ))
+    let mut hash = Hashing(Sha256::new());
+    match document.as_object() {
+        Some(members) => {
+            let mut keys: Vec<&String> = members
+                .keys()
+                .filter(|k| !UNSEALED.contains(&k.as_str()))
+                .collect();
+            keys.sort_unstable();
+            write_object(
+                keys.into_iter().map(|k| (k.as_str(), &members[k])),
+                &mut hash,
+            );
+        }
+        None => write_object(std::iter::empty(), &mut hash),
+    }
+    hex(&hash.0.finalize())
 }
 
 /// Reads an ed25519 private key in PEM (PKCS#8, as `openssl genpkey -algorithm ed25519`
@@ -93,17 +97,17 @@ const EVENT_KEYS: [&str; 5] = ["run_id", "seq", "at", "type", "attempt"];
 
 /// `sha256(prev_hash ‖ canonical JSON of the event's chained part)`, hex.
 fn event_hash(prev_hash: &str, event: &Value) -> String {
-    let chained = json!({
-        "seq": event["seq"],
-        "at": event["at"],
-        "type": event["type"],
-        "attempt": event["attempt"],
-        "data": event["data"],
-    });
-    let mut hasher = Sha256::new();
-    hasher.update(prev_hash.as_bytes());
-    hasher.update(canonical(&chained).as_bytes());
-    hex(&hasher.finalize())
+    let mut hash = Hashing(Sha256::new());
+    hash.0.update(prev_hash.as_bytes());
+    // `{seq, at, type, attempt, data}` in canonical order; a missing member is `null`.
+    let member = |key: &str| event.get(key).unwrap_or(&Value::Null);
+    write_object(
+        ["at", "attempt", "data", "seq", "type"]
+            .into_iter()
+            .map(|key| (key, member(key))),
+        &mut hash,
+    );
+    hex(&hash.0.finalize())
 }
 
 /// The run `record` as a `harness.run/v1` document.

@@ -91,6 +91,37 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// How long a writer waits for another process holding the database lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A run that has started, as [`Journal::begin`] writes it (paths made absolute).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    /// Its id.
+    pub id: String,
+    /// When it started.
+    pub started_at: SystemTime,
+    /// Its delegate kind.
+    pub delegate_kind: String,
+    /// The delegation file it was read from.
+    pub source: PathBuf,
+    /// The workspace it runs in.
+    pub workdir: PathBuf,
+    /// Its delegate's programs run unconfined: an override recorded meanwhile is suspect.
+    pub unconfined: bool,
+}
+
+impl From<&harness::RunStarted<'_>> for Started {
+    fn from(run: &harness::RunStarted<'_>) -> Self {
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        Started {
+            id: run.id.to_owned(),
+            started_at: run.started_at,
+            delegate_kind: run.delegate_kind.to_owned(),
+            source: absolute(run.source),
+            workdir: absolute(run.workdir),
+            unconfined: run.unconfined,
+        }
+    }
+}
+
 /// What the [`Report`] does not know about its delegation and the journal records beside it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordMeta {
@@ -518,39 +549,46 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes the row of a run that has started (outcome `running`, naming this process), so
-    /// that a run whose process dies before [`Journal::record`] is found: readers show it as
-    /// `error`, kind `interrupted`, once that process is gone (DESIGN §5). [`Journal::record`]
-    /// replaces it. A row already there (the run recorded) is left alone.
+    /// Writes the rows of runs that have started (outcome `running`, naming this process), in
+    /// one transaction, so that a run whose process dies before [`Journal::record`] is found:
+    /// readers show it as `error`, kind `interrupted`, once that process is gone (DESIGN §5).
+    /// [`Journal::record`] replaces it. A row already there (the run recorded) is left alone.
     ///
     /// # Errors
-    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails.
-    pub fn begin(&mut self, run: &harness::RunStarted<'_>) -> Result<()> {
-        let path_text = |p: &Path| {
-            std::path::absolute(p)
-                .unwrap_or_else(|_| p.to_path_buf())
-                .display()
-                .to_string()
-        };
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO delegations (id, started_at_ms, duration_ms, delegate_kind,
-                    outcome, error_message, attempts, input_tokens, output_tokens, requests,
-                    retry_template_version, source, workdir, recorded_at_ms)
-                 VALUES (?1, ?2, 0, ?3, 'running', ?4, 0, 0, 0, 0, ?5, ?6, ?7, ?8)",
-                params![
-                    run.id,
-                    unix_millis(run.started_at),
-                    run.delegate_kind,
-                    running_mark(run.unconfined),
-                    RETRY_TEMPLATE_VERSION,
-                    path_text(run.source),
-                    path_text(run.workdir),
-                    unix_millis(SystemTime::now()),
-                ],
-            )
-            .map_err(|e| self.error("cannot write the start of a run to", &e))?;
-        Ok(())
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails; then none is
+    /// written.
+    pub fn begin(&mut self, runs: &[Started]) -> Result<()> {
+        let path = self.path.clone();
+        let write = |e: rusqlite::Error| sql_error(&path, "cannot write the start of a run to", &e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(write)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO delegations (id, started_at_ms, duration_ms, delegate_kind,
+                        outcome, error_message, attempts, input_tokens, output_tokens, requests,
+                        retry_template_version, source, workdir, recorded_at_ms)
+                     VALUES (?1, ?2, 0, ?3, 'running', ?4, 0, 0, 0, 0, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(write)?;
+            for run in runs {
+                insert
+                    .execute(params![
+                        run.id,
+                        unix_millis(run.started_at),
+                        run.delegate_kind,
+                        running_mark(run.unconfined),
+                        RETRY_TEMPLATE_VERSION,
+                        run.source.display().to_string(),
+                        run.workdir.display().to_string(),
+                        unix_millis(SystemTime::now()),
+                    ])
+                    .map_err(write)?;
+            }
+        }
+        tx.commit().map_err(write)
     }
 
     /// Records one finished delegation, with its attempts, in one transaction.
@@ -719,7 +757,9 @@ pub(crate) fn reseal(conn: &Connection, id: &str) -> rusqlite::Result<()> {
     else {
         return Ok(());
     };
-    let seal = crate::export::seal(&crate::export::export(&record));
+    // The export carries its seal.
+    let export = crate::export::export(&record);
+    let seal = export["seal"].as_str().unwrap_or_default();
     conn.prepare_cached("UPDATE delegations SET seal = ?2 WHERE id = ?1")?
         .execute(params![id, seal])?;
     Ok(())

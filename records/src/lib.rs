@@ -37,6 +37,6 @@ pub use export::{
     AuditFailure, AuditOptions, RUN_SCHEMA, VerificationReport, audit, export, seal, sign,
     signing_key, verifying_key,
 };
-pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION};
+pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION, Started};
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
 pub use writer::{JournalWriter, Written};

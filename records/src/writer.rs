@@ -1,9 +1,12 @@
 //! Recording from async workers: [`JournalWriter`] owns the journal on a thread of its own, so
 //! SQLite never blocks a runtime worker, and writes what arrives together, one transaction per
-//! gathering, which costs far less per record than a commit each.
+//! gathering, which costs far less per record than a commit each. The starts of runs recorded in
+//! a journal that has a writer in this process go through it too ([`JournalWriter::begin`]): one
+//! connection writes, instead of one per start contending with it for the lock.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -11,7 +14,7 @@ use harness::Report;
 
 use crate::error::{Error, Result};
 
-use crate::journal::{Journal, RecordMeta};
+use crate::journal::{Journal, RecordMeta, Started};
 
 /// How long the writer gathers records before writing them together.
 const GATHER: Duration = Duration::from_millis(10);
@@ -32,10 +35,37 @@ pub struct Written {
 /// Told once a record is written (`Ok`) or refused (`Err` with why).
 type Done = Box<dyn FnOnce(std::result::Result<(), String>) + Send>;
 
+/// What the writer is sent: a run's start, or a finished run to record. Records are most of what
+/// it is sent, so they travel unboxed (a box each would be an allocation for nothing).
+#[allow(clippy::large_enum_variant)]
+enum Item {
+    Start(Started),
+    Record(Report, RecordMeta, Option<Done>),
+}
+
+/// The writers of this process, by their journal's path (as [`key`] makes it), each with its
+/// number.
+static WRITERS: Mutex<Option<Registry>> = Mutex::new(None);
+
+/// Each writer's sender and number, by journal.
+type Registry = HashMap<PathBuf, (u64, mpsc::Sender<Item>)>;
+
+/// The number of the next writer started.
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One name for a journal however it was given: its real path.
+fn key(path: &Path) -> PathBuf {
+    path.canonicalize()
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// A journal on a writer thread of its own.
 pub struct JournalWriter {
     path: PathBuf,
-    sender: mpsc::Sender<(Report, RecordMeta, Option<Done>)>,
+    /// Its number in [`WRITERS`].
+    number: u64,
+    sender: mpsc::Sender<Item>,
     thread: JoinHandle<Written>,
 }
 
@@ -54,7 +84,7 @@ impl JournalWriter {
     /// As [`Journal::open`].
     pub fn start(path: &Path) -> Result<Self> {
         let mut journal = Journal::open(path)?;
-        let (sender, receiver) = mpsc::channel::<(Report, RecordMeta, Option<Done>)>();
+        let (sender, receiver) = mpsc::channel::<Item>();
         let thread = std::thread::Builder::new()
             .name("harness-journal".to_owned())
             .spawn(move || {
@@ -64,8 +94,27 @@ impl JournalWriter {
                 // it for each one.
                 while let Ok(first) = receiver.recv() {
                     std::thread::sleep(GATHER);
-                    let mut queued = vec![first];
-                    queued.extend(receiver.try_iter().take(MAX_BATCH - 1));
+                    let mut starts = Vec::new();
+                    let mut queued = Vec::new();
+                    for item in
+                        std::iter::once(first).chain(receiver.try_iter().take(MAX_BATCH - 1))
+                    {
+                        match item {
+                            Item::Start(start) => starts.push(start),
+                            Item::Record(report, meta, done) => queued.push((report, meta, done)),
+                        }
+                    }
+                    // Before the records: a run's start is sent before its record, and a record
+                    // replaces its start.
+                    if let Err(e) = journal.begin(&starts) {
+                        for start in &starts {
+                            eprintln!(
+                                "warning: the start of {} was not written: {}",
+                                start.id,
+                                e.message()
+                            );
+                        }
+                    }
                     let failed: Vec<(String, String)> =
                         match journal.record_all(queued.iter().map(|(r, m, _)| (r, m))) {
                             Ok(failed) => failed
@@ -98,8 +147,15 @@ impl JournalWriter {
                     path.display()
                 ))
             })?;
+        let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        WRITERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert_with(HashMap::new)
+            .insert(key(path), (number, sender.clone()));
         Ok(JournalWriter {
             path: path.to_path_buf(),
+            number,
             sender,
             thread,
         })
@@ -110,10 +166,23 @@ impl JournalWriter {
         &self.path
     }
 
+    /// Queues the start of a run recorded in `journal` with that journal's writer in this
+    /// process, when there is one (it is written with the writer's next gathering, before any
+    /// record sent after it); false when there is none, and the caller writes it itself.
+    pub fn begin(journal: &Path, run: Started) -> bool {
+        let writers = WRITERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        writers
+            .as_ref()
+            .and_then(|w| w.get(&key(journal)))
+            .is_some_and(|(_, sender)| sender.send(Item::Start(run)).is_ok())
+    }
+
     /// Queues one finished delegation; it is written within moments.
     pub fn record(&self, report: Report, meta: RecordMeta) {
         // A send only fails when the writer thread died; `finish` reports that.
-        let _ = self.sender.send((report, meta, None));
+        let _ = self.sender.send(Item::Record(report, meta, None));
     }
 
     /// Queues one finished delegation as [`JournalWriter::record`] does, and calls `done` once
@@ -125,8 +194,9 @@ impl JournalWriter {
         meta: RecordMeta,
         done: impl FnOnce(std::result::Result<(), String>) + Send + 'static,
     ) {
-        if let Err(mpsc::SendError((_, _, Some(done)))) =
-            self.sender.send((report, meta, Some(Box::new(done))))
+        if let Err(mpsc::SendError(Item::Record(_, _, Some(done)))) = self
+            .sender
+            .send(Item::Record(report, meta, Some(Box::new(done))))
         {
             done(Err(format!(
                 "the journal writer for {} has stopped",
@@ -155,6 +225,17 @@ impl JournalWriter {
 
     /// Waits until everything queued is written and says what was.
     pub fn finish(self) -> Written {
+        if let Some(writers) = WRITERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_mut()
+        {
+            // Another writer of the same journal may have taken the place since.
+            let mine = key(&self.path);
+            if writers.get(&mine).is_some_and(|(n, _)| *n == self.number) {
+                writers.remove(&mine);
+            }
+        }
         drop(self.sender);
         self.thread.join().unwrap_or_else(|_| Written {
             crashed: true,
