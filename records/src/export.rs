@@ -92,9 +92,6 @@ pub fn sign(document: &mut Value, key: &SigningKey) {
     });
 }
 
-/// Event keys kept beside `data` rather than in it.
-const EVENT_KEYS: [&str; 5] = ["run_id", "seq", "at", "type", "attempt"];
-
 /// `sha256(prev_hash ‖ canonical JSON of the event's chained part)`, hex.
 fn event_hash(prev_hash: &str, event: &Value) -> String {
     let mut hash = Hashing(Sha256::new());
@@ -112,7 +109,9 @@ fn event_hash(prev_hash: &str, event: &Value) -> String {
 
 /// The run `record` as a `harness.run/v1` document.
 pub fn export(record: &Record) -> Value {
-    let whole = record.to_json();
+    // Built by moving the parts of the record's JSON, never copying them (a copy of a `Value`
+    // through `json!` serialises it again).
+    let mut whole = record.to_json();
     let mut run = Map::new();
     for key in [
         "id",
@@ -129,33 +128,39 @@ pub fn export(record: &Record) -> Value {
         "workdir",
         "warnings",
     ] {
-        run.insert(key.to_owned(), whole[key].clone());
+        run.insert(key.to_owned(), whole[key].take());
     }
-    run.insert("decision".to_owned(), json!(record.decision));
+    run.insert(
+        "decision".to_owned(),
+        record.decision.clone().map_or(Value::Null, Value::String),
+    );
     let mut previous = GENESIS.to_owned();
-    let events: Vec<Value> = record
-        .events
-        .iter()
+    let recorded = match whole["events"].take() {
+        Value::Array(events) => events,
+        _ => Vec::new(),
+    };
+    let events: Vec<Value> = recorded
+        .into_iter()
         .map(|event| {
-            let data: Map<String, Value> = event
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .filter(|(k, _)| !EVENT_KEYS.contains(&k.as_str()))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut chained = json!({
-                "seq": event["seq"],
-                "at": event["at"],
-                "type": event["type"],
-                "attempt": event["attempt"],
-                "data": data,
-            });
+            let mut fields = match event {
+                Value::Object(fields) => fields,
+                _ => Map::new(),
+            };
+            let mut take = |key: &str| fields.remove(key).unwrap_or(Value::Null);
+            let (seq, at, kind, attempt) = (take("seq"), take("at"), take("type"), take("attempt"));
+            fields.remove("run_id");
+            let mut chained = Map::new();
+            chained.insert("seq".to_owned(), seq);
+            chained.insert("at".to_owned(), at);
+            chained.insert("type".to_owned(), kind);
+            chained.insert("attempt".to_owned(), attempt);
+            // What is left is the event's own data (the keys above and `run_id` are its
+            // envelope).
+            chained.insert("data".to_owned(), Value::Object(fields));
+            let mut chained = Value::Object(chained);
             let hash = event_hash(&previous, &chained);
-            chained["prev_hash"] = json!(previous);
-            chained["hash"] = json!(hash);
+            chained["prev_hash"] = Value::String(previous.clone());
+            chained["hash"] = Value::String(hash.clone());
             previous = hash;
             chained
         })
@@ -190,14 +195,14 @@ pub fn export(record: &Record) -> Value {
             "off"
         }),
     );
-    let mut document = json!({
-        "schema_version": RUN_SCHEMA,
-        "run": run,
-        "attempts": whole["attempts"],
-        "events": events,
-        "evidence": evidence,
-        "plan": plan,
-    });
+    let mut document = Map::new();
+    document.insert("schema_version".to_owned(), Value::from(RUN_SCHEMA));
+    document.insert("run".to_owned(), Value::Object(run));
+    document.insert("attempts".to_owned(), whole["attempts"].take());
+    document.insert("events".to_owned(), Value::Array(events));
+    document.insert("evidence".to_owned(), Value::Array(evidence));
+    document.insert("plan".to_owned(), plan);
+    let mut document = Value::Object(document);
     document["seal"] = json!(seal(&document));
     document
 }
