@@ -65,8 +65,9 @@ pub struct RunStarted<'a> {
     pub source: &'a Path,
     /// The workspace it runs in.
     pub workdir: &'a Path,
-    /// Its delegate can run programs unconfined (`run_command` without bubblewrap, an agent
-    /// CLI): what it runs could write the journal, so an override recorded meanwhile is suspect.
+    /// Its delegate can run programs unconfined (`run_command`, an agent CLI or a `command`
+    /// delegate, without bubblewrap): what it runs could write the journal, so an override
+    /// recorded meanwhile is suspect.
     pub unconfined: bool,
 }
 
