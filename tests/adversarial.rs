@@ -1511,28 +1511,7 @@ fn a_directory_swapped_for_a_link_mid_write_never_lands_a_write_outside() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_directory_swapped_for_a_link_mid_read_never_reads_outside() {
-    let outside = TempDir::new();
-    outside.write("f.txt", "SECRET from outside\n");
-    let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\": \"sub/f.txt\"}} for i in range(60)]}\n";
-    let dir = project(agent, "tools: [read_file]\nworkdir: .\nobserve: false\n");
-    dir.write("ws/sub/f.txt", "inside\n");
-    let mut racing = swap_for_a_link(&dir.join("ws/sub"), &outside.path());
-    let (out, report) = run(&dir);
-    let _ = racing.kill();
-    let _ = racing.wait();
-    let results = report["result"]["tool_results"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        results.iter().any(|r| r["content"] == json!("inside\n")),
-        "no read went through: {out:?}"
-    );
-    let leaked = results
-        .iter()
-        .filter(|r| r["content"].to_string().contains("SECRET"))
-        .count();
-    assert_eq!(leaked, 0, "{leaked} reads returned a file from outside");
+    race_a_reading_tool("read_file", "sub/f.txt", "inside\n");
 }
 
 /// The same race against `list_files`: the directory `sub` swapped for a link to a directory
@@ -1540,28 +1519,39 @@ fn a_directory_swapped_for_a_link_mid_read_never_reads_outside() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_directory_swapped_for_a_link_mid_listing_never_lists_outside() {
+    race_a_reading_tool("list_files", "sub", "f.txt");
+}
+
+/// Calls `tool` on `path` 900 times while `sub` is swapped for a link to a directory outside
+/// whose file `f.txt` says SECRET: some calls answer `inside` (what `sub` holds), none answers
+/// anything of the outside.
+#[cfg(target_os = "linux")]
+fn race_a_reading_tool(tool: &str, path: &str, inside: &str) {
     let outside = TempDir::new();
-    outside.write("outside-secret-name.txt", "x");
-    let agent = "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {\"tool_calls\": [{\"name\": \"list_files\", \"arguments\": {\"path\": \"sub\"}} for i in range(60)]}\n";
-    let dir = project(agent, "tools: [list_files]\nworkdir: .\nobserve: false\n");
+    outside.write("f.txt", "SECRET from outside\n");
+    outside.write("SECRET-name.txt", "x");
+    let agent = format!(
+        "def respond(request):\n    t = request[\"turn\"]\n    if t >= 15:\n        return \"done\"\n    return {{\"tool_calls\": [{{\"name\": \"{tool}\", \"arguments\": {{\"path\": \"{path}\"}}}} for i in range(60)]}}\n"
+    );
+    let dir = project(
+        &agent,
+        &format!("tools: [{tool}]\nworkdir: .\nobserve: false\n"),
+    );
     dir.write("ws/sub/f.txt", "inside\n");
     let mut racing = swap_for_a_link(&dir.join("ws/sub"), &outside.path());
     let (out, report) = run(&dir);
     let _ = racing.kill();
     let _ = racing.wait();
-    let results = report["result"]["tool_results"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let results = tool_results(&report);
     assert!(
-        results.iter().any(|r| r["content"] == json!("f.txt")),
-        "no listing went through: {out:?}"
+        results.iter().any(|r| r["content"] == json!(inside)),
+        "no {tool} went through: {out:?}"
     );
     let leaked = results
         .iter()
-        .filter(|r| r["content"].to_string().contains("outside-secret-name"))
+        .filter(|r| r["content"].to_string().contains("SECRET"))
         .count();
-    assert_eq!(leaked, 0, "{leaked} listings named a file outside");
+    assert_eq!(leaked, 0, "{leaked} of {tool}'s answers came from outside");
 }
 
 /// Starts a process that swaps the directory `sub` for a link to `outside` and back, as fast as

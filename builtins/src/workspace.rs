@@ -309,6 +309,19 @@ pub fn open_read_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
     regular(open_beneath(root, rel, false)?)
 }
 
+/// Opens the directory `root` itself (the workspace; a link to it is followed: it was resolved
+/// when the workspace was opened), the start of every walk beneath it.
+#[cfg(unix)]
+fn open_root(root: &Path) -> io::Result<rustix::fd::OwnedFd> {
+    use rustix::fs::{CWD, Mode, OFlags, openat};
+    Ok(openat(
+        CWD,
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
 /// The entries of the directory `rel` beneath `root` (`""` or `.`: `root` itself), each name
 /// with whether it is a directory (a link is not), reached with no link followed in any
 /// component, the last included: a directory swapped for a link since the check lists nothing
@@ -318,14 +331,9 @@ pub fn open_read_beneath(root: &Path, rel: &Path) -> io::Result<std::fs::File> {
 /// A component is a link or not a directory, or it cannot be read.
 #[cfg(unix)]
 pub fn list_beneath(root: &Path, rel: &Path) -> io::Result<Vec<(String, bool)>> {
-    use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, openat, statat};
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, openat, statat};
     let walk = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = openat(
-        CWD,
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+    let mut dir = open_root(root)?;
     for component in rel.components() {
         match component {
             std::path::Component::Normal(name) => {
@@ -373,7 +381,7 @@ pub fn list_beneath(root: &Path, rel: &Path) -> io::Result<Vec<(String, bool)>> 
 /// the directories on the way) when `write`, else for reading.
 #[cfg(unix)]
 fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<std::fs::File> {
-    use rustix::fs::{CWD, Mode, OFlags, mkdirat, openat};
+    use rustix::fs::{Mode, OFlags, mkdirat, openat};
     let invalid = || {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -389,12 +397,7 @@ fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<std::fs::Fil
         .collect::<io::Result<Vec<_>>>()?;
     let (last, dirs) = names.split_last().ok_or_else(invalid)?;
     let walk = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = openat(
-        CWD,
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+    let mut dir = open_root(root)?;
     for name in dirs {
         dir = match openat(&dir, *name, walk, Mode::empty()) {
             Err(rustix::io::Errno::NOENT) if write => {
