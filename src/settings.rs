@@ -88,16 +88,30 @@ pub fn capabilities(args: &SandboxArgs) -> Result<Capabilities, Error> {
 }
 
 /// Builds the sandbox scripts of `surface` run in, under the limits of the workspace's project
-/// policy (`.harness/policy.yaml`), as `harness run` would.
+/// policy (`.harness/policy.yaml`), as `harness run` would: the programs `exec.run` starts
+/// confined as that policy's `commands.isolation` says, the workspace writable but for its
+/// `.harness/` and `.git/`.
 pub fn sandbox(surface: Surface, args: &SandboxArgs) -> Result<Arc<Sandbox>, Error> {
     let workspace = workspace(args.workdir.as_deref())?;
-    let limits = harness::ProjectPolicy::load(workspace.root())?.limits;
-    Ok(Arc::new(Sandbox::new(
-        surface,
-        workspace,
-        capabilities(args)?,
-        limits,
-    )))
+    let policy = harness::ProjectPolicy::load(workspace.root())?;
+    let isolation = if args.allow_exec.is_empty() {
+        None
+    } else if policy.commands.confines() {
+        let root = workspace.root();
+        Some(harness_builtins::Isolation::new(
+            root,
+            &[root.join(".harness"), root.join(".git")],
+        ))
+    } else {
+        if let Some(warning) = policy.commands.warning() {
+            eprintln!("warning: {warning}");
+        }
+        None
+    };
+    Ok(Arc::new(
+        Sandbox::new(surface, workspace, capabilities(args)?, policy.limits)
+            .with_isolation(isolation),
+    ))
 }
 
 /// Returns what the command line sets over every delegation file (`run` and `batch`); `journal`

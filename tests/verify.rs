@@ -710,6 +710,45 @@ fn exec_runs_an_allowed_program() {
     assert_eq!(value["verified"], json!(true));
 }
 
+/// `harness verify` starts an allowed program as `harness run` would: confined where bubblewrap
+/// works (the workspace writable, nothing outside it), not as the user.
+#[cfg(unix)]
+#[test]
+fn an_allowed_program_runs_confined() {
+    let works = std::process::Command::new("bwrap")
+        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
+            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
+        );
+        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+        return;
+    }
+    let outside = tempfile::Builder::new()
+        .prefix("verify-outside-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a directory under target/");
+    let marker = outside.path().join("escaped.txt");
+    let dir = setup(&format!(
+        "def run(result):\n    r = exec.run([\"sh\", \"-c\", \"echo x > {}; echo x > inside.txt\"])\n    return {{\"verified\": True, \"reason\": r[\"stderr\"]}}\n",
+        marker.display()
+    ));
+    let (out, value) = verify_json(&dir, &["--allow-exec", "sh"]);
+    out.expect_code(0);
+    assert_eq!(value["verified"], json!(true), "{out:?}");
+    assert!(
+        dir.join("inside.txt").exists(),
+        "the program did not run: {out:?}"
+    );
+    assert!(
+        !marker.exists(),
+        "an allowed program wrote outside the workspace"
+    );
+}
+
 #[test]
 fn env_is_refused_unless_allowed() {
     let dir = setup(
