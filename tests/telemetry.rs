@@ -761,6 +761,30 @@ fn agent_clis_get_the_trace_context_in_traceparent() {
     assert_eq!(dir.read("traceparent.txt"), Some(traceparent));
 }
 
+/// A hook that outruns the inline budget (1 ms on the async worker) finishes on a blocking
+/// thread in the same `hook.run` span: one span per hook run, however loaded the machine.
+#[test]
+fn a_hook_that_outruns_the_inline_budget_is_one_span() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = quickstart();
+    dir.write(
+        "hooks/slow.md",
+        "---\nevent: delegation.post_verify\nscript: |\n  def handle(event, payload):\n      n = 0\n      for i in range(300000):\n          n += i\n      return allow()\n---\n",
+    );
+    let file = dir.read("delegation.yaml").expect("delegation.yaml");
+    dir.write("delegation.yaml", format!("{file}hooks: [hooks]\n"));
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(0);
+    let (trace, _) = collect(&receiver, &report, &[]);
+    let runs = trace.named("hook.run");
+    let attempts = report["attempts"].as_u64().expect("attempts") as usize;
+    assert_eq!(runs.len(), attempts, "spans: {:?}", trace.names());
+    for run in runs {
+        assert_eq!(text(&run.attributes, "hook.name"), "slow");
+        assert_eq!(text(&run.attributes, "hook.action"), "allow");
+    }
+}
+
 /// An agent CLI's session id is on every `chat` span once the CLI reported it, the same on the
 /// first run and on the resumed one; the retry's CLI run joins the delegation's trace.
 #[test]

@@ -273,6 +273,7 @@ impl HookSet {
             next,
             mut payload,
             mut runs,
+            span: mut begun,
         } = from;
         for (index, hook) in self.matching(event, names).enumerate().skip(next) {
             if inline && hook.needs_thread() {
@@ -280,16 +281,19 @@ impl HookSet {
                     next: index,
                     payload,
                     runs,
+                    span: None,
                 }));
             }
-            let span = tracing::info_span!(
-                SPAN_HOOK,
-                hook.name = hook.name.as_str(),
-                hook.event = event.as_str(),
-                hook.action = Empty,
-                hook.reason = Empty,
-                otel.status_code = Empty,
-            );
+            let span = begun.take().unwrap_or_else(|| {
+                tracing::info_span!(
+                    SPAN_HOOK,
+                    hook.name = hook.name.as_str(),
+                    hook.event = event.as_str(),
+                    hook.action = Empty,
+                    hook.reason = Empty,
+                    otel.status_code = Empty,
+                )
+            });
             let _entered = span.enter();
             let call = |script: &harness_builtins::Script, function: &str, payload: &Value| {
                 let event_value = Value::String(event.as_str().to_owned());
@@ -387,13 +391,13 @@ impl HookSet {
 }
 
 /// Gives up the inline pass at the hook `index`, which ran past the inline budget: the blocking
-/// pass runs it again, so its inline span says `deferred`.
+/// pass runs it again, in the same span.
 fn defer(span: &tracing::Span, index: usize, payload: Value, runs: Vec<HookRun>) -> Step {
-    span.record("hook.action", "deferred");
     Step::Deferred(Resume {
         next: index,
         payload,
         runs,
+        span: Some(span.clone()),
     })
 }
 
@@ -403,6 +407,9 @@ pub struct Resume {
     next: usize,
     payload: Value,
     runs: Vec<HookRun>,
+    /// The span of hook `next` when the inline pass began it: the blocking pass goes on in it,
+    /// so a hook that outran the inline budget is still one `hook.run` in the trace.
+    span: Option<tracing::Span>,
 }
 
 impl Resume {
@@ -412,6 +419,7 @@ impl Resume {
             next: 0,
             payload,
             runs: Vec::new(),
+            span: None,
         }
     }
 }
