@@ -323,6 +323,10 @@ fn review_and_override_with_every_refusal() {
         .map(|p| &p["id"])
         .collect();
     assert_eq!(ids, [&json!(failed)], "{pending}");
+    // The API's record is `runs show --json`'s: the review pending, no override yet.
+    let (_, shown) = server.json("GET", &format!("/v1/delegations/{failed}"), None);
+    assert_eq!(shown["review"], json!({"status": "pending"}), "{shown}");
+    assert_eq!(shown["override"], Value::Null, "{shown}");
     let path = format!("/v1/delegations/{failed}/override");
     // `direct` is not allowed by the default policy.
     let (status, refused) = server.json(
@@ -355,6 +359,20 @@ fn review_and_override_with_every_refusal() {
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["override"]["user"], json!("ops-bot"));
     assert_eq!(done["override"]["decision"], json!("approved"));
+    // Decided: who, what, when and why are in the API's record, exactly as `runs show --json`.
+    let (_, shown) = server.json("GET", &format!("/v1/delegations/{failed}"), None);
+    assert_eq!(shown["review"], json!({"status": "approved"}), "{shown}");
+    assert_eq!(shown["override"]["user"], json!("ops-bot"), "{shown}");
+    assert_eq!(
+        shown["override"]["reason"],
+        json!("the file is there now"),
+        "{shown}"
+    );
+    let cli = crate::util::harness(["runs", "show", &failed, "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    cli.expect_code(0);
+    assert_eq!(cli.json(), shown);
     // Decided once: a second decision is an illegal transition.
     let (status, refused) = server.json(
         "POST",

@@ -21,7 +21,7 @@ use rusqlite::{OptionalExtension as _, TransactionBehavior, params};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::journal::{Journal, from_unix_millis, sql_error, unix_millis};
+use crate::journal::{Journal, Record, from_unix_millis, sql_error, unix_millis};
 
 /// The `prev_hash` of the first audit row.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -277,6 +277,26 @@ fn recorded_here(path: &Path, overrides: u64, audit_rows: u64) {
         .or_default();
     entry.0 += overrides;
     entry.1 += audit_rows;
+}
+
+/// Where the review of `record` stands: the decision of its override `decided`, else `pending`
+/// for a run a human must look at (`failed`, `passed_with_debt`), else none.
+pub fn review_status<'a>(record: &Record, decided: Option<&'a Override>) -> Option<&'a str> {
+    match decided {
+        Some(o) => Some(o.decision.as_str()),
+        None if matches!(record.outcome.as_str(), "failed" | "passed_with_debt") => Some("pending"),
+        None => None,
+    }
+}
+
+/// `record` as `harness runs show --json` and `GET /v1/delegations/{id}` give it: its JSON with
+/// its `override` (who decided what, when, why, and whether it is suspect) and its `review`
+/// status beside the outcome, never in its place.
+pub fn reviewed_json(record: &Record, decided: Option<&Override>) -> Value {
+    let mut object = record.to_json();
+    object["override"] = decided.map_or(Value::Null, Override::to_json);
+    object["review"] = review_status(record, decided).map_or(Value::Null, |s| json!({"status": s}));
+    object
 }
 
 /// The review decisions in the journal at `path` that this process did not record (DESIGN

@@ -25,7 +25,7 @@ mod writer;
 
 pub use authority::{
     AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, apply_override,
-    canonical, review_state,
+    canonical, review_state, review_status, reviewed_json,
 };
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, escape_html,

@@ -1090,7 +1090,7 @@ async fn read<T: Send + 'static>(
 }
 
 /// `GET /v1/delegations/{id}`: a running delegation's status, or its record as `harness runs
-/// show --json` prints it.
+/// show --json` prints it (its override and review status included).
 async fn show(
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
@@ -1110,11 +1110,18 @@ async fn show(
         });
     let lookup = id.clone();
     // A run of this server's has a row from its start; while it runs, its events say more.
-    let record = read(&app, move |j| j.get(&lookup))
-        .await?
-        .filter(|r| !(r.outcome == "running" && running.is_some()));
+    let (record, decided) = read(&app, move |j| {
+        Ok((j.get(&lookup)?, j.override_of(&lookup)?))
+    })
+    .await?;
+    let record = record.filter(|r| !(r.outcome == "running" && running.is_some()));
     match (record, running) {
-        (Some(record), _) => Ok(axum::Json(record.to_json()).into_response()),
+        // The same record as `harness runs show --json`, its review and override included.
+        (Some(record), _) => Ok(axum::Json(harness_records::reviewed_json(
+            &record,
+            decided.as_ref(),
+        ))
+        .into_response()),
         (None, Some((status, events))) => {
             Ok(axum::Json(json!({"id": id, "status": status, "events": events})).into_response())
         }

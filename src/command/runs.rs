@@ -6,7 +6,7 @@ use harness::Error;
 
 use crate::exit::Failure;
 use harness_records::Record;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::args::{AuditArgs, RunsCommand, RunsExportArgs, RunsListArgs, RunsShowArgs};
 use crate::exit;
@@ -82,19 +82,15 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
         ))
         .into());
     };
-    // A human's decision stands beside the outcome, never in its place.
-    let status = match &decided {
-        Some(o) => Some(o.decision.as_str()),
-        None if matches!(record.outcome.as_str(), "failed" | "passed_with_debt") => Some("pending"),
-        None => None,
-    };
     if args.json {
-        let mut object = record.to_json();
-        object["override"] = decided.as_ref().map_or(Value::Null, |o| o.to_json());
-        object["review"] = status.map_or(Value::Null, |s| json!({"status": s}));
-        println!("{object}");
+        println!(
+            "{}",
+            harness_records::reviewed_json(&record, decided.as_ref())
+        );
         return Ok(());
     }
+    // A human's decision stands beside the outcome, never in its place.
+    let status = harness_records::review_status(&record, decided.as_ref());
     let field = |name: &str, value: &str| println!("{:<10} {value}", format!("{name}:"));
     field("id", &record.id);
     field(
