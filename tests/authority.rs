@@ -214,21 +214,41 @@ fn overrides_must_fit_what_failed_and_the_policy_decides_what_is_allowed() {
         "override_not_allowed",
     );
     assert!(message.contains("direct_approval_allowed"), "{message}");
-    // …and the run's project policy can turn it on.
-    dir.write(
-        "ws/.harness/policy.yaml",
-        "override_policy: {direct_approval_allowed: true}\n",
-    );
-    decide(
+    // …but rejecting needs no approval right: any type rejects any run awaiting review.
+    let out = decide(
         &dir,
         &scope,
         Some("alice"),
         &[
             "--reject",
             "--type",
-            "direct",
+            "check",
             "--reason",
             "notes.txt must not exist",
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(
+        out.json()["override"]["decision"],
+        json!("rejected"),
+        "{out:?}"
+    );
+    // The run's project policy can turn direct approval on.
+    let again = run(&dir, "leaves.yaml", 1);
+    dir.write(
+        "ws/.harness/policy.yaml",
+        "override_policy: {direct_approval_allowed: true}\n",
+    );
+    decide(
+        &dir,
+        &again,
+        Some("alice"),
+        &[
+            "--approve",
+            "--type",
+            "direct",
+            "--reason",
+            "checked by hand",
         ],
     )
     .expect_code(0);
@@ -244,7 +264,7 @@ fn overrides_must_fit_what_failed_and_the_policy_decides_what_is_allowed() {
     assert!(message.contains("no run d-0000000000000000"), "{message}");
     let (out, report) = verify(&dir, &[]);
     out.expect_code(0);
-    assert_eq!(report["rows"], json!(4), "{report}");
+    assert_eq!(report["rows"], json!(5), "{report}");
 }
 
 #[test]

@@ -633,7 +633,8 @@ impl Journal {
                     kind_str.map_or(String::new(), |k| format!(" ({k})"))
                 ),
             ))
-        } else if !fits.contains(&ty) {
+        } else if request.approve && !fits.contains(&ty) {
+            // Rejecting needs no approval right (DESIGN §4.11): any type may reject.
             let names: Vec<String> = fits.iter().map(|t| format!("`{}`", t.as_str())).collect();
             Some(Error::new(
                 ErrorKind::IllegalTransition,
@@ -653,7 +654,7 @@ impl Journal {
                 OverrideType::Direct => (policy.direct_approval_allowed, "direct_approval_allowed"),
             };
             let needs_reason = ty != OverrideType::Check || policy.check_override_requires_reason;
-            if !allowed {
+            if request.approve && !allowed {
                 Some(Error::new(
                     ErrorKind::OverrideNotAllowed,
                     format!(
