@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension as _, TransactionBehavior, params, params_from_iter,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// The schema, one migration per version, applied in order: `MIGRATIONS[n]` takes a journal
 /// from version `n` to `n + 1`. Append new versions; never edit a released one.
@@ -310,42 +310,75 @@ impl Record {
             .filter(|&n| n > 0)
     }
 
-    /// Returns the record as JSON (`harness runs show --json`).
+    /// Returns the record as JSON (`harness runs show --json`). Built member by member: `json!`
+    /// would copy each stored JSON value by serialising it again.
     pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
-            "duration_ms": millis(self.duration),
-            "delegate": {"kind": self.delegate_kind, "model": self.model},
-            "outcome": self.outcome,
-            "parent_id": self.parent_id(),
-            "error": self.error_kind.as_ref().map(|kind| json!({
-                "kind": kind,
-                "message": self.error_message,
-            })),
-            "request": self.request,
-            "attempts": self.attempts.iter().map(|a| json!({
-                "attempt": a.attempt,
-                "passed": a.passed,
-                "reasons": a.reasons,
-                "duration_ms": millis(a.duration),
-                "usage": usage_json(a.usage),
-                "result": a.result,
-                "verdict": match &a.verdict {
-                    Some(verdict) => serde_json::to_value(verdict).ok(),
-                    None => a.unread_verdict.clone(),
-                },
-                "retry_prompt": a.retry_prompt,
-            })).collect::<Vec<_>>(),
-            "usage": usage_json(self.usage),
-            "trace_id": self.trace_id,
-            "retry_template_version": self.retry_template_version,
-            "source": self.source,
-            "workdir": self.workdir,
-            "warnings": self.warnings,
-            "events": self.events,
-            "seal": self.seal,
-        })
+        let mut object = Map::new();
+        let mut put = |key: &str, value: Value| {
+            object.insert(key.to_owned(), value);
+        };
+        let text = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
+        put("id", Value::String(self.id.clone()));
+        put(
+            "started_at",
+            Value::String(humantime::format_rfc3339_millis(self.started_at).to_string()),
+        );
+        put("duration_ms", json!(millis(self.duration)));
+        put(
+            "delegate",
+            json!({"kind": self.delegate_kind, "model": self.model}),
+        );
+        put("outcome", Value::String(self.outcome.clone()));
+        put("parent_id", json!(self.parent_id()));
+        put(
+            "error",
+            self.error_kind.as_ref().map_or(
+                Value::Null,
+                |kind| json!({"kind": kind, "message": self.error_message}),
+            ),
+        );
+        put("request", self.request.clone().unwrap_or(Value::Null));
+        put(
+            "attempts",
+            Value::Array(self.attempts.iter().map(RecordedAttempt::to_json).collect()),
+        );
+        put("usage", usage_json(self.usage));
+        put("trace_id", text(&self.trace_id));
+        put("retry_template_version", json!(self.retry_template_version));
+        put("source", text(&self.source));
+        put("workdir", text(&self.workdir));
+        put("warnings", json!(self.warnings));
+        put("events", Value::Array(self.events.clone()));
+        put("seal", text(&self.seal));
+        Value::Object(object)
+    }
+}
+
+impl RecordedAttempt {
+    /// One attempt as [`Record::to_json`] shows it.
+    fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("attempt".to_owned(), json!(self.attempt));
+        object.insert("passed".to_owned(), json!(self.passed));
+        object.insert("reasons".to_owned(), json!(self.reasons));
+        object.insert("duration_ms".to_owned(), json!(millis(self.duration)));
+        object.insert("usage".to_owned(), usage_json(self.usage));
+        object.insert(
+            "result".to_owned(),
+            self.result.clone().unwrap_or(Value::Null),
+        );
+        object.insert(
+            "verdict".to_owned(),
+            match &self.verdict {
+                Some(verdict) => serde_json::to_value(verdict).unwrap_or(Value::Null),
+                None => self.unread_verdict.clone().unwrap_or(Value::Null),
+            },
+        );
+        object.insert(
+            "retry_prompt".to_owned(),
+            self.retry_prompt.clone().map_or(Value::Null, Value::String),
+        );
+        Value::Object(object)
     }
 }
 
