@@ -1055,24 +1055,10 @@ fn a_missing_api_key_is_a_configuration_error_not_an_unauthenticated_request() {
     assert!(server.seen().is_empty(), "a request went out");
 }
 
-/// True when bubblewrap is installed and may make namespaces here.
-#[cfg(unix)]
-fn bubblewrap_works() -> bool {
-    std::process::Command::new("bwrap")
-        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[cfg(unix)]
 #[test]
 fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside() {
-    if !bubblewrap_works() {
-        assert!(
-            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
-            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
-        );
-        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+    if !crate::util::confinement_works() {
         return;
     }
     let outside = TempDir::new();
@@ -1132,19 +1118,11 @@ fn with_bwrap_isolation_a_command_cannot_change_the_policy_or_anything_outside()
 #[cfg(unix)]
 #[test]
 fn every_program_a_delegation_starts_is_confined() {
-    if !bubblewrap_works() {
-        assert!(
-            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
-            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
-        );
-        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+    if !crate::util::confinement_works() {
         return;
     }
     // A user's HOME and a place beside it, outside /tmp (which is private in the sandbox anyway).
-    let user = tempfile::Builder::new()
-        .prefix("confined-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a directory under target/");
+    let user = crate::util::outside_tmp("confined-");
     let home = user.path().join("home");
     let outside = user.path().join("outside");
     std::fs::create_dir_all(home.join(".ssh")).expect("home");
@@ -1234,18 +1212,10 @@ fn every_program_a_delegation_starts_is_confined() {
 #[cfg(unix)]
 #[test]
 fn run_command_offered_by_a_pre_hook_is_confined_too() {
-    if !bubblewrap_works() {
-        assert!(
-            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
-            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
-        );
-        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+    if !crate::util::confinement_works() {
         return;
     }
-    let outside = tempfile::Builder::new()
-        .prefix("granted-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a directory under target/");
+    let outside = crate::util::outside_tmp("granted-");
     let marker = outside.path().join("escaped.txt");
     let calls = json!([{"name": "run_command", "arguments": {"argv": [
         "sh", "-c", format!("echo x > {}; echo ran", marker.display())
@@ -1282,12 +1252,7 @@ fn run_command_offered_by_a_pre_hook_is_confined_too() {
 #[cfg(unix)]
 #[test]
 fn a_confined_agent_cli_cannot_plant_its_own_settings() {
-    if !bubblewrap_works() {
-        assert!(
-            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
-            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
-        );
-        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+    if !crate::util::confinement_works() {
         return;
     }
     let claude = repo_root().join("tests/fixtures/agents/claude");

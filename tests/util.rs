@@ -239,6 +239,35 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// True when bubblewrap is installed and may make namespaces here, so the confinement tests can
+/// run; otherwise says on stderr that the calling test is skipped — and fails it instead when
+/// `HARNESS_REQUIRE_BWRAP` is set (`.ci/run` sets it where namespaces work).
+#[cfg(unix)]
+pub fn confinement_works() -> bool {
+    let works = Command::new("bwrap")
+        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
+            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
+        );
+        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+    }
+    works
+}
+
+/// A temporary directory outside `/tmp` (under `target/`), as a user's HOME or a place beside
+/// the workspace is: inside a sandbox `/tmp` is private, so a test that a write or read outside
+/// the workspace is refused must use a directory that is not.
+pub fn outside_tmp(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a directory under target/")
+}
+
 /// The repository root (where `Cargo.toml` of the binary is).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -715,22 +715,10 @@ fn exec_runs_an_allowed_program() {
 #[cfg(unix)]
 #[test]
 fn an_allowed_program_runs_confined() {
-    let works = std::process::Command::new("bwrap")
-        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !works {
-        assert!(
-            std::env::var_os("HARNESS_REQUIRE_BWRAP").is_none(),
-            "HARNESS_REQUIRE_BWRAP is set but bubblewrap cannot make namespaces here"
-        );
-        eprintln!("skipped: bubblewrap is not installed or cannot make namespaces here");
+    if !crate::util::confinement_works() {
         return;
     }
-    let outside = tempfile::Builder::new()
-        .prefix("verify-outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a directory under target/");
+    let outside = crate::util::outside_tmp("verify-outside-");
     let marker = outside.path().join("escaped.txt");
     let dir = setup(&format!(
         "def run(result):\n    r = exec.run([\"sh\", \"-c\", \"echo x > {}; echo x > inside.txt\"])\n    return {{\"verified\": True, \"reason\": r[\"stderr\"]}}\n",
