@@ -39,6 +39,8 @@ mod audit;
 mod policy_tests;
 // Agent CLI delegates (claude, codex, gemini, aider) against fake CLIs: resume, tool logs, failures.
 mod agents;
+// The same presets against the real CLIs (installed by .ci/run) and loopback model servers.
+mod real_clis;
 // `harness worker` and `batch --queue` on the SQLite queue: workers killed, jobs dead-lettered.
 mod queue;
 // `harness serve` through real HTTP: submit, events, review, overrides (every 409), token, shutdown.

@@ -41,7 +41,7 @@ pub use error::{Error, ErrorKind, Limit, Location};
 pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
 pub use limits::Limits;
 pub use modules::{
-    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, bubblewrap,
+    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn, bubblewrap,
     bubblewrap_works, find_program, hex, http_client_builder, read_capped, run_program, sha256_hex,
     unhex,
 };

@@ -95,6 +95,7 @@ fn main() {
             isolation: None,
             inherit_env: false,
             stdin: None,
+            stop_on: None,
         };
         let sandbox = harness_builtins::Isolation::new(dir.path(), &[]);
         let confined = Launch {

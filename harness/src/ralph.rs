@@ -217,6 +217,7 @@ async fn execute(
             ))
         }),
     };
+    report.delegate_version = session.delegate.version().map(str::to_owned);
     // However the attempts ended, a changed policy is the finding that matters.
     match ended {
         Err(e)

@@ -112,6 +112,9 @@ pub struct Report {
     pub delegate_kind: String,
     /// The model, when the delegate has one.
     pub model: Option<String>,
+    /// The delegate program's version, when it reports one (an agent CLI's `--version`).
+    #[serde(default)]
+    pub delegate_version: Option<String>,
     /// Every attempt made, in order.
     pub attempts: Vec<AttemptRecord>,
     /// The error, for `failed` and `error` outcomes.
@@ -159,6 +162,7 @@ impl Report {
             outcome: Outcome::Skipped,
             delegate_kind: delegate_kind.to_owned(),
             model: None,
+            delegate_version: None,
             attempts: Vec::new(),
             error: None,
             delivered: None,
@@ -340,6 +344,7 @@ impl Report {
             delegate: DelegateJson {
                 kind: &self.delegate_kind,
                 model: self.model.as_deref(),
+                version: self.delegate_version.as_deref(),
             },
             duration_ms: millis(self.duration),
             retry_template: TemplateJson {
@@ -462,6 +467,8 @@ struct AttemptUsageJson {
 struct DelegateJson<'a> {
     kind: &'a str,
     model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -563,6 +570,7 @@ mod tests {
             outcome: Outcome::Failed(ErrorKind::VerificationFailed),
             delegate_kind: "openai".to_owned(),
             model: Some("m".to_owned()),
+            delegate_version: None,
             attempts: vec![
                 attempt(0, Some(false), &["no `id`", "line two"], "{\"name\": 1}"),
                 attempt(1, Some(false), &["still no `id`"], "tab\there"),

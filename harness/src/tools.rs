@@ -460,6 +460,7 @@ impl Toolbox {
             isolation: self.isolation.as_ref(),
             inherit_env: false,
             stdin: None,
+            stop_on: None,
         };
         let run = harness_builtins::run_program(&argv, &launch)
             .await

@@ -26,15 +26,45 @@ pub const KEPT_END_BYTES: usize = 16 * 1024;
 /// Reads `reader` to the end, keeping the first `cap` bytes and, when it runs past them, its last
 /// [`KEPT_END_BYTES`] (lossily UTF-8 both). Reading on past the cap keeps a child process from
 /// blocking on a full pipe.
-pub async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> Capped {
+pub async fn read_capped(reader: impl AsyncRead + Unpin, cap: usize) -> Capped {
+    read_watched(reader, cap, None).await.0
+}
+
+/// The longest line a [`StopOn`] is shown; the rest of a longer line is not looked at.
+const WATCHED_LINE_BYTES: usize = 64 * 1024;
+
+/// [`read_capped`], showing each line to `watch` as it arrives: the first it matches kills the
+/// process group and is returned (reading goes on to the end of what was written).
+async fn read_watched(
+    mut reader: impl AsyncRead + Unpin,
+    cap: usize,
+    watch: Option<(StopOn<'_>, &ProcessGroup)>,
+) -> (Capped, Option<String>) {
     let mut head = Vec::new();
     let mut end = Vec::new();
     let mut dropped = 0u64;
     let mut buf = [0u8; 8192];
+    let mut line = Vec::new();
+    let mut stopped = None;
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                if let (Some((stop, group)), None) = (&watch, &stopped) {
+                    for piece in buf[..n].split_inclusive(|&b| b == b'\n') {
+                        let room = WATCHED_LINE_BYTES.saturating_sub(line.len());
+                        line.extend_from_slice(&piece[..room.min(piece.len())]);
+                        if piece.ends_with(b"\n") {
+                            let text = String::from_utf8_lossy(&line);
+                            if (stop.0)(text.trim_end()) {
+                                group.kill();
+                                stopped = Some(text.trim_end().to_owned());
+                                break;
+                            }
+                            line.clear();
+                        }
+                    }
+                }
                 let room = cap.saturating_sub(head.len()).min(n);
                 head.extend_from_slice(&buf[..room]);
                 end.extend_from_slice(&buf[room..n]);
@@ -50,9 +80,22 @@ pub async fn read_capped(mut reader: impl AsyncRead + Unpin, cap: usize) -> Capp
     end.drain(..gone);
     dropped += gone as u64;
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    Capped {
+    let capped = Capped {
         head: text(&head),
         end: (!end.is_empty() || dropped > 0).then(|| text(&end)),
+    };
+    (capped, stopped)
+}
+
+/// A line of a program's output (stdout or stderr) that ends it: it is killed with its process
+/// group when one is printed — an agent CLI that says its credentials were refused and would
+/// otherwise retry for minutes.
+#[derive(Clone, Copy)]
+pub struct StopOn<'a>(pub &'a (dyn Fn(&str) -> bool + Sync));
+
+impl std::fmt::Debug for StopOn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StopOn(..)")
     }
 }
 
@@ -97,6 +140,8 @@ pub struct ProgramRun {
     pub stdout_cut: bool,
     /// True when the program ran past its timeout and was killed.
     pub timed_out: bool,
+    /// The line of its output that stopped it ([`Launch::stop_on`]).
+    pub stopped_at: Option<String>,
     /// How long it ran.
     pub duration: Duration,
 }
@@ -127,6 +172,8 @@ pub struct Launch<'a> {
     /// Written to the program's standard input, which is then closed; `None`: no input at all.
     /// A program that exits without reading it is not an error (its exit status says).
     pub stdin: Option<&'a [u8]>,
+    /// Stop it at the first line of its output this matches.
+    pub stop_on: Option<StopOn<'a>>,
 }
 
 /// An OS sandbox for programs, made with bubblewrap (`bwrap`): the whole file system read-only,
@@ -448,8 +495,8 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
         };
         let ((), out, err, status) = tokio::join!(
             write_input,
-            read_capped(stdout, cap),
-            read_capped(stderr, cap),
+            read_watched(stdout, cap, launch.stop_on.map(|stop| (stop, &group))),
+            read_watched(stderr, cap, launch.stop_on.map(|stop| (stop, &group))),
             waited
         );
         (out, err, status)
@@ -460,12 +507,13 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     group.kill();
     crate::reaper::ended(leader).await;
     match ended {
-        Ok((stdout, stderr, status)) => Ok(ProgramRun {
+        Ok(((stdout, out_stop), (stderr, err_stop), status)) => Ok(ProgramRun {
             exit_code: status?.code(),
             stdout_cut: stdout.cut(),
             stdout: stdout.shown(cap),
             stderr: stderr.shown(cap),
             timed_out: false,
+            stopped_at: out_stop.or(err_stop),
             duration: started.elapsed(),
         }),
         Err(_) => Ok(ProgramRun {
@@ -474,6 +522,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
             stderr: String::new(),
             stdout_cut: false,
             timed_out: true,
+            stopped_at: None,
             duration: started.elapsed(),
         }),
     }
@@ -678,6 +727,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
             isolation: host.sandbox.isolation.as_ref(),
             inherit_env: false,
             stdin: None,
+            stop_on: None,
         };
         let run = host
             .block_on(run_program(&argv, &launch))?

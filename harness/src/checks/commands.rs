@@ -558,6 +558,7 @@ async fn execute(
         isolation,
         inherit_env: false,
         stdin: None,
+        stop_on: None,
     };
     let run = harness_builtins::run_program(&check.argv, &launch)
         .await

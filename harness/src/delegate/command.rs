@@ -82,6 +82,7 @@ impl CommandDelegate {
             isolation: spec.isolation.as_ref(),
             inherit_env: true,
             stdin: on_stdin.then_some(prompt.as_bytes()),
+            stop_on: None,
         };
         let run = harness_builtins::run_program(&argv, &launch)
             .await

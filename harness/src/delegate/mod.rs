@@ -148,6 +148,11 @@ pub trait Delegate: Send + Sync {
         None
     }
 
+    /// The delegate program's own version, when it reports one (an agent CLI's `--version`).
+    fn version(&self) -> Option<&str> {
+        None
+    }
+
     /// Produces the next assistant message for the conversation in `request`.
     ///
     /// # Errors

@@ -36,12 +36,12 @@ impl Adapter for Aider {
         "chat history"
     }
 
-    fn keeps_history(&self) -> bool {
+    fn keeps_own_dir(&self) -> bool {
         true
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {
-        let dir = run.history.unwrap_or(std::path::Path::new(""));
+        let dir = run.own_dir.unwrap_or(std::path::Path::new(""));
         let mut flags = owned(&[
             "--yes-always",
             "--no-pretty",
@@ -69,7 +69,7 @@ impl Adapter for Aider {
         Ok(Parsed {
             response: stdout.trim_end().to_owned(),
             session: run
-                .history
+                .own_dir
                 .map(|dir| dir.join("chat.md").display().to_string()),
             ..Parsed::default()
         })

@@ -47,7 +47,14 @@ impl Adapter for Claude {
                 "commands",
                 "agents",
                 "skills",
-                "plugins",
+                // Not all of `plugins/`: Claude Code keeps its built-in plugins' state in
+                // `plugins/store` on every start. What installs a plugin is guarded.
+                "plugins/installed_plugins.json",
+                "plugins/installed_plugins_v2.json",
+                "plugins/known_marketplaces.json",
+                "plugins/marketplaces",
+                "plugins/cache",
+                "plugins/repos",
                 "output-styles",
             ],
         ));
@@ -70,6 +77,20 @@ impl Adapter for Claude {
             Resume::BeforeArgs,
             prompt,
         )
+    }
+
+    /// A stream line saying the API refused the key (`"error":"authentication_failed"`, or a
+    /// 401 `api_retry`): Claude Code would retry it ten times over about three minutes.
+    fn fatal(&self, line: &str) -> Option<String> {
+        if !line.contains("authentication_failed") && !line.contains("\"error_status\":401") {
+            return None;
+        }
+        let line: Value = serde_json::from_str(line).ok()?;
+        let refused =
+            line["error"] == "authentication_failed" || line["error_status"].as_u64() == Some(401);
+        refused.then(|| {
+            "the model API refused its credentials (401 authentication_failed); set a valid `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN` for a proxy) in `delegate.env` or your environment, or log in with `claude`".to_owned()
+        })
     }
 
     fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {

@@ -52,6 +52,20 @@ impl Adapter for Codex {
         )
     }
 
+    /// A stream line saying the provider refused the key (`401 Unauthorized`, which Codex would
+    /// retry five times before the turn fails).
+    fn fatal(&self, line: &str) -> Option<String> {
+        let line: Value = serde_json::from_str(line).ok()?;
+        let message = line["message"]
+            .as_str()
+            .or_else(|| line["error"]["message"].as_str())?;
+        let refused = matches!(line["type"].as_str(), Some("error" | "turn.failed"))
+            && message.contains("401 Unauthorized");
+        refused.then(|| {
+            "the model API refused its credentials (401 Unauthorized); set a valid key in the variable your model provider's `env_key` names (`OPENAI_API_KEY` for OpenAI), in `delegate.env` or your environment, or log in with `codex login`".to_owned()
+        })
+    }
+
     fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {
         parse(stdout)
     }
@@ -64,6 +78,7 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
     let mut parsed = Parsed::default();
     let mut log = CallLog::default();
     let mut completed = false;
+    let mut said = None;
     for line in json_lines(stdout, "JSONL")? {
         match line["type"].as_str() {
             Some("thread.started") => {
@@ -123,8 +138,9 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
                     line["error"]["message"].as_str().unwrap_or("(no message)")
                 ));
             }
+            // Also what it says while it reconnects: an error only if the turn never completes.
             Some("error") => {
-                parsed.error = Some(
+                said = Some(
                     line["message"]
                         .as_str()
                         .unwrap_or("an error without a message")
@@ -135,7 +151,14 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
         }
     }
     if !completed && parsed.error.is_none() {
-        return Err("the stream ended without `turn.completed` (did the CLI crash?)".to_owned());
+        match said {
+            Some(said) => parsed.error = Some(said),
+            None => {
+                return Err(
+                    "the stream ended without `turn.completed` (did the CLI crash?)".to_owned(),
+                );
+            }
+        }
     }
     parsed.observed = log.calls;
     Ok(parsed)

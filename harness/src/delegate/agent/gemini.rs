@@ -1,7 +1,10 @@
 //! Gemini CLI (`gemini`): `--output-format stream-json --approval-mode auto_edit -p PROMPT`; a
 //! retry adds `--resume ID`. The tool log is the stream's `tool_use` / `tool_result` events.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 use super::{
     Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned,
@@ -34,6 +37,35 @@ impl Adapter for Gemini {
         config
     }
 
+    /// Its private configuration directory (`GEMINI_CLI_HOME`) when it is used, else none.
+    fn keeps_own_dir(&self) -> bool {
+        true
+    }
+
+    /// The workspace trusted (`GEMINI_CLI_TRUST_WORKSPACE`: harness chose it; untrusted, the
+    /// CLI exits 55 or drops `auto_edit`), one process (`GEMINI_CLI_NO_RELAUNCH`), and for a
+    /// user with an API key but no settings of their own, a private `GEMINI_CLI_HOME` whose
+    /// settings select that key (without them Gemini CLI exits 41, "Invalid auth method
+    /// selected").
+    fn prepare(&self, run: &Invocation<'_>, home: &Path) -> std::io::Result<Vec<(String, String)>> {
+        let mut env = vec![
+            ("GEMINI_CLI_TRUST_WORKSPACE".to_owned(), "true".to_owned()),
+            ("GEMINI_CLI_NO_RELAUNCH".to_owned(), "true".to_owned()),
+        ];
+        if let Some(private) = private_home(run, home) {
+            let settings = private.join(".gemini/settings.json");
+            if !settings.exists() {
+                std::fs::create_dir_all(private.join(".gemini"))?;
+                std::fs::write(
+                    &settings,
+                    r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+                )?;
+            }
+            env.push(("GEMINI_CLI_HOME".to_owned(), private.display().to_string()));
+        }
+        Ok(env)
+    }
+
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {
         let flags = [
             "--output-format",
@@ -50,9 +82,84 @@ impl Adapter for Gemini {
         )
     }
 
-    fn parse(&self, stdout: &str, _: &Invocation<'_>) -> std::result::Result<Parsed, String> {
-        parse(stdout)
+    /// Its error report for a key the API refused (`API_KEY_INVALID`).
+    fn fatal(&self, line: &str) -> Option<String> {
+        (line.contains("API_KEY_INVALID") || line.contains("API key not valid")).then(|| {
+            "the model API refused its credentials (API_KEY_INVALID); set a valid `GEMINI_API_KEY` in `delegate.env` or your environment, or log in with `gemini`".to_owned()
+        })
     }
+
+    fn parse(&self, stdout: &str, run: &Invocation<'_>) -> std::result::Result<Parsed, String> {
+        let mut parsed = parse(stdout)?;
+        // The stream reports no result for most tools (a file written has none): what the model
+        // was sent is in the session's file.
+        if let Some(session) = &parsed.session {
+            let homes = [
+                run.own_dir.map(Path::to_path_buf),
+                run.var("GEMINI_CLI_HOME").map(PathBuf::from),
+                run.var("HOME").map(PathBuf::from),
+            ];
+            if let Some(results) = homes
+                .into_iter()
+                .flatten()
+                .find_map(|home| session_results(&home, session))
+            {
+                for call in &mut parsed.observed {
+                    if call.content.is_empty() {
+                        if let Some(result) = results.get(&call.id) {
+                            call.content.clone_from(result);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// The private configuration directory a run uses: the delegation's own, when the user set no
+/// `GEMINI_CLI_HOME`, has no settings of their own and gives an API key.
+fn private_home<'a>(run: &Invocation<'a>, home: &Path) -> Option<&'a Path> {
+    let keyed = run.var("GEMINI_API_KEY").is_some() || run.var("GOOGLE_API_KEY").is_some();
+    let own = run.var("GEMINI_CLI_HOME").is_some() || home.join(".gemini/settings.json").exists();
+    if keyed && !own { run.own_dir } else { None }
+}
+
+/// What the model was sent for each tool call of `session`, by call id, from the session's file
+/// (`.gemini/tmp/PROJECT/chats/session-…-ID8.jsonl` in `home`).
+fn session_results(home: &Path, session: &str) -> Option<HashMap<String, String>> {
+    let short: String = session.chars().take(8).collect();
+    let projects = std::fs::read_dir(home.join(".gemini/tmp")).ok()?;
+    let file = projects.flatten().find_map(|project| {
+        std::fs::read_dir(project.path().join("chats"))
+            .ok()?
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    n.starts_with("session-") && n.ends_with(&format!("-{short}.jsonl"))
+                })
+            })
+    })?;
+    let lines = std::fs::read_to_string(file).ok()?;
+    let mut results = HashMap::new();
+    for record in lines
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        for call in record["toolCalls"].as_array().into_iter().flatten() {
+            let response = &call["result"][0]["functionResponse"]["response"];
+            let said = match (&response["output"], &response["error"]) {
+                (Value::Null, Value::Null) => continue,
+                (Value::Null, error) => text(error),
+                (output, _) => text(output),
+            };
+            if let Some(id) = call["id"].as_str() {
+                results.insert(id.to_owned(), said);
+            }
+        }
+    }
+    Some(results)
 }
 
 /// Gemini CLI's `--output-format stream-json`: `init` with the session id, assistant `message`

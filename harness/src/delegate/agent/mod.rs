@@ -45,8 +45,9 @@ trait Adapter: Sync {
     fn session_word(&self) -> &'static str {
         "session"
     }
-    /// Whether it needs a chat history directory of its own, kept outside the workspace.
-    fn keeps_history(&self) -> bool {
+    /// Whether it needs a directory of its own for the delegation's life, outside the workspace
+    /// (Aider's chat history, Gemini CLI's private configuration): [`Invocation::own_dir`].
+    fn keeps_own_dir(&self) -> bool {
         false
     }
     /// Where it keeps its own logins, settings and sessions (what a resumed run reads back),
@@ -57,6 +58,22 @@ trait Adapter: Sync {
     /// The arguments after the program: `prompt` for a new session, or a retry resuming
     /// `resume`.
     fn args(&self, run: &Invocation<'_>) -> Vec<String>;
+    /// Variables the run needs besides the user's (`HOME` is the user's), after making what
+    /// they point at — a private configuration directory with the settings a fresh one lacks.
+    ///
+    /// # Errors
+    /// What could not be written.
+    fn prepare(&self, run: &Invocation<'_>, home: &Path) -> std::io::Result<Vec<(String, String)>> {
+        let _ = (run, home);
+        Ok(Vec::new())
+    }
+    /// What a line of its output (stdout or stderr) means when it shows the run cannot succeed
+    /// — the model API refused its credentials — and how to fix it: the CLI is stopped there
+    /// rather than left to retry for minutes, and the run is a `delegate` error saying this.
+    fn fatal(&self, line: &str) -> Option<String> {
+        let _ = line;
+        None
+    }
     /// Reads one run's stdout.
     ///
     /// # Errors
@@ -92,8 +109,8 @@ struct Invocation<'a> {
     spec: &'a AgentSpec,
     prompt: &'a str,
     resume: Option<&'a str>,
-    /// The chat history directory, for a CLI that keeps one.
-    history: Option<&'a Path>,
+    /// The delegation's own directory, for a CLI that keeps one ([`Adapter::keeps_own_dir`]).
+    own_dir: Option<&'a Path>,
 }
 
 /// Where a CLI takes what resumes a session: before the user's `args` (a flag, `--resume ID`)
@@ -128,6 +145,18 @@ impl Invocation<'_> {
         args.extend(after);
         args.extend(prompt);
         args
+    }
+
+    /// The variable `name` as the run sees it: `delegate.env`, else the user's environment.
+    fn var(&self, name: &str) -> Option<String> {
+        self.spec
+            .env
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .or_else(|| std::env::var(name).ok())
+            .filter(|value| !value.is_empty())
     }
 
     /// `flag ID` when the run resumes session ID, else nothing.
@@ -239,10 +268,13 @@ pub struct AgentDelegate {
     spec: AgentSpec,
     /// The session (thread) the first run started; every retry resumes it.
     session: Option<String>,
-    /// Aider's chat history, kept outside the workspace for the delegation's life.
-    history: Option<tempfile::TempDir>,
+    /// The delegation's own directory, outside the workspace, for its life: Aider's chat
+    /// history, Gemini CLI's private configuration.
+    own_dir: Option<tempfile::TempDir>,
     /// Runs made so far.
     runs: u32,
+    /// What `BINARY --version` printed (its first line), asked before the first run.
+    version: Option<String>,
 }
 
 impl AgentDelegate {
@@ -262,13 +294,13 @@ impl AgentDelegate {
             },
         )?;
         let adapter = spec.kind.adapter();
-        let history = if adapter.keeps_history() {
+        let own_dir = if adapter.keeps_own_dir() {
             let dir = tempfile::Builder::new()
                 .prefix(&format!("harness-{}-", adapter.name()))
                 .tempdir()
                 .map_err(|e| {
                     Error::config(format!(
-                        "delegate `{}`: cannot create its chat history directory: {e}",
+                        "delegate `{}`: cannot create its own directory: {e}",
                         adapter.name()
                     ))
                 })?;
@@ -279,13 +311,53 @@ impl AgentDelegate {
         Ok(AgentDelegate {
             spec,
             session: None,
-            history,
+            own_dir,
             runs: 0,
+            version: None,
         })
     }
 
+    /// Asks the CLI its version (`--version`, confined like its runs, 30 s at most): the first
+    /// line it prints, or `None` when it says nothing useful. Recorded in the run's `delegate`
+    /// block and named in every error, so a changed output format points at the upgrade.
+    async fn ask_version(&self, isolation: Option<&harness_builtins::Isolation>) -> Option<String> {
+        let argv = [
+            self.spec.binary.to_string_lossy().into_owned(),
+            "--version".to_owned(),
+        ];
+        let launch = harness_builtins::Launch {
+            cwd: &self.spec.workdir,
+            env: &self.spec.env,
+            home: None,
+            hidden: Some(&self.spec.workdir),
+            timeout: Duration::from_secs(30),
+            cap: 4096,
+            isolation,
+            inherit_env: true,
+            stdin: None,
+            stop_on: None,
+        };
+        let run = harness_builtins::run_program(&argv, &launch).await.ok()?;
+        if run.exit_code != Some(0) {
+            return None;
+        }
+        run.stdout
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .map(|line| line.chars().take(120).collect())
+    }
+
+    /// The delegate as errors name it: its kind and, when known, its version.
+    fn named(&self) -> String {
+        match &self.version {
+            Some(version) => format!("{} ({version})", self.spec.kind.name()),
+            None => self.spec.kind.name().to_owned(),
+        }
+    }
+
     /// The sandbox of one run: the delegation's, with the network (the CLI talks to its model),
-    /// its chat history and its own configuration writable — nothing else of the user's HOME —
+    /// its own directory and its configuration writable — nothing else of the user's HOME —
     /// and the paths of that configuration that would run programs later read-only. Also the
     /// guarded paths that do not exist yet, to be looked at after the run.
     ///
@@ -300,8 +372,8 @@ impl AgentDelegate {
         };
         let adapter = self.spec.kind.adapter();
         let mut isolation = base.clone().with_network();
-        if let Some(history) = run.history {
-            isolation = isolation.writable(history);
+        if let Some(own) = run.own_dir {
+            isolation = isolation.writable(own);
         }
         let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
             return Ok((Some(isolation), Vec::new()));
@@ -364,13 +436,24 @@ impl AgentDelegate {
             spec: &self.spec,
             prompt,
             resume: resume.as_deref(),
-            history: self.history.as_ref().map(tempfile::TempDir::path),
+            own_dir: self.own_dir.as_ref().map(tempfile::TempDir::path),
         };
         let mut argv = vec![self.spec.binary.to_string_lossy().into_owned()];
         argv.extend(adapter.args(&invocation));
-        let mut env = self.spec.env.clone();
+        let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+        let mut env = adapter.prepare(&invocation, &home).map_err(|e| {
+            Error::new(
+                ErrorKind::Delegate,
+                format!("delegate `{name}`: cannot prepare its configuration: {e}"),
+            )
+        })?;
+        env.extend(self.spec.env.iter().cloned());
         env.extend(super::trace_env());
         let (isolation, absent) = self.isolation(&invocation)?;
+        if self.runs == 0 {
+            self.version = self.ask_version(isolation.as_ref()).await;
+        }
+        let fatal = |line: &str| adapter.fatal(line).is_some();
         let launch = harness_builtins::Launch {
             cwd: &self.spec.workdir,
             env: &env,
@@ -381,6 +464,7 @@ impl AgentDelegate {
             isolation: isolation.as_ref(),
             inherit_env: true,
             stdin: None,
+            stop_on: Some(harness_builtins::StopOn(&fatal)),
         };
         self.runs += 1;
         let run = harness_builtins::run_program(&argv, &launch).await;
@@ -391,15 +475,23 @@ impl AgentDelegate {
                 format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
             )
         })?;
+        let named = self.named();
         let fail = |what: String| {
             Error::new(
                 ErrorKind::Delegate,
                 format!(
-                    "delegate `{name}`: {what}{}",
+                    "delegate `{named}`: {what}{}",
                     super::output_tail(&run.stdout, &run.stderr)
                 ),
             )
         };
+        if let Some(line) = &run.stopped_at {
+            let why = adapter.fatal(line).unwrap_or_default();
+            return Err(fail(format!(
+                "{why}; stopped at this line of its output: {}",
+                clipped(line)
+            )));
+        }
         if run.timed_out {
             return Err(fail(format!(
                 "timed out after {}s and was killed with its process group (raise `delegate.timeout_s` if the agent needs longer)",
@@ -453,6 +545,16 @@ impl AgentDelegate {
     }
 }
 
+/// `line`, cut to what an error message can show.
+fn clipped(line: &str) -> String {
+    const SHOWN: usize = 300;
+    if line.chars().count() <= SHOWN {
+        line.to_owned()
+    } else {
+        format!("{}…", line.chars().take(SHOWN).collect::<String>())
+    }
+}
+
 /// `prefix` then `text`, or nothing when `text` is empty.
 fn prefixed(prefix: &str, text: &str) -> String {
     if text.trim().is_empty() {
@@ -483,8 +585,9 @@ fn json_lines(stdout: &str, format: &str) -> std::result::Result<Vec<Value>, Str
         .map(|(i, line)| {
             serde_json::from_str::<Value>(line).map_err(|e| {
                 format!(
-                    "line {} of its output is not {format} ({e}); the CLI's output format may have changed",
-                    i + 1
+                    "line {} of its output is not {format} ({e}): {}; the CLI's output format may have changed (a new version?)",
+                    i + 1,
+                    clipped(line)
                 )
             })
         })
@@ -586,6 +689,10 @@ impl Delegate for AgentDelegate {
 
     fn session(&self) -> Option<&str> {
         self.session.as_deref()
+    }
+
+    fn version(&self) -> Option<&str> {
+        self.version.as_deref()
     }
 
     fn turn<'a>(&'a mut self, request: TurnRequest<'a>) -> BoxFuture<'a, Result<Turn>> {

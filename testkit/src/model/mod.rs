@@ -29,6 +29,13 @@ use serde_json::{Value, json};
 
 use crate::serve::Served;
 
+mod anthropic;
+mod gemini;
+mod responses;
+
+pub use gemini::gemini_invalid_api_key;
+pub use responses::{add_file_patch, apply_patch, codex_model_catalog, invalid_api_key};
+
 /// What the server sends back for one request.
 #[derive(Debug, Clone)]
 pub enum Reply {
@@ -116,7 +123,9 @@ impl ModelServer {
         let in_flight = Arc::clone(&state.in_flight);
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
-            .route("/v1/messages", post(anthropic_messages))
+            .route("/v1/messages", post(anthropic::anthropic_messages))
+            .route("/v1/responses", post(responses::responses))
+            .route("/v1beta/models/{target}", post(gemini::gemini_models))
             .with_state(state);
         let served = Served::start(app);
         ModelServer {
@@ -152,6 +161,12 @@ impl ModelServer {
     /// Returns the base URL to give the `anthropic` delegate, `http://127.0.0.1:PORT`.
     pub fn anthropic_base_url(&self) -> &str {
         self.base_url.trim_end_matches("/v1")
+    }
+
+    /// Returns the base URL to give Gemini CLI (`GOOGLE_GEMINI_BASE_URL`),
+    /// `http://127.0.0.1:PORT`: it adds `/v1beta` itself.
+    pub fn gemini_base_url(&self) -> &str {
+        self.anthropic_base_url()
     }
 
     /// Returns every request received so far, in order.
@@ -225,252 +240,53 @@ async fn chat_completions(
     answered(&state, reply).await
 }
 
-/// An Anthropic error response.
-fn anthropic_error(status: u16, kind: &str, message: &str) -> Response {
+/// Waits out a reply's delays, counted in flight meanwhile, and returns its status, headers and
+/// body — for a protocol that builds its own response (a stream) from a chat-completions reply.
+/// A [`Reply::Hang`] never returns.
+async fn settle(
+    state: &ServerState,
+    mut reply: Reply,
+) -> (u16, Vec<(&'static str, &'static str)>, Value) {
+    let in_flight = &state.in_flight;
+    let now = in_flight.now.fetch_add(1, Ordering::SeqCst) + 1;
+    in_flight.peak.fetch_max(now, Ordering::SeqCst);
+    let settled = loop {
+        match reply {
+            Reply::After(delay, then) => {
+                tokio::time::sleep(delay).await;
+                reply = *then;
+            }
+            Reply::Json(status, headers, body) => break (status, headers, body),
+            Reply::Hang => std::future::pending::<()>().await,
+        }
+    };
+    in_flight.now.fetch_sub(1, Ordering::SeqCst);
+    settled
+}
+
+/// A `text/event-stream` response of `events`, each an optional `event:` name and its JSON
+/// `data:`, as the streaming APIs send them.
+fn sse<'a>(events: impl IntoIterator<Item = (Option<&'a str>, Value)>) -> Response {
+    let mut body = String::new();
+    for (name, data) in events {
+        if let Some(name) = name {
+            body.push_str("event: ");
+            body.push_str(name);
+            body.push('\n');
+        }
+        body.push_str("data: ");
+        body.push_str(&data.to_string());
+        body.push_str("\n\n");
+    }
     (
-        StatusCode::from_u16(status).expect("a valid status"),
-        axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}})),
+        StatusCode::OK,
+        [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+        ],
+        body,
     )
         .into_response()
-}
-
-async fn anthropic_messages(
-    State(state): State<ServerState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if headers.get("x-api-key").is_none() {
-        return anthropic_error(401, "authentication_error", "x-api-key header is required");
-    }
-    if headers.get("anthropic-version").is_none() {
-        return anthropic_error(
-            400,
-            "invalid_request_error",
-            "anthropic-version header is required",
-        );
-    }
-    let Ok(wire) = serde_json::from_slice::<Value>(&body) else {
-        return anthropic_error(400, "invalid_request_error", "the body is not JSON");
-    };
-    let chat = match anthropic_to_chat(&wire) {
-        Ok(chat) => chat,
-        Err(why) => return anthropic_error(400, "invalid_request_error", &why),
-    };
-    let seen = Seen {
-        body: chat,
-        wire,
-        headers: header_list(&headers),
-    };
-    let reply = ask(&state, seen).await;
-    answered(&state, chat_reply_to_anthropic(reply)).await
-}
-
-/// Checks a Messages API request as the real API does and translates it into a chat-completions
-/// body: the system text first, `tool_use` blocks as `tool_calls`, `tool_result` blocks as
-/// `tool` messages.
-fn anthropic_to_chat(wire: &Value) -> Result<Value, String> {
-    let model = wire["model"].as_str().ok_or("model: Field required")?;
-    if wire["max_tokens"].as_u64().is_none_or(|n| n == 0) {
-        return Err("max_tokens: Field required (a positive integer)".to_owned());
-    }
-    let turns = wire["messages"]
-        .as_array()
-        .filter(|m| !m.is_empty())
-        .ok_or("messages: at least one message is required")?;
-    let mut messages = Vec::new();
-    if let Some(system) = wire.get("system") {
-        let text = system.as_str().ok_or("system: must be a string")?;
-        messages.push(json!({"role": "system", "content": text}));
-    }
-    let mut open_calls: Vec<String> = Vec::new();
-    for (i, turn) in turns.iter().enumerate() {
-        let role = turn["role"].as_str().unwrap_or_default();
-        let expected = if i % 2 == 0 { "user" } else { "assistant" };
-        if role != expected {
-            return Err(format!(
-                "messages.{i}.role: roles must alternate between \"user\" and \"assistant\", starting with \"user\" (got {role:?})"
-            ));
-        }
-        let blocks: Vec<Value> = match &turn["content"] {
-            Value::String(text) => vec![json!({"type": "text", "text": text})],
-            Value::Array(blocks) if !blocks.is_empty() => blocks.clone(),
-            _ => {
-                return Err(format!(
-                    "messages.{i}.content: a non-empty string or list is required"
-                ));
-            }
-        };
-        if role == "user" {
-            let mut answered = Vec::new();
-            let mut seen_text = false;
-            let mut texts = Vec::new();
-            for block in &blocks {
-                match block["type"].as_str() {
-                    Some("tool_result") => {
-                        if seen_text {
-                            return Err(format!(
-                                "messages.{i}: tool_result blocks must come first in the content"
-                            ));
-                        }
-                        let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
-                        if !open_calls.contains(&id) {
-                            return Err(format!(
-                                "messages.{i}: unexpected tool_use_id {id:?} in tool_result blocks: each tool_result must answer a tool_use of the previous message"
-                            ));
-                        }
-                        let content = match &block["content"] {
-                            Value::String(text) => text.clone(),
-                            other => other.to_string(),
-                        };
-                        messages
-                            .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                        answered.push(id);
-                    }
-                    Some("text") => {
-                        seen_text = true;
-                        let text = block["text"].as_str().unwrap_or_default();
-                        if text.is_empty() {
-                            return Err(format!(
-                                "messages.{i}: text content blocks must be non-empty"
-                            ));
-                        }
-                        texts.push(text.to_owned());
-                    }
-                    other => {
-                        return Err(format!(
-                            "messages.{i}: unexpected block type {other:?} in a user turn"
-                        ));
-                    }
-                }
-            }
-            if let Some(missing) = open_calls.iter().find(|id| !answered.contains(id)) {
-                return Err(format!(
-                    "messages.{i}: tool_use ids were found without tool_result blocks immediately after: {missing}"
-                ));
-            }
-            open_calls.clear();
-            if !texts.is_empty() {
-                messages.push(json!({"role": "user", "content": texts.join("\n")}));
-            }
-        } else {
-            let mut text = None::<String>;
-            let mut calls = Vec::new();
-            for block in &blocks {
-                match block["type"].as_str() {
-                    Some("text") => {
-                        let t = block["text"].as_str().unwrap_or_default();
-                        if t.is_empty() {
-                            return Err(format!(
-                                "messages.{i}: text content blocks must be non-empty"
-                            ));
-                        }
-                        text.get_or_insert_with(String::new).push_str(t);
-                    }
-                    Some("tool_use") => {
-                        let id = block["id"].as_str().unwrap_or_default().to_owned();
-                        if id.is_empty() || !block["input"].is_object() {
-                            return Err(format!(
-                                "messages.{i}: a tool_use block needs an id and an object input"
-                            ));
-                        }
-                        calls.push(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {"name": block["name"], "arguments": block["input"].to_string()},
-                        }));
-                        open_calls.push(id);
-                    }
-                    other => {
-                        return Err(format!(
-                            "messages.{i}: unexpected block type {other:?} in an assistant turn"
-                        ));
-                    }
-                }
-            }
-            let mut message = json!({"role": "assistant", "content": text});
-            if !calls.is_empty() {
-                message["tool_calls"] = Value::Array(calls);
-            }
-            messages.push(message);
-        }
-    }
-    if turns.last().is_some_and(|t| t["role"] != "user") {
-        return Err("the last message must be a user message".to_owned());
-    }
-    let mut chat = json!({"model": model, "messages": messages, "max_tokens": wire["max_tokens"]});
-    if let Some(tools) = wire["tools"].as_array() {
-        let tools: Vec<Value> = tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}))
-            .collect();
-        chat["tools"] = Value::Array(tools);
-    }
-    if let Some(t) = wire.get("temperature") {
-        chat["temperature"] = t.clone();
-    }
-    Ok(chat)
-}
-
-/// Translates a chat-completions reply into the Messages API's.
-fn chat_reply_to_anthropic(reply: Reply) -> Reply {
-    match reply {
-        Reply::After(delay, then) => Reply::After(delay, Box::new(chat_reply_to_anthropic(*then))),
-        Reply::Hang => Reply::Hang,
-        Reply::Json(200, headers, body) => {
-            let choice = &body["choices"][0];
-            let message = &choice["message"];
-            let mut content = Vec::new();
-            if let Some(text) = message["content"].as_str() {
-                content.push(json!({"type": "text", "text": text}));
-            }
-            for call in message["tool_calls"].as_array().into_iter().flatten() {
-                let input: Value = call["function"]["arguments"]
-                    .as_str()
-                    .and_then(|a| serde_json::from_str(a).ok())
-                    .unwrap_or_else(|| json!({}));
-                content.push(json!({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": input}));
-            }
-            let stop_reason = match choice["finish_reason"].as_str() {
-                Some("length") => "max_tokens",
-                Some("tool_calls") => "tool_use",
-                _ => "end_turn",
-            };
-            Reply::Json(
-                200,
-                headers,
-                json!({
-                    "id": "msg_fake",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": body["model"],
-                    "content": content,
-                    "stop_reason": stop_reason,
-                    "stop_sequence": null,
-                    "usage": {
-                        "input_tokens": body["usage"]["prompt_tokens"],
-                        "output_tokens": body["usage"]["completion_tokens"],
-                    },
-                }),
-            )
-        }
-        Reply::Json(status, headers, body) => {
-            let message = body["error"]["message"]
-                .as_str()
-                .unwrap_or("error")
-                .to_owned();
-            let kind = match status {
-                429 => "rate_limit_error",
-                529 => "overloaded_error",
-                500..=599 => "api_error",
-                _ => "invalid_request_error",
-            };
-            Reply::Json(
-                status,
-                headers,
-                json!({"type": "error", "error": {"type": kind, "message": message}}),
-            )
-        }
-    }
 }
 
 async fn respond(mut reply: Reply) -> Response {

@@ -1,0 +1,542 @@
+//! The agent CLI presets against the real programs — Claude Code, Codex, Gemini CLI and Aider,
+//! the versions `.ci/run` pins — each pointed at a loopback model server speaking its wire
+//! protocol (Anthropic Messages with SSE, OpenAI Responses with SSE, Gemini
+//! `streamGenerateContent`, OpenAI chat completions), every request recorded.
+//!
+//! Per CLI: a delegate that lies, is caught, and on the retry resumes the *same* session (proved
+//! from the requests: the retry carries the earlier turns) and writes the file with the CLI's own
+//! tool, recorded and audited clean; a refused API key is a `delegate` error at the first
+//! refusal, not after the CLI's own minutes of retries; a model that never answers is killed
+//! with its process group at the timeout; the `scope:` example of the CLI's page passes.
+//!
+//! The CLIs are found in `HARNESS_AGENT_CLIS` (a directory of links named after them, as
+//! `.ci/run` makes); a test whose CLI is missing skips saying so, and fails under
+//! `HARNESS_REQUIRE_REAL_CLIS=1`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use harness_testkit::model::{
+    ModelServer, Reply, add_file_patch, answer, apply_patch, codex_model_catalog,
+    gemini_invalid_api_key, invalid_api_key, messages, status, tool_call,
+};
+use serde_json::{Value, json};
+
+use crate::util::{Output, TempDir, expect_error_kind, harness, outside_tmp};
+
+const TASK: &str = "Create hello.txt containing the word hi";
+const LIE: &str = "Done: I created hello.txt containing hi.";
+const DONE: &str = "I created hello.txt with the word hi.";
+
+/// The real CLI `name`, or `None` (the test skips, saying so) when it is not installed.
+fn real(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("HARNESS_AGENT_CLIS")
+        .map(|dir| PathBuf::from(dir).join(name))
+        .filter(|path| path.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_REAL_CLIS").is_none(),
+            "HARNESS_REQUIRE_REAL_CLIS is set but {name} is not in HARNESS_AGENT_CLIS"
+        );
+        eprintln!(
+            "skipped: the real {name} is not installed (set HARNESS_AGENT_CLIS to a directory holding it; .ci/run does)"
+        );
+    }
+    found
+}
+
+/// Moves the test's thread — the model server it starts next and every process it spawns —
+/// into a network namespace of its own where only loopback is up, so nothing the CLI tries
+/// reaches past this machine. Where one cannot be made (no privilege, no `ip`), the test runs
+/// on the machine's network, saying so.
+fn offline() {
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(ip) = ip else {
+        eprintln!(
+            "note: no `ip` to bring loopback up in a network namespace: running on the machine's network"
+        );
+        return;
+    };
+    if let Err(e) = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET) {
+        eprintln!("note: cannot make a network namespace ({e}): running on the machine's network");
+        return;
+    }
+    let up = std::process::Command::new(ip)
+        .args(["link", "set", "lo", "up"])
+        .status();
+    assert!(
+        up.is_ok_and(|s| s.success()),
+        "bringing loopback up in the test's network namespace failed"
+    );
+}
+
+/// How one CLI is pointed at the loopback server and asked to write a file.
+struct Cli {
+    /// The preset's kind.
+    kind: &'static str,
+    /// The program.
+    binary: PathBuf,
+    /// `delegate.env` of the delegation file, given the server.
+    env: fn(&ModelServer) -> Vec<(&'static str, String)>,
+    /// `delegate.args`, given the server and the project directory (for files they name).
+    args: fn(&ModelServer, &Path) -> Vec<String>,
+    /// `delegate.model`.
+    model: &'static str,
+    /// The reply that makes the CLI write `hello.txt` containing `hi` in `workspace` with its own
+    /// tool, to the chat-completions request `body`.
+    write: fn(&Value, &Path) -> Reply,
+    /// The name the CLI's write shows under in the Result's tool calls (none for Aider, which
+    /// reports no tool log).
+    tool: Option<&'static str>,
+    /// The request header naming the CLI's session, where it sends one.
+    session_header: Option<&'static str>,
+    /// Whether `body` is a request of the CLI's main loop, not a side request of its own (a
+    /// title, a quota probe, a next-speaker check).
+    main: fn(&Value) -> bool,
+}
+
+/// A project: a directory with the delegation file, the journal and the workspace `ws/`, and the
+/// user's HOME, outside `/tmp` as a real one is (confined, the CLI sees only its own
+/// configuration directory of it).
+struct Project {
+    dir: TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        let dir = TempDir::new();
+        std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+        Project {
+            dir,
+            home: outside_tmp("home-"),
+        }
+    }
+}
+
+/// Makes `project` one for `cli` with a delegation file running it against `server`: the task,
+/// the verifier that catches the lie, `extra` YAML lines.
+fn write_delegation(project: &Project, cli: &Cli, server: &ModelServer, extra: &str) {
+    let dir = &project.dir;
+    let env: Vec<String> = (cli.env)(server)
+        .into_iter()
+        .map(|(k, v)| format!("{k}: {}", json!(v)))
+        .collect();
+    let args: Vec<String> = (cli.args)(server, &dir.path())
+        .into_iter()
+        .map(|a| json!(a).to_string())
+        .collect();
+    dir.write(
+        "delegation.yaml",
+        format!(
+            r#"task: "{TASK}"
+delegate:
+  kind: {kind}
+  binary: {binary}
+  model: {model}
+  env: {{{env}}}
+  args: [{args}]
+verify: |
+  def run(result):
+      if fs.stat("hello.txt") == None:
+          return {{"verified": False, "reason": "expected file hello.txt does not exist"}}
+      return "hi" in fs.read("hello.txt")
+workdir: ws
+{extra}"#,
+            kind = cli.kind,
+            binary = json!(cli.binary.display().to_string()),
+            model = cli.model,
+            env = env.join(", "),
+            args = args.join(", "),
+        ),
+    );
+}
+
+/// Runs the project's delegation with its journal in the project; returns the output and report.
+fn run(project: &Project) -> (Output, Value) {
+    let dir = &project.dir;
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .env("HOME", &project.home.path().display().to_string())
+        .run();
+    let report = out.json();
+    (out, report)
+}
+
+/// The user messages of a chat-completions request, in order.
+fn user_texts(body: &Value) -> Vec<&str> {
+    messages(body)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect()
+}
+
+/// Whether the request comes after the harness's retry prompt.
+fn retried(body: &Value) -> bool {
+    user_texts(body)
+        .iter()
+        .any(|t| t.contains("VERIFICATION FAILED"))
+}
+
+/// Whether a tool has answered since the retry prompt: the write is done.
+fn wrote(body: &Value) -> bool {
+    let list = messages(body);
+    let retry = list.iter().rposition(|m| {
+        m["role"] == "user"
+            && m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("VERIFICATION FAILED"))
+    });
+    retry.is_some_and(|at| list[at..].iter().any(|m| m["role"] == "tool"))
+}
+
+/// A model that lies on the first attempt and, after the retry prompt, writes the file with the
+/// CLI's tool, then says so; side requests get a short plain answer.
+fn liar(cli: &Cli, workspace: PathBuf) -> impl Fn(usize, &Value) -> Reply + Send + Sync + 'static {
+    let write = cli.write;
+    let main = cli.main;
+    move |_, body| {
+        if !main(body) {
+            answer(body, "hello")
+        } else if !retried(body) {
+            answer(body, LIE)
+        } else if wrote(body) {
+            answer(body, DONE)
+        } else {
+            write(body, &workspace)
+        }
+    }
+}
+
+/// The main-loop requests the server saw.
+fn main_requests(cli: &Cli, server: &ModelServer) -> Vec<Value> {
+    server
+        .bodies()
+        .into_iter()
+        .filter(|b| (cli.main)(b))
+        .collect()
+}
+
+/// Lie, retry in the same session, write with the CLI's own tool, pass on attempt 2, audit
+/// clean.
+fn lie_then_write(cli: &Cli) {
+    let project = Project::new();
+    let dir = &project.dir;
+    let server = ModelServer::start(liar(cli, dir.join("ws")));
+    write_delegation(&project, cli, &server, "");
+    let (out, report) = run(&project);
+    assert_eq!(report["outcome"], json!("passed"), "{out:?}");
+    out.expect_code(0);
+    assert_eq!(report["attempts"], json!(2), "{report}");
+    assert_eq!(
+        dir.read("ws/hello.txt").map(|t| t.contains("hi")),
+        Some(true)
+    );
+    assert!(
+        report["delegate"]["version"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "the CLI's version is recorded: {}",
+        report["delegate"]
+    );
+    if let Some(tool) = cli.tool {
+        let calls: Vec<&str> = report["result"]["tool_calls"]
+            .as_array()
+            .expect("tool calls")
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert!(calls.contains(&tool), "{tool} in {calls:?}");
+        // The write's result as the CLI reported it (Gemini CLI's comes from its session file).
+        let at = calls.iter().rposition(|c| *c == tool).expect("the write");
+        let result = &report["result"]["tool_results"][at];
+        assert_eq!(result["is_error"], json!(false), "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .is_some_and(|c| !c.trim().is_empty()),
+            "the write's result is recorded: {result}"
+        );
+    }
+
+    // The same session: the retry's first request carries the task and the earlier claim.
+    let main = main_requests(cli, &server);
+    let retry = main
+        .iter()
+        .find(|b| retried(b))
+        .expect("a request after the retry prompt");
+    let users = user_texts(retry);
+    assert!(
+        users.iter().any(|t| t.contains(TASK)),
+        "the retry carries the task: {users:?}"
+    );
+    let said: Vec<&str> = messages(retry)
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        said.iter().any(|t| t.contains(LIE)),
+        "the retry carries the earlier claim: {said:?}"
+    );
+
+    if let Some(header) = cli.session_header {
+        let ids: Vec<Option<String>> = server
+            .seen()
+            .iter()
+            .filter(|seen| (cli.main)(&seen.body))
+            .map(|seen| seen.header(header).map(str::to_owned))
+            .collect();
+        assert!(
+            ids.first().is_some_and(Option::is_some) && ids.windows(2).all(|w| w[0] == w[1]),
+            "every request of both runs names one session in `{header}`: {ids:?}"
+        );
+    }
+
+    let id = report["id"].as_str().expect("an id");
+    let audit = harness(["audit", id, "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    audit.expect_code(0);
+    assert_eq!(audit.json()["valid"], json!(true), "{audit:?}");
+}
+
+/// A refused API key ends the run at the CLI's first report of it: a `delegate` error naming
+/// the fix, after a handful of requests rather than the CLI's own retries.
+fn refused_key(cli: &Cli, refusal: fn() -> Reply, needle: &str) {
+    let server = ModelServer::start(move |_, _| refusal());
+    let project = Project::new();
+    write_delegation(&project, cli, &server, "");
+    let (out, report) = run(&project);
+    expect_error_kind(&out, &report, 4, "delegate");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(needle), "{message}");
+    assert!(
+        server.seen().len() <= 4,
+        "stopped at the first refusal, not after {} requests",
+        server.seen().len()
+    );
+    assert_eq!(report["attempts"], json!(1), "{report}");
+}
+
+/// A model that never answers: the CLI is killed with its process group at `timeout_s`, and
+/// nothing it started is left running in the workspace.
+fn hang(cli: &Cli) {
+    let server = ModelServer::start(|_, _| Reply::Hang);
+    let project = Project::new();
+    let dir = &project.dir;
+    write_delegation(&project, cli, &server, "");
+    let file = dir.read("delegation.yaml").expect("the delegation file");
+    dir.write(
+        "delegation.yaml",
+        file.replace("  binary:", "  timeout_s: 8\n  binary:"),
+    );
+    let (out, report) = run(&project);
+    expect_error_kind(&out, &report, 4, "delegate");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("timed out after 8s"), "{message}");
+    assert!(
+        message.contains("killed with its process group"),
+        "{message}"
+    );
+    let workspace = std::fs::canonicalize(dir.join("ws")).expect("the workspace");
+    let left = running_in(&workspace);
+    assert!(left.is_empty(), "left running in the workspace: {left:?}");
+}
+
+/// Processes whose working directory is `dir`.
+fn running_in(dir: &Path) -> Vec<String> {
+    // Killed processes take a moment to be reaped.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cwd = entry.path().join("cwd");
+        if std::fs::read_link(&cwd).is_ok_and(|c| c == dir) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+        }
+    }
+    found
+}
+
+/// Whether the request offers tools: the CLI's main loop (a side request — a title, a quota
+/// probe, a next-speaker check — offers none).
+fn offers_tools(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+/// A tool call id no earlier request of the session used (Claude Code rewrites reused ids).
+fn fresh_id(body: &Value, prefix: &str) -> String {
+    format!("{prefix}{}", messages(body).len())
+}
+
+/// Claude Code: `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`; no traffic but the model's.
+fn claude() -> Option<Cli> {
+    Some(Cli {
+        kind: "claude",
+        binary: real("claude")?,
+        env: |server| {
+            vec![
+                ("ANTHROPIC_BASE_URL", server.anthropic_base_url().to_owned()),
+                ("ANTHROPIC_API_KEY", "sk-test".to_owned()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            ]
+        },
+        args: |_, _| Vec::new(),
+        model: "claude-sonnet-4-5",
+        write: |body, workspace| {
+            tool_call(
+                body,
+                &fresh_id(body, "toolu_"),
+                "Write",
+                &json!({"file_path": workspace.join("hello.txt"), "content": "hi\n"}),
+            )
+        },
+        tool: Some("Write"),
+        session_header: Some("x-claude-code-session-id"),
+        main: offers_tools,
+    })
+}
+
+#[test]
+fn claude_code_lies_resumes_its_session_and_writes_with_its_own_tool() {
+    offline();
+    let Some(cli) = claude() else { return };
+    lie_then_write(&cli);
+}
+
+#[test]
+fn claude_code_with_a_refused_key_stops_at_the_first_refusal() {
+    offline();
+    let Some(cli) = claude() else { return };
+    refused_key(&cli, || status(401, vec![]), "refused its credentials");
+}
+
+#[test]
+fn claude_code_with_a_silent_model_is_killed_at_its_timeout() {
+    offline();
+    let Some(cli) = claude() else { return };
+    hang(&cli);
+}
+
+/// Codex: a model provider of its own on loopback (`-c model_providers.local=…`, its key from
+/// `LOCAL_KEY`), plugins and analytics off (they reach GitHub and chatgpt.com), and a model
+/// catalogue naming the model, without which Codex offers no `apply_patch` to a model it does
+/// not know.
+fn codex() -> Option<Cli> {
+    Some(Cli {
+        kind: "codex",
+        binary: real("codex")?,
+        env: |_| vec![("LOCAL_KEY", "sk-test".to_owned())],
+        args: |server, dir| {
+            let catalog = dir.join("catalog.json");
+            std::fs::write(&catalog, codex_model_catalog("local-model").to_string())
+                .expect("the model catalogue");
+            vec![
+                "-c".to_owned(),
+                "model_provider=local".to_owned(),
+                "-c".to_owned(),
+                format!(
+                    r#"model_providers.local={{name="local", base_url="{}", env_key="LOCAL_KEY", wire_api="responses"}}"#,
+                    server.base_url()
+                ),
+                "-c".to_owned(),
+                format!(
+                    "model_catalog_json={}",
+                    json!(catalog.display().to_string())
+                ),
+                "-c".to_owned(),
+                "analytics.enabled=false".to_owned(),
+                "--disable".to_owned(),
+                "plugins".to_owned(),
+            ]
+        },
+        model: "local-model",
+        write: |body, _| {
+            apply_patch(
+                body,
+                &fresh_id(body, "call_"),
+                &add_file_patch("hello.txt", "hi"),
+            )
+        },
+        tool: Some("file_change"),
+        session_header: Some("session-id"),
+        main: offers_tools,
+    })
+}
+
+#[test]
+fn codex_lies_resumes_its_thread_and_writes_with_apply_patch() {
+    offline();
+    let Some(cli) = codex() else { return };
+    lie_then_write(&cli);
+}
+
+#[test]
+fn codex_with_a_refused_key_stops_at_the_first_refusal() {
+    offline();
+    let Some(cli) = codex() else { return };
+    refused_key(&cli, invalid_api_key, "refused its credentials");
+}
+
+#[test]
+fn codex_with_a_silent_model_is_killed_at_its_timeout() {
+    offline();
+    let Some(cli) = codex() else { return };
+    hang(&cli);
+}
+
+/// Gemini CLI: `GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY`; with no settings of the user's,
+/// the preset selects that key in a configuration directory of the delegation's own.
+fn gemini() -> Option<Cli> {
+    Some(Cli {
+        kind: "gemini",
+        binary: real("gemini")?,
+        env: |server| {
+            vec![
+                (
+                    "GOOGLE_GEMINI_BASE_URL",
+                    server.gemini_base_url().to_owned(),
+                ),
+                ("GEMINI_API_KEY", "test-key".to_owned()),
+            ]
+        },
+        args: |_, _| Vec::new(),
+        model: "gemini-2.5-pro",
+        write: |body, workspace| {
+            tool_call(
+                body,
+                &fresh_id(body, "call_"),
+                "write_file",
+                &json!({"file_path": workspace.join("hello.txt"), "content": "hi\n"}),
+            )
+        },
+        tool: Some("write_file"),
+        session_header: None,
+        main: offers_tools,
+    })
+}
+
+#[test]
+fn gemini_cli_lies_resumes_its_session_and_writes_with_its_own_tool() {
+    offline();
+    let Some(cli) = gemini() else { return };
+    lie_then_write(&cli);
+}
+
+#[test]
+fn gemini_cli_with_a_refused_key_stops_at_the_first_refusal() {
+    offline();
+    let Some(cli) = gemini() else { return };
+    refused_key(&cli, gemini_invalid_api_key, "refused its credentials");
+}
+
+#[test]
+fn gemini_cli_with_a_silent_model_is_killed_at_its_timeout() {
+    offline();
+    let Some(cli) = gemini() else { return };
+    hang(&cli);
+}
