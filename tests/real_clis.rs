@@ -117,8 +117,9 @@ impl Project {
 }
 
 /// Makes `project` one for `cli` with a delegation file running it against `server`: the task,
-/// the verifier that catches the lie, `extra` YAML lines.
-fn write_delegation(project: &Project, cli: &Cli, server: &ModelServer, extra: &str) {
+/// the verifier that catches the lie, and the scope of the CLI's page: only `hello.txt` may
+/// change.
+fn write_delegation(project: &Project, cli: &Cli, server: &ModelServer) {
     let dir = &project.dir;
     let env: Vec<String> = (cli.env)(server)
         .into_iter()
@@ -144,7 +145,9 @@ verify: |
           return {{"verified": False, "reason": "expected file hello.txt does not exist"}}
       return "hi" in fs.read("hello.txt")
 workdir: ws
-{extra}"#,
+scope:
+  allow: ["hello.txt"]
+"#,
             kind = cli.kind,
             binary = json!(cli.binary.display().to_string()),
             model = cli.model,
@@ -226,7 +229,7 @@ fn lie_then_write(cli: &Cli) {
     let project = Project::new();
     let dir = &project.dir;
     let server = ModelServer::start(liar(cli, dir.join("ws")));
-    write_delegation(&project, cli, &server, "");
+    write_delegation(&project, cli, &server);
     let (out, report) = run(&project);
     assert_eq!(report["outcome"], json!("passed"), "{out:?}");
     out.expect_code(0);
@@ -269,9 +272,10 @@ fn lie_then_write(cli: &Cli) {
         .find(|b| retried(b))
         .expect("a request after the retry prompt");
     let users = user_texts(retry);
-    assert!(
-        users.iter().any(|t| t.contains(TASK)),
-        "the retry carries the task: {users:?}"
+    assert_eq!(
+        users.iter().filter(|t| t.contains(TASK)).count(),
+        1,
+        "the retry carries the task once (the session has it; only the retry prompt is sent): {users:?}"
     );
     let said: Vec<&str> = messages(retry)
         .iter()
@@ -309,7 +313,7 @@ fn lie_then_write(cli: &Cli) {
 fn refused_key(cli: &Cli, refusal: fn() -> Reply, needle: &str) {
     let server = ModelServer::start(move |_, _| refusal());
     let project = Project::new();
-    write_delegation(&project, cli, &server, "");
+    write_delegation(&project, cli, &server);
     let (out, report) = run(&project);
     expect_error_kind(&out, &report, 4, "delegate");
     let message = report["error"]["message"].as_str().unwrap_or_default();
@@ -328,7 +332,7 @@ fn hang(cli: &Cli) {
     let server = ModelServer::start(|_, _| Reply::Hang);
     let project = Project::new();
     let dir = &project.dir;
-    write_delegation(&project, cli, &server, "");
+    write_delegation(&project, cli, &server);
     let file = dir.read("delegation.yaml").expect("the delegation file");
     dir.write(
         "delegation.yaml",
@@ -538,5 +542,48 @@ fn gemini_cli_with_a_refused_key_stops_at_the_first_refusal() {
 fn gemini_cli_with_a_silent_model_is_killed_at_its_timeout() {
     offline();
     let Some(cli) = gemini() else { return };
+    hang(&cli);
+}
+
+/// Aider, through litellm: `OPENAI_API_BASE` and `OPENAI_API_KEY`, an `openai/` model; its
+/// edits are whole files named in its answer.
+fn aider() -> Option<Cli> {
+    Some(Cli {
+        kind: "aider",
+        binary: real("aider")?,
+        env: |server| {
+            vec![
+                ("OPENAI_API_BASE", server.base_url().to_owned()),
+                ("OPENAI_API_KEY", "sk-test".to_owned()),
+                ("LITELLM_LOCAL_MODEL_COST_MAP", "True".to_owned()),
+            ]
+        },
+        args: |_, _| Vec::new(),
+        model: "openai/local-model",
+        write: |body, _| answer(body, "hello.txt\n```\nhi\n```\n"),
+        tool: None,
+        session_header: None,
+        main: |_| true,
+    })
+}
+
+#[test]
+fn aider_lies_restores_its_chat_and_writes_the_file() {
+    offline();
+    let Some(cli) = aider() else { return };
+    lie_then_write(&cli);
+}
+
+#[test]
+fn aider_with_a_refused_key_stops_at_the_first_refusal() {
+    offline();
+    let Some(cli) = aider() else { return };
+    refused_key(&cli, || status(401, vec![]), "refused its credentials");
+}
+
+#[test]
+fn aider_with_a_silent_model_is_killed_at_its_timeout() {
+    offline();
+    let Some(cli) = aider() else { return };
     hang(&cli);
 }

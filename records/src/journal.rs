@@ -1043,6 +1043,7 @@ pub(crate) mod tests {
             outcome,
             delegate_kind: "scripted".to_owned(),
             model: None,
+            delegate_version: None,
             attempts: attempts
                 .iter()
                 .enumerate()

@@ -257,6 +257,7 @@ mod tests {
             outcome: Outcome::Skipped,
             delegate_kind: "scripted".to_owned(),
             model: None,
+            delegate_version: None,
             attempts: Vec::new(),
             error: None,
             delivered: None,

@@ -49,10 +49,20 @@ impl Adapter for Aider {
             "--no-auto-commits",
             "--no-check-update",
             "--no-show-release-notes",
+            // Without it Aider git-inits the workspace and writes `.gitignore` and its tags
+            // cache there: changes nobody asked for, outside any `scope:`. harness's own diff is
+            // the evidence of what changed.
+            "--no-git",
+            // `--yes-always` would answer its opt-in question.
+            "--no-analytics",
+            "--no-fancy-input",
         ]);
         for (flag, file) in [
             ("--chat-history-file", "chat.md"),
             ("--input-history-file", "input.txt"),
+            // Never the workspace's `.env`, which would override the key and the API base it
+            // was given (a cloned repository's `.env` would send the key elsewhere).
+            ("--env-file", "no.env"),
         ] {
             flags.extend([flag.to_owned(), dir.join(file).display().to_string()]);
         }
@@ -64,9 +74,31 @@ impl Adapter for Aider {
         run.args(flags, restore, Resume::BeforeArgs, prompt)
     }
 
-    /// Aider's answer is its plain stdout; its session is its chat history file.
+    /// Its stdout when the provider refused the key (it would exit 0 with that as the answer).
+    fn fatal(&self, line: &str) -> Option<String> {
+        line.starts_with("litellm.AuthenticationError").then(|| {
+            "the model API refused its credentials (litellm.AuthenticationError); set a valid key for the provider (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …) in `delegate.env` or your environment".to_owned()
+        })
+    }
+
+    /// `BROWSER=true`: with `--yes-always` Aider opens the address in an error message in a
+    /// browser; a delegate has none to open.
+    fn prepare(&self, _: &Invocation<'_>, _: &Path) -> std::io::Result<Vec<(String, String)>> {
+        Ok(vec![("BROWSER".to_owned(), "true".to_owned())])
+    }
+
+    /// Aider's answer is its plain stdout; its session is its chat history file. A model call
+    /// that failed for good (`litellm.…Error` and no `Tokens:` line: Aider exits 0 all the same)
+    /// is an error, not an answer.
     fn parse(&self, stdout: &str, run: &Invocation<'_>) -> std::result::Result<Parsed, String> {
+        let failed = stdout.lines().find(|l| l.starts_with("litellm."));
+        let answered = stdout.lines().any(|l| l.starts_with("Tokens: "));
+        let error = match (failed, answered) {
+            (Some(line), false) => Some(format!("its model call failed: {line}")),
+            _ => None,
+        };
         Ok(Parsed {
+            error,
             response: stdout.trim_end().to_owned(),
             session: run
                 .own_dir

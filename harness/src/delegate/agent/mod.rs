@@ -351,8 +351,8 @@ impl AgentDelegate {
     /// The delegate as errors name it: its kind and, when known, its version.
     fn named(&self) -> String {
         match &self.version {
-            Some(version) => format!("{} ({version})", self.spec.kind.name()),
-            None => self.spec.kind.name().to_owned(),
+            Some(version) => format!("`{}`, version {version}", self.spec.kind.name()),
+            None => format!("`{}`", self.spec.kind.name()),
         }
     }
 
@@ -480,7 +480,7 @@ impl AgentDelegate {
             Error::new(
                 ErrorKind::Delegate,
                 format!(
-                    "delegate `{named}`: {what}{}",
+                    "delegate {named}: {what}{}",
                     super::output_tail(&run.stdout, &run.stderr)
                 ),
             )
