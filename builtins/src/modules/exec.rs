@@ -744,3 +744,40 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line that stops a program is found however its output is split across reads, the
+    /// program is killed there (not at its timeout), and what it printed before is kept.
+    #[tokio::test]
+    async fn a_line_split_across_reads_stops_the_program() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let argv = [
+            "sh".to_owned(),
+            "-c".to_owned(),
+            "echo first; printf 'auth'; sleep 0.2; printf 'entication refused\\nafter\\n'; sleep 30"
+                .to_owned(),
+        ];
+        let stop = |line: &str| line.starts_with("authentication refused");
+        let launch = Launch {
+            cwd: dir.path(),
+            env: &[],
+            home: None,
+            hidden: None,
+            timeout: Duration::from_secs(60),
+            cap: 4096,
+            isolation: None,
+            inherit_env: false,
+            stdin: None,
+            stop_on: Some(StopOn(&stop)),
+        };
+        let run = run_program(&argv, &launch).await.expect("it runs");
+        assert_eq!(run.stopped_at.as_deref(), Some("authentication refused"));
+        // Killed (no exit code of its own), not left to sleep out and exit 0.
+        assert!(!run.timed_out);
+        assert_eq!(run.exit_code, None);
+        assert!(run.stdout.starts_with("first\nauthentication refused"), "{}", run.stdout);
+    }
+}
