@@ -778,6 +778,10 @@ mod tests {
         // Killed (no exit code of its own), not left to sleep out and exit 0.
         assert!(!run.timed_out);
         assert_eq!(run.exit_code, None);
-        assert!(run.stdout.starts_with("first\nauthentication refused"), "{}", run.stdout);
+        assert!(
+            run.stdout.starts_with("first\nauthentication refused"),
+            "{}",
+            run.stdout
+        );
     }
 }

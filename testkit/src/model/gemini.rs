@@ -19,11 +19,11 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::{Reply, Seen, ServerState, ask, header_list, settle, sse};
+use super::{Reply, Seen, ServerState, add_headers, ask, header_list, json_response, settle, sse};
 
 /// The fields of a `GenerateContentRequest`, in both JSON spellings the real API accepts.
 const REQUEST_FIELDS: &[&str] = &[
@@ -597,22 +597,5 @@ fn refuse(reply: Reply) -> Response {
     match reply {
         Reply::Json(status, headers, body) => json_response(status, &headers, body),
         _ => google_error(500, "a refusal is a JSON reply"),
-    }
-}
-
-/// A JSON response with `status` and extra `headers`.
-fn json_response(status: u16, headers: &[(&'static str, &'static str)], body: Value) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, axum::Json(body)).into_response();
-    add_headers(&mut response, headers);
-    response
-}
-
-/// Adds a reply's extra headers to `response` (a value that is no header value is left out).
-fn add_headers(response: &mut Response, headers: &[(&'static str, &'static str)]) {
-    for &(name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            response.headers_mut().insert(name, value);
-        }
     }
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -289,6 +289,27 @@ fn sse<'a>(events: impl IntoIterator<Item = (Option<&'a str>, Value)>) -> Respon
         .into_response()
 }
 
+/// A JSON response with `status` and extra `headers`.
+pub(super) fn json_response(
+    status: u16,
+    headers: &[(&'static str, &'static str)],
+    body: Value,
+) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, axum::Json(body)).into_response();
+    add_headers(&mut response, headers);
+    response
+}
+
+/// Adds a reply's extra headers to `response` (a value that is no header value is left out).
+pub(super) fn add_headers(response: &mut Response, headers: &[(&'static str, &'static str)]) {
+    for &(name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+}
+
 async fn respond(mut reply: Reply) -> Response {
     loop {
         match reply {
@@ -296,16 +317,7 @@ async fn respond(mut reply: Reply) -> Response {
                 tokio::time::sleep(delay).await;
                 reply = *then;
             }
-            Reply::Json(status, headers, body) => {
-                let status = StatusCode::from_u16(status).expect("a valid status");
-                let mut response = (status, axum::Json(body)).into_response();
-                for (name, value) in headers {
-                    response
-                        .headers_mut()
-                        .insert(name, value.parse().expect("a valid header value"));
-                }
-                return response;
-            }
+            Reply::Json(status, headers, body) => return json_response(status, &headers, body),
             Reply::Hang => return std::future::pending().await,
         }
     }

@@ -39,11 +39,13 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{Reply, Seen, ServerState, ask, header_list, settle, sse, tool_call};
+use super::{
+    Reply, Seen, ServerState, add_headers, ask, header_list, json_response, settle, sse, tool_call,
+};
 
 /// The request fields taken: the Responses API's, and Codex's `client_metadata`.
 const REQUEST_FIELDS: &[&str] = &[
@@ -904,21 +906,4 @@ fn error_body(status: u16, body: &Value) -> Value {
     error.entry("param").or_insert(Value::Null);
     error.entry("code").or_insert(Value::Null);
     json!({"error": error})
-}
-
-/// A JSON response with `status` and extra `headers`.
-fn json_response(status: u16, headers: &[(&'static str, &'static str)], body: Value) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, axum::Json(body)).into_response();
-    add_headers(&mut response, headers);
-    response
-}
-
-/// Adds a reply's extra headers to `response` (a value that is no header value is left out).
-fn add_headers(response: &mut Response, headers: &[(&'static str, &'static str)]) {
-    for &(name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            response.headers_mut().insert(name, value);
-        }
-    }
 }

@@ -379,13 +379,7 @@ impl AgentDelegate {
             return Ok((Some(isolation), Vec::new()));
         };
         let env = |name: &str| {
-            self.spec
-                .env
-                .iter()
-                .rev()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.into())
-                .or_else(|| std::env::var_os(name))
+            run.var(name)
                 .map(PathBuf::from)
                 .filter(|path| path.is_absolute())
         };
