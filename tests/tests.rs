@@ -41,6 +41,8 @@ mod policy_tests;
 mod agents;
 // The same presets against the real CLIs (installed by .ci/run) and loopback model servers.
 mod real_clis;
+// The rough edges a newcomer hits: colour, refused tool calls, batch lines.
+mod newcomer;
 // `harness worker` and `batch --queue` on the SQLite queue: workers killed, jobs dead-lettered.
 mod queue;
 // `harness serve` through real HTTP: submit, events, review, overrides (every 409), token, shutdown.

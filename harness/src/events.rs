@@ -191,6 +191,10 @@ pub enum RunEvent {
         call: ToolCall,
         /// True when it failed or was refused.
         is_error: bool,
+        /// What came back when it failed or was refused: the refusal's reason (not yet
+        /// scrubbed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }
 

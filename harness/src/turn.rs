@@ -189,6 +189,7 @@ fn returned(
     events.progress(|| RunEvent::ToolFinished {
         call: call.clone(),
         is_error: output.is_error,
+        error: output.is_error.then(|| output.content.clone()),
     });
     session.messages.push(Message::Tool {
         call_id: call.id.clone(),

@@ -11,7 +11,6 @@ use axum::Form;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use harness_records::Journal;
 
 use super::{ApiError, Shared, read};
 
@@ -30,8 +29,15 @@ pre {{ background: #f6f6f6; padding: .6em; overflow-x: auto; white-space: pre-wr
 form {{ display: inline-block; margin-right: 2em; padding: .6em; border: 1px solid #ddd; }}
 .notice {{ padding: .6em; background: #eef6ee; }} .refused {{ padding: .6em; background: #fbeaea; }}
 .suspect {{ background: #fff4d6; border-left: 4px solid #b36b00; }}
+.attempt {{ border-top: 2px solid #ccc; margin-top: 1.5em; }}
+.cols {{ display: grid; grid-template-columns: 1fr 1fr; gap: 1.5em; }}
+.refused {{ color: #a00; }} td.refused {{ background: #fbeaea; }}
+.add {{ color: #070; background: #eaf6ea; }} .del {{ color: #a00; background: #fbeaea; }} .hunk {{ color: #555; }}
+ul.changes {{ list-style: none; padding-left: 0; font-family: monospace; }}
+.filters label {{ margin-right: 1em; }}
+td pre {{ margin: 0; padding: .3em; }}
 </style></head><body>
-<p><a href="/">Awaiting review</a></p>
+<p><a href="/">Runs</a></p>
 <h1>{title}</h1>
 {body}
 </body></html>"#,
@@ -39,11 +45,37 @@ form {{ display: inline-block; margin-right: 2em; padding: .6em; border: 1px sol
     ))
 }
 
-/// `GET /`: the runs awaiting a human.
-pub(super) async fn index(State(app): State<Shared>) -> Result<Html<String>, ApiError> {
-    let pending = read(&app, Journal::review_queue).await?;
+/// What `/` lists of the recent runs: `?outcome=`, `?kind=` (the error kind) and `?delegate=`;
+/// empty means any.
+#[derive(serde::Deserialize, Default)]
+pub(super) struct ListFilter {
+    #[serde(default)]
+    outcome: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    delegate: String,
+}
+
+/// Recent runs `/` lists at most.
+const LISTED: usize = 200;
+
+/// `GET /`: the runs awaiting a human, then the recent runs, filtered by outcome, error kind and
+/// delegate, each linked to its page.
+pub(super) async fn index(
+    State(app): State<Shared>,
+    Query(filter): Query<ListFilter>,
+) -> Result<Html<String>, ApiError> {
+    let (pending, recent) = read(&app, |j| {
+        let recent = j.list(&harness_records::Filter {
+            limit: Some(LISTED),
+            ..harness_records::Filter::default()
+        })?;
+        Ok((j.review_queue()?, recent))
+    })
+    .await?;
     let now = SystemTime::now();
-    let mut body = String::new();
+    let mut body = String::from("<h2>Awaiting review</h2>");
     if pending.is_empty() {
         body.push_str("<p id=\"empty\">No runs await review.</p>");
     } else {
@@ -62,7 +94,55 @@ pub(super) async fn index(State(app): State<Shared>) -> Result<Html<String>, Api
         }
         body.push_str("</table>");
     }
-    Ok(page("Awaiting review", &body))
+    body.push_str("<h2>Recent runs</h2>");
+    let choices = |pick: &dyn Fn(&harness_records::Record) -> Option<String>| {
+        let mut values: Vec<String> = recent.iter().filter_map(pick).collect();
+        values.sort();
+        values.dedup();
+        values
+    };
+    let select = |name: &str, label: &str, chosen: &str, values: Vec<String>| {
+        let mut options = format!("<option value=\"\">any</option>");
+        for value in values {
+            options.push_str(&format!(
+                "<option{}>{}</option>",
+                if value == chosen { " selected" } else { "" },
+                esc(&value)
+            ));
+        }
+        format!("<label>{label} <select name=\"{name}\">{options}</select></label>")
+    };
+    body.push_str(&format!(
+        "<form class=\"filters\" id=\"filters\" method=\"get\" action=\"/\">{}{}{}<button type=\"submit\">Filter</button></form>",
+        select("outcome", "Outcome", &filter.outcome, choices(&|r| Some(r.outcome.clone()))),
+        select("kind", "Kind", &filter.kind, choices(&|r| r.error_kind.clone())),
+        select("delegate", "Delegate", &filter.delegate, choices(&|r| Some(r.delegate_kind.clone()))),
+    ));
+    let shown: Vec<&harness_records::Record> = recent
+        .iter()
+        .filter(|r| filter.outcome.is_empty() || r.outcome == filter.outcome)
+        .filter(|r| filter.kind.is_empty() || r.error_kind.as_deref() == Some(&filter.kind))
+        .filter(|r| filter.delegate.is_empty() || r.delegate_kind == filter.delegate)
+        .collect();
+    if shown.is_empty() {
+        body.push_str("<p id=\"none\">No runs match.</p>");
+    } else {
+        body.push_str("<table id=\"runs\"><tr><th>Run</th><th>Started</th><th>Outcome</th><th>Delegate</th><th>Attempts</th><th>Review</th></tr>");
+        for r in shown {
+            body.push_str(&format!(
+                "<tr class=\"run\" data-id=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{started}</td><td class=\"outcome-{outcome}\">{outcome}{kind}</td><td>{delegate}</td><td>{attempts}</td><td>{review}</td></tr>",
+                id = esc(&r.id),
+                started = humantime::format_rfc3339_seconds(r.started_at),
+                outcome = esc(&r.outcome),
+                kind = r.error_kind.as_deref().map(|k| format!(" ({})", esc(k))).unwrap_or_default(),
+                delegate = esc(&r.delegate_kind),
+                attempts = r.attempts.len(),
+                review = esc(r.decision.as_deref().unwrap_or("")),
+            ));
+        }
+        body.push_str("</table>");
+    }
+    Ok(page("Runs", &body))
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -111,6 +191,18 @@ pub(super) async fn run_page(
 // The stream's events name themselves (`type` in each event's data): read them as they come,
 // whatever events there are.
 const list = document.getElementById("events");
+// An event with what it is about and how it came out: its type, then its other plain fields
+// (check_name=tests passed=false exit_code=1), attempts counted from 1 as people read them.
+function summary(event) {{
+  const skip = new Set(["type", "seq", "at", "run_id"]);
+  const parts = [event.type];
+  for (const [key, value] of Object.entries(event)) {{
+    if (skip.has(key) || value === null || typeof value === "object") continue;
+    const shown = key === "attempt" && typeof value === "number" ? value + 1 : value;
+    parts.push(key + "=" + String(shown).slice(0, 200));
+  }}
+  return parts.join(" ");
+}}
 (async () => {{
   const response = await fetch("/v1/delegations/{id}/events", {{headers: {{"Accept": "text/event-stream"}}}});
   const reader = response.body.getReader();
@@ -128,11 +220,15 @@ const list = document.getElementById("events");
       if (!data) continue;
       const event = JSON.parse(data);
       const item = document.createElement("li");
-      item.textContent = event.type;
+      item.className = "event";
+      item.dataset.type = event.type;
+      item.textContent = summary(event);
       list.appendChild(item);
       if (event.type === "DelegationCompleted") {{
-        document.getElementById("status").textContent = "Finished.";
+        // The record is the full view: load it (again, until the journal has it).
+        document.getElementById("status").textContent = "Finished: " + summary(event) + ". Loading the full view…";
         reader.cancel();
+        setTimeout(() => location.reload(), 400);
         return;
       }}
     }}
@@ -145,16 +241,24 @@ const list = document.getElementById("events");
     };
     let json = record.to_json();
     body.push_str(&format!(
-        "<p id=\"outcome\">Outcome <b>{}</b>{} after {} attempt(s); delegate {}; task: {}</p>",
-        esc(&record.outcome),
-        record
+        "<p id=\"outcome\" class=\"outcome-{outcome}\">Outcome <b>{outcome}</b>{kind} after {n} attempt(s); delegate {delegate}{model}</p>",
+        outcome = esc(&record.outcome),
+        kind = record
             .error_kind
             .as_deref()
             .map(|k| format!(" ({})", esc(k)))
             .unwrap_or_default(),
-        record.attempts.len(),
-        esc(&record.delegate_kind),
-        esc(json["request"]["task"].as_str().unwrap_or("-")),
+        n = record.attempts.len(),
+        delegate = esc(&record.delegate_kind),
+        model = record
+            .model
+            .as_deref()
+            .map(|m| format!(" ({})", esc(m)))
+            .unwrap_or_default(),
+    ));
+    body.push_str(&format!(
+        "<h2>Task</h2><pre id=\"task\">{}</pre>",
+        esc(json["request"]["task"].as_str().unwrap_or("-"))
     ));
     if let Some(o) = &decided {
         body.push_str(&format!(
@@ -179,67 +283,10 @@ const list = document.getElementById("events");
     if let Some(message) = &record.error_message {
         body.push_str(&format!("<pre id=\"error\">{}</pre>", esc(message)));
     }
-    // Findings of the last attempt.
-    let last = record.attempts.last();
-    let findings: Vec<&harness::Finding> = last
-        .and_then(|a| a.verdict.as_ref())
-        .map(|v| v.findings.iter().collect())
-        .unwrap_or_default();
-    body.push_str("<h2>Findings</h2>");
-    if findings.is_empty() {
-        body.push_str("<p>None.</p>");
-    } else {
-        body.push_str(
-            "<table id=\"findings\"><tr><th>Severity</th><th>Source</th><th>Message</th></tr>",
-        );
-        for f in findings {
-            body.push_str(&format!(
-                "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
-                if f.blocking { "blocking" } else { "advisory" },
-                esc(f.severity.as_str()),
-                esc(f.source.as_str()),
-                esc(&f.message),
-            ));
-        }
-        body.push_str("</table>");
-    }
-    body.push_str("<h2>Evidence</h2>");
-    let evidence = last
-        .map(harness_records::RecordedAttempt::evidence)
-        .unwrap_or_default();
-    if evidence.is_empty() {
-        body.push_str("<p>No evidence records: nothing but a verifier judged this run.</p>");
-    } else {
-        body.push_str("<table id=\"evidence\"><tr><th>Criterion</th><th>Source</th><th>Result</th><th>Proof</th></tr>");
-        for e in evidence {
-            body.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&e.criterion),
-                esc(&e.source),
-                esc(e.result.as_str()),
-                esc(e.proof.as_deref().unwrap_or("")),
-            ));
-        }
-        body.push_str("</table>");
-    }
-    if let Some(changes) = last
-        .and_then(|a| a.result.as_ref())
-        .map(|r| &r["changes"])
-        .filter(|c| c.is_object())
-    {
-        body.push_str(&format!(
-            "<h2>Changes</h2><pre id=\"changes\">{}</pre>",
-            esc(&serde_json::to_string_pretty(changes).unwrap_or_default())
-        ));
-    }
-    for attempt in &record.attempts {
-        if let Some(prompt) = &attempt.retry_prompt {
-            body.push_str(&format!(
-                "<details><summary>Retry prompt after attempt {} (reasons and diffs the delegate was shown)</summary><pre>{}</pre></details>",
-                attempt.attempt + 1,
-                esc(prompt)
-            ));
-        }
+    let refusals = refusals(&record.events);
+    // The last attempt first: it is what is decided on.
+    for attempt in record.attempts.iter().rev() {
+        body.push_str(&attempt_view(attempt, &refusals));
     }
     let awaiting = matches!(record.outcome.as_str(), "failed" | "passed_with_debt")
         && record.decision.is_none();
@@ -263,6 +310,198 @@ const list = document.getElementById("events");
         }
     }
     Ok(page(&format!("Run {id}"), &body).into_response())
+}
+
+/// Why each refused tool call was refused (`ToolVerificationFailed` events: a per-tool verifier), by call id.
+fn refusals(events: &[serde_json::Value]) -> std::collections::HashMap<&str, &str> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "ToolVerificationFailed")
+        .filter_map(|e| Some((e["call_id"].as_str()?, e["reason"].as_str().unwrap_or(""))))
+        .collect()
+}
+
+/// One attempt: what the delegate claimed beside what was found and proved, its tool calls, what
+/// it changed, the critic's review and the retry prompt it was sent. Attempts are numbered from 1
+/// here, as in every text harness prints (JSON counts from 0: `data-attempt`).
+fn attempt_view(
+    attempt: &harness_records::RecordedAttempt,
+    refusals: &std::collections::HashMap<&str, &str>,
+) -> String {
+    let n = attempt.attempt + 1;
+    let verdict = attempt.verdict.as_ref();
+    let state = match attempt.passed {
+        Some(true) => "<span class=\"ok\">verified</span>",
+        Some(false) => "<span class=\"blocking\">not verified</span>",
+        None => "not verified by anything",
+    };
+    let result = attempt.result.as_ref();
+    let answer = result
+        .and_then(|r| r["response"].as_str())
+        .filter(|a| !a.trim().is_empty())
+        .map_or_else(
+            || "<p>(no answer)</p>".to_owned(),
+            |a| format!("<pre class=\"answer\">{}</pre>", esc(a)),
+        );
+    let mut out = format!(
+        "<section class=\"attempt\" id=\"attempt-{n}\" data-attempt=\"{}\"><h2>Attempt {n}: {state}</h2><div class=\"cols\"><div><h3>What the delegate claimed</h3>{answer}</div><div>",
+        attempt.attempt
+    );
+    let findings = verdict.map(|v| v.findings.as_slice()).unwrap_or_default();
+    out.push_str("<h3>Findings</h3>");
+    if findings.is_empty() {
+        out.push_str("<p>None.</p>");
+    } else {
+        out.push_str("<table class=\"findings\"><tr><th>Severity</th><th>Source</th><th>Message</th></tr>");
+        for f in findings {
+            let source = if f.name.is_empty() {
+                f.source.as_str().to_owned()
+            } else {
+                format!("{} {}", f.source.as_str(), f.name)
+            };
+            out.push_str(&format!(
+                "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if f.blocking { "blocking" } else { "advisory" },
+                esc(f.severity.as_str()),
+                esc(&source),
+                esc(&f.message),
+            ));
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("<h3>Evidence</h3>");
+    let evidence = attempt.evidence();
+    if evidence.is_empty() {
+        out.push_str("<p>No evidence records: nothing but a verifier judged this attempt.</p>");
+    } else {
+        out.push_str("<table class=\"evidence\"><tr><th>Criterion</th><th>Source</th><th>Result</th><th>Proof</th></tr>");
+        for e in evidence {
+            out.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                esc(&e.criterion),
+                esc(&e.source),
+                if e.result.as_str() == "pass" { "ok" } else { "blocking" },
+                esc(e.result.as_str()),
+                esc(e.proof.as_deref().unwrap_or("")),
+            ));
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("</div></div>");
+    if let Some(result) = result {
+        out.push_str(&tool_calls_view(result, refusals));
+        out.push_str(&changes_view(&result["changes"]));
+    }
+    if let Some(critic) = verdict.and_then(|v| v.critic.as_ref()) {
+        out.push_str(&format!(
+            "<h3>The critic's review</h3><p class=\"critic\"><b>{}</b> from {}{}</p>",
+            esc(critic.outcome.as_str()),
+            esc(&critic.reviewer),
+            critic
+                .confidence
+                .map(|c| format!(", confidence {c:.2}"))
+                .unwrap_or_default()
+        ));
+        for (label, text) in [
+            ("Reasoning", &critic.reasoning),
+            ("Feedback", &critic.feedback),
+            ("Unavailable", &critic.error),
+        ] {
+            if let Some(text) = text {
+                out.push_str(&format!("<p><i>{label}:</i> {}</p>", esc(text)));
+            }
+        }
+    }
+    if let Some(prompt) = &attempt.retry_prompt {
+        out.push_str(&format!(
+            "<details class=\"retry\"><summary>Retry prompt sent after attempt {n} (the reasons and the diff the delegate was shown)</summary><pre>{}</pre></details>",
+            diff_lines(prompt)
+        ));
+    }
+    out.push_str("</section>");
+    out
+}
+
+/// The attempt's tool calls: name, arguments, and what came back — a refusal with its reason.
+fn tool_calls_view(
+    result: &serde_json::Value,
+    refusals: &std::collections::HashMap<&str, &str>,
+) -> String {
+    let calls = result["tool_calls"].as_array().map_or(&[][..], Vec::as_slice);
+    if calls.is_empty() {
+        return "<h3>Tool calls</h3><p>None reported.</p>".to_owned();
+    }
+    let results = result["tool_results"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut out = String::from(
+        "<h3>Tool calls</h3><table class=\"tools\"><tr><th>Tool</th><th>Arguments</th><th>Result</th></tr>",
+    );
+    for call in calls {
+        let id = call["id"].as_str().unwrap_or_default();
+        let answer = results.iter().find(|r| r["call_id"].as_str() == Some(id));
+        let (class, shown) = match (refusals.get(id), answer) {
+            (Some(reason), _) => ("refused", format!("refused: {reason}")),
+            (None, Some(r)) if r["is_error"] == true => (
+                "blocking",
+                format!("error: {}", r["content"].as_str().unwrap_or_default()),
+            ),
+            (None, Some(r)) => ("ok", r["content"].as_str().unwrap_or_default().to_owned()),
+            (None, None) => ("advisory", "(no result)".to_owned()),
+        };
+        let arguments = serde_json::to_string_pretty(&call["arguments"]).unwrap_or_default();
+        out.push_str(&format!(
+            "<tr class=\"tool\"><td>{}</td><td><pre>{}</pre></td><td class=\"{class}\"><pre>{}</pre></td></tr>",
+            esc(call["name"].as_str().unwrap_or("?")),
+            esc(&harness_builtins::shorten(&arguments, 2000)),
+            esc(&harness_builtins::shorten(&shown, 2000)),
+        ));
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// The paths the attempt added, modified and deleted.
+fn changes_view(changes: &serde_json::Value) -> String {
+    let mut items = String::new();
+    for (key, mark, class) in [
+        ("added", "+", "add"),
+        ("modified", "~", "mod"),
+        ("deleted", "-", "del"),
+    ] {
+        for path in changes[key].as_array().into_iter().flatten() {
+            items.push_str(&format!(
+                "<li class=\"{class}\">{mark} {}</li>",
+                esc(path.as_str().unwrap_or_default())
+            ));
+        }
+    }
+    if items.is_empty() {
+        "<h3>Changes</h3><p>Nothing in the workspace changed.</p>".to_owned()
+    } else {
+        format!("<h3>Changes</h3><ul class=\"changes\">{items}</ul>")
+    }
+}
+
+/// `text` escaped, with the lines of unified diffs in it marked as additions and deletions.
+fn diff_lines(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let class = if line.starts_with("+++") || line.starts_with("---") {
+                None
+            } else if line.starts_with('+') {
+                Some("add")
+            } else if line.starts_with('-') {
+                Some("del")
+            } else if line.starts_with("@@") {
+                Some("hunk")
+            } else {
+                None
+            };
+            match class {
+                Some(class) => format!("<span class=\"{class}\">{}</span>\n", esc(line)),
+                None => format!("{}\n", esc(line)),
+            }
+        })
+        .collect()
 }
 
 #[derive(serde::Deserialize)]

@@ -106,12 +106,17 @@ pub async fn run(args: BatchArgs) -> u8 {
                         .expect("a report always serialises");
                     String::from_utf8(text).expect("JSON is UTF-8")
                 } else {
+                    // The primary reason (the last attempt's first blocking finding), else the
+                    // error's first line: "verification failed on all 3 attempts" says nothing.
+                    let primary = report
+                        .attempts
+                        .last()
+                        .and_then(|a| a.reasons().into_iter().next());
                     let detail = report.error.as_ref().map_or(String::new(), |e| {
-                        format!(
-                            "  {}: {}",
-                            e.kind().as_str(),
-                            e.message().lines().next().unwrap_or_default()
-                        )
+                        let why = primary.clone().unwrap_or_else(|| {
+                            e.message().lines().next().unwrap_or_default().to_owned()
+                        });
+                        format!("  {}: {why}", e.kind().as_str())
                     });
                     format!(
                         "line {line}: {} after {} attempt(s) ({}){detail}",

@@ -177,8 +177,12 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 delegation.delegate().kind()
             );
         }
-        RunEvent::ToolFinished { call, is_error } => {
-            let status = if *is_error { "error" } else { "ok" };
+        RunEvent::ToolFinished { call, error, .. } => {
+            let status = match error {
+                None => "ok".to_owned(),
+                // Why it failed or was refused: a hook's reason, a path outside the workspace.
+                Some(error) => format!("error: {}", one_line(&redact.scrub(error), 200)),
+            };
             let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
             eprintln!(
                 "  tool {} {} -> {status}",

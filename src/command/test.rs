@@ -16,7 +16,7 @@ pub async fn run(args: TestArgs) -> u8 {
     match prepare(&args) {
         Ok((files, options)) => {
             let verbose = args.verbose && args.format == TestFormat::Text;
-            let color = std::io::stdout().is_terminal();
+            let color = harness_telemetry::colour(std::io::stdout().is_terminal());
             // Test files evaluate Starlark, which blocks: keep it off the async workers, on a
             // thread with room for nested evaluations (a test calling a policy).
             let ran = tokio::task::spawn_blocking(move || {
@@ -97,7 +97,7 @@ fn finish(args: &TestArgs, report: &TestReport) -> u8 {
         }
         TestFormat::Junit => print!("{}", policy_test::junit(report)),
         TestFormat::Text => {
-            let color = std::io::stdout().is_terminal();
+            let color = harness_telemetry::colour(std::io::stdout().is_terminal());
             if !args.verbose {
                 for case in report.tests.iter().filter(|c| c.status != Status::Passed) {
                     print_case(case, color, false);

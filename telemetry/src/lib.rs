@@ -64,6 +64,17 @@ fn exported(metadata: &Metadata<'_>) -> bool {
     *metadata.level() <= Level::DEBUG && metadata.target().starts_with("harness")
 }
 
+/// Whether to colour what goes to a stream that `is_terminal` or not: `CLICOLOR_FORCE` (set,
+/// not `0`) forces colour, `NO_COLOR` (set, not empty) turns it off, else only a terminal gets
+/// it — never a file, a pipe or a log collector.
+pub fn colour(is_terminal: bool) -> bool {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") {
+        return true;
+    }
+    set("NO_COLOR").is_none() && is_terminal
+}
+
 /// Installs logging, the W3C trace-context propagator and, when an OTLP endpoint is configured,
 /// the exporters. Must be called inside the Tokio runtime (the exporters send through it).
 /// Problems with the telemetry configuration are warnings on stderr: they never stop a
@@ -74,6 +85,7 @@ pub fn init(flag_endpoint: Option<&str>) -> Telemetry {
         EnvFilter::try_from_env("HARNESS_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(colour(std::io::IsTerminal::is_terminal(&std::io::stderr())))
         .with_filter(log_filter);
 
     let exporters = export::Exporters::from_env(flag_endpoint);
