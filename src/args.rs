@@ -176,7 +176,7 @@ pub struct VerifyArgs {
     /// (repeatable, e.g. `--delegate openai --delegate gpt-4o`).
     #[arg(long = "delegate", value_name = "NAME")]
     pub delegate: Vec<String>,
-    /// The delegation result to judge (JSON, DESIGN §4.1), or `-` for standard input.
+    /// The delegation result to judge (JSON: the Result of docs/reference.md#the-result), or `-` for standard input.
     #[arg(long, value_name = "FILE|-")]
     pub result: String,
     /// Set `args[KEY]`; VALUE is parsed as JSON when it parses, else taken as a string

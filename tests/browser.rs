@@ -159,6 +159,33 @@ impl Browser {
         );
     }
 
+    /// Saves a PNG of the page as it looks under `target/screenshots/NAME`, and under
+    /// `docs/screenshots/NAME` (what the README shows) when `HARNESS_BLESS` is set.
+    fn screenshot(&mut self, name: &str) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1200, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        );
+        let shot = self.call(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        );
+        let png = base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            shot["data"].as_str().expect("screenshot data"),
+        )
+        .expect("a base64 screenshot");
+        let mut places =
+            vec![std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")];
+        if std::env::var_os("HARNESS_BLESS").is_some() {
+            places.push(crate::util::repo_root().join("docs/screenshots"));
+        }
+        for dir in places {
+            std::fs::create_dir_all(&dir).expect("a screenshot directory");
+            std::fs::write(dir.join(name), &png).expect("the screenshot");
+        }
+    }
+
     fn text(&mut self, selector: &str) -> String {
         self.eval(&format!(
             "(document.querySelector({}) || {{innerText: ''}}).innerText",
@@ -260,9 +287,14 @@ fn submit(server: &Served, delegation: &Value) -> String {
 fn the_review_page_in_a_real_browser() {
     let dir = TempDir::new();
     std::fs::create_dir_all(dir.join("root/ws")).expect("workspace");
+    // A liar that writes a draft elsewhere, then claims the work done.
     dir.write(
         "root/liar.star",
-        "def respond(request):\n    return {\"content\": \"Done, I created hello.txt\"}\n",
+        r#"def respond(request):
+    if request["messages"][-1]["role"] == "tool":
+        return {"content": "Done, I created hello.txt"}
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}]}
+"#,
     );
     let Some(mut browser) = Browser::start() else {
         return;
@@ -278,6 +310,7 @@ fn the_review_page_in_a_real_browser() {
         &json!({
             "task": "Create hello.txt",
             "delegate": {"kind": "scripted", "script": "liar.star"},
+            "tools": ["write_file"],
             "verify": "def run(result):\n    return {\"verified\": fs.exists(\"hello.txt\"), \"reason\": \"hello.txt does not exist\"}\n",
             "criteria": ["file_exists:hello.txt"],
             "max_verify_retries": 0,
@@ -325,12 +358,38 @@ fn the_review_page_in_a_real_browser() {
         "{}",
         browser.text("body")
     );
+    // What the delegate claimed, beside what was found and proved; its tool calls; what it
+    // changed.
+    let attempt = "#attempt-1";
     assert!(
         browser
-            .text("#findings")
+            .text(&format!("{attempt} .answer"))
+            .contains("Done, I created hello.txt"),
+        "{}",
+        browser.text("body")
+    );
+    assert!(
+        browser
+            .text(&format!("{attempt} .findings"))
             .contains("hello.txt does not exist")
     );
-    assert!(browser.text("#evidence").contains("file_exists:hello.txt"));
+    assert!(
+        browser
+            .text(&format!("{attempt} .evidence"))
+            .contains("file_exists:hello.txt")
+    );
+    let tools = browser.text(&format!("{attempt} .tools"));
+    assert!(
+        tools.contains("write_file") && tools.contains("notes.txt") && tools.contains("wrote"),
+        "{tools}"
+    );
+    assert!(
+        browser
+            .text(&format!("{attempt} .changes"))
+            .contains("+ notes.txt")
+    );
+    assert!(browser.text("#task").contains("Create hello.txt"));
+    browser.screenshot("review-run.png");
     // Approve it directly: the default policy refuses `direct` — a 409 page naming why.
     browser.eval(
         "const f = document.getElementById('approve'); f.elements['type'].value = 'direct'; f.elements['reason'].value = 'looks fine'; f.elements['user'].value = 'alice'; f.submit(); true",
@@ -343,13 +402,35 @@ fn the_review_page_in_a_real_browser() {
         "const g = document.getElementById('approve'); g.elements['type'].value = 'check'; g.elements['reason'].value = 'the file is there now'; g.elements['user'].value = 'alice'; g.submit(); true",
     );
     browser.wait("the notice", "!!document.getElementById('notice')");
+    // Who decided what, and why.
+    let decision = browser.text("#decision");
     assert!(
-        browser.text("#decision").contains("approved"),
+        decision.contains("approved")
+            && decision.contains("alice")
+            && decision.contains("the file is there now"),
         "{}",
         browser.text("body")
     );
     browser.goto(&format!("{}/", server.base));
     assert!(browser.text("#empty").contains("No runs await review"));
+    // Every run is listed and linked; the filters narrow the list.
+    assert!(
+        browser.eval(&format!("!!document.querySelector('#runs tr.run[data-id=\"{failed}\"] a[href=\"/runs/{failed}\"]')"))
+            == Some(json!(true)),
+        "{}",
+        browser.text("body")
+    );
+    browser.goto(&format!("{}/?outcome=passed", server.base));
+    assert!(
+        browser.text("#none").contains("No runs match"),
+        "{}",
+        browser.text("body")
+    );
+    browser.goto(&format!(
+        "{}/?outcome=failed&delegate=scripted",
+        server.base
+    ));
+    assert!(browser.text("#runs").contains(&failed));
 
     // A running delegation's events appear in its page as they happen.
     let slow = submit(
@@ -365,9 +446,37 @@ fn the_review_page_in_a_real_browser() {
         "the first events",
         "document.querySelectorAll('#events li').length > 0",
     );
+    // Each event with what it is about: the delegate it started, its outcome.
     browser.wait(
-        "the end of the run",
-        "[...document.querySelectorAll('#events li')].some((li) => li.textContent === 'DelegationCompleted')",
+        "the start, with its delegate",
+        "[...document.querySelectorAll('#events li')].some((li) => li.textContent.startsWith('DelegationStarted') && li.textContent.includes('delegate=command'))",
     );
-    assert_eq!(browser.text("#status"), "Finished.");
+    // When it completes, the page becomes the full view of the record.
+    browser.wait(
+        "the full view",
+        "!!document.getElementById('outcome') && !!document.getElementById('attempt-1')",
+    );
+    assert!(
+        browser.text("#attempt-1 .answer").contains("done"),
+        "{}",
+        browser.text("body")
+    );
+    browser.goto(&format!("{}/", server.base));
+    browser.screenshot("review-list.png");
+    browser.goto(&format!("{}/report", server.base));
+    assert!(
+        browser.text("h1").contains("failure-mode report"),
+        "{}",
+        browser.text("body")
+    );
+    // Every outcome has its column; each failure reason links to the runs that gave it.
+    assert!(browser.text("table").contains("passed with debt"));
+    assert!(
+        browser.eval(&format!(
+            "!!document.querySelector('table.reasons a[href=\"/runs/{failed}\"]')"
+        )) == Some(json!(true)),
+        "{}",
+        browser.text("body")
+    );
+    browser.screenshot("dashboard.png");
 }

@@ -255,8 +255,29 @@ fn the_report_counts_known_delegations_exactly() {
     }
     // "Done, I created hello.txt" with nothing written, caught by the claims stage in the
     // lie-then-truth, exhausted and hook-failed delegations; then the verifier's own reason.
+    // Each reason names up to three runs that gave it; compared apart from the rest.
+    let without_runs = |reason: &Value| {
+        let mut reason = reason.clone();
+        let runs = reason
+            .as_object_mut()
+            .and_then(|r| r.remove("runs"))
+            .unwrap_or_default();
+        let runs = runs.as_array().cloned().unwrap_or_default();
+        assert!(
+            (1..=3).contains(&runs.len())
+                && runs
+                    .iter()
+                    .all(|id| id.as_str().is_some_and(|id| id.starts_with("d-"))),
+            "{runs:?}"
+        );
+        reason
+    };
     assert_eq!(
-        scripted["top_reasons"][0],
+        scripted["top_reasons"][0]["runs"].as_array().map(Vec::len),
+        Some(3)
+    );
+    assert_eq!(
+        without_runs(&scripted["top_reasons"][0]),
         json!({
             "source": "claim file",
             "reason": "claims to have created <path>; no tool call wrote it and the workspace has no <path>",
@@ -265,7 +286,7 @@ fn the_report_counts_known_delegations_exactly() {
         })
     );
     assert_eq!(
-        scripted["top_reasons"][1],
+        without_runs(&scripted["top_reasons"][1]),
         json!({
             "source": "verify",
             "reason": "<path> does not exist (attempt <n>)",

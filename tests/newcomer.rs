@@ -105,3 +105,113 @@ fn a_failed_batch_line_names_its_reason() {
     );
     assert!(!line.contains("verification failed on all"), "{line}");
 }
+
+/// Configuration errors in plain words, with the file, the place and a document that exists.
+#[test]
+fn config_errors_say_what_to_fix_in_plain_words() {
+    let dir = TempDir::new();
+    for (text, needles) in [
+        (
+            "task: t\ndelegate: {kind: scripted, script: a.star}\nchecs: []\n",
+            &[
+                "unknown key `checs` (did you mean `checks`?)",
+                "line 3 column 1",
+            ][..],
+        ),
+        (
+            "task: t\n\tdelegate: {kind: scripted, script: a.star}\n",
+            &["tab", "replace the tab at that place with spaces", "line 2"][..],
+        ),
+        (
+            "task: t\ndelegate: {kind: scripted, script: a.star}\nmax_verify_retries: many\n",
+            &["max_verify_retries", "expected a whole number", "line 3"][..],
+        ),
+    ] {
+        let file = dir.write("delegation.yaml", text);
+        let out = harness(["run", "--no-journal", "--json"])
+            .args([&file])
+            .run();
+        out.expect_code(2);
+        let message = out.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(message.contains("delegation.yaml"), "{message}");
+        for needle in needles {
+            assert!(message.contains(needle), "{needle} in {message}");
+        }
+        assert!(!message.contains("expected u32"), "{message}");
+        // The document the message points at is in the repository, with that section.
+        let (doc, anchor) = message
+            .split("docs/reference.md#")
+            .nth(1)
+            .map(|rest| ("docs/reference.md", rest.trim_end_matches(')')))
+            .unwrap_or_else(|| panic!("no reference in {message}"));
+        let reference =
+            std::fs::read_to_string(crate::util::repo_root().join(doc)).expect("docs/reference.md");
+        let heading = anchor.replace('-', " ");
+        assert!(
+            reference
+                .lines()
+                .any(|l| l.starts_with('#') && l.to_lowercase().contains(&heading)),
+            "no section {anchor} in {doc}"
+        );
+    }
+}
+
+/// An entry point declared with the wrong arguments is found before any delegate runs: by
+/// `hooks check`, by `verify`, and by `run` before the first attempt.
+#[test]
+fn entry_points_with_the_wrong_arguments_are_named_before_anything_runs() {
+    let dir = TempDir::new();
+    dir.write(
+        ".harness/hooks/guard.md",
+        "---\nevent: tool.pre\nscript: |\n  def handle(payload):\n      return None\n---\nA guard.\n",
+    );
+    let out = harness(["hooks", "check"]).current_dir(dir.path()).run();
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("guard.md:4")
+            && out
+                .stderr
+                .contains("`def handle(payload)` takes the wrong arguments")
+            && out.stderr.contains("def handle(event, payload):"),
+        "{out:?}"
+    );
+
+    dir.write("v.star", "def run():\n    return True\n");
+    dir.write("result.json", r#"{"id": "d-1", "response": "done"}"#);
+    let out = harness(["verify"])
+        .args([dir.join("v.star")])
+        .args(["--result"])
+        .args([dir.join("result.json")])
+        .run();
+    assert!(
+        out.stderr
+            .contains("`def run()` takes the wrong arguments: it is called as `run(result)`"),
+        "{out:?}"
+    );
+
+    // In a delegation: refused before the delegate is asked anything.
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+    dir.write(
+        "agent.star",
+        "def respond(request):\n    fail(\"the delegate must not run\")\n",
+    );
+    dir.write(
+        "delegation.yaml",
+        "task: t\ndelegate: {kind: scripted, script: agent.star}\nverify: |\n  def run():\n      return True\nworkdir: ws\n",
+    );
+    let out = harness(["run", "--no-journal", "--json"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    let report = out.json();
+    assert_eq!(report["error"]["kind"], "verifier", "{out:?}");
+    assert_eq!(report["attempts"], 0, "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("write `def run(result):`")),
+        "{report}"
+    );
+}

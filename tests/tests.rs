@@ -43,6 +43,8 @@ mod agents;
 mod real_clis;
 // The rough edges a newcomer hits: colour, refused tool calls, batch lines.
 mod newcomer;
+// The JSON Schemas of the delegation file and the policy against every example.
+mod schemas;
 // `harness worker` and `batch --queue` on the SQLite queue: workers killed, jobs dead-lettered.
 mod queue;
 // `harness serve` through real HTTP: submit, events, review, overrides (every 409), token, shutdown.

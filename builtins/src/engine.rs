@@ -289,6 +289,42 @@ impl Script {
         self.module.get(function).is_ok()
     }
 
+    /// Whether the top-level `function` can be called with `n` positional arguments, and if not,
+    /// how it is declared (`run()`, `handle(payload)`): `Ok(())`, or `Err(what it takes)`. A
+    /// value that is no function, or one whose parameters cannot be read, is taken as it is
+    /// (the call says what is wrong).
+    pub fn takes(&self, function: &str, n: usize) -> std::result::Result<(), String> {
+        use starlark::docs::{DocItem, DocMember};
+        let Ok(value) = self.module.get(function) else {
+            return Ok(());
+        };
+        let DocItem::Member(DocMember::Function(doc)) = value.value().documentation() else {
+            return Ok(());
+        };
+        let params = &doc.params;
+        let positional: Vec<&starlark::docs::DocParam> =
+            params.pos_only.iter().chain(&params.pos_or_named).collect();
+        let required = positional
+            .iter()
+            .filter(|p| p.default_value.is_none())
+            .count()
+            + params
+                .named_only
+                .iter()
+                .filter(|p| p.default_value.is_none())
+                .count();
+        let most = if params.args.is_some() {
+            usize::MAX
+        } else {
+            positional.len()
+        };
+        if required <= n && n <= most {
+            return Ok(());
+        }
+        let names: Vec<&str> = positional.iter().map(|p| p.name.as_str()).collect();
+        Err(format!("{function}({})", names.join(", ")))
+    }
+
     /// Calls the top-level function `function` with `args` converted from JSON, under the
     /// sandbox's limits, and converts what it returns back to JSON.
     ///

@@ -172,8 +172,8 @@ impl Iterator for BatchReader {
 fn fan_out(assembler: &Assembler, path: &Path, name: &str, base: &Path) -> Result<Vec<BatchItem>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
-    let doc: Value =
-        serde_norway::from_str(&text).map_err(|e| Error::config(format!("{name}: {e}")))?;
+    let doc: Value = serde_norway::from_str(&text)
+        .map_err(|e| Error::config(format!("{name}: {}", crate::plain::plain(&e.to_string()))))?;
     let Value::Object(mut doc) = doc else {
         return Err(Error::config(format!(
             "{name}: expected a mapping with `template` and `args`"

@@ -37,6 +37,7 @@ mod golden;
 mod guard;
 pub mod integrity;
 mod pipeline;
+mod plain;
 mod policy;
 mod project;
 mod prompt;

@@ -14,7 +14,7 @@ use crate::redact::Redactor;
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
-const KEYS_HINT: &str = "a project policy has `verification_defaults` ({checks, criteria, require_checks, scope, observe, protect, claims, confirm, flaky, critic, max_verify_retries, stuck_after}), `limits` ({steps, wall_ms, heap_mb, call_depth, nesting_depth, read_mb, http_body_mb, output_kb}) `redact` ({patterns}), `commands` ({isolation: auto | bwrap | none}) and `override_policy` ({check_override_allowed, check_override_requires_reason, verifier_override_allowed, direct_approval_allowed})";
+const KEYS_HINT: &str = "every key of a project policy: docs/reference.md#the-project-policy";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -205,8 +205,12 @@ impl ProjectPolicy {
         let raw: RawPolicy = if text.trim().is_empty() {
             RawPolicy::default()
         } else {
-            serde_norway::from_str(text)
-                .map_err(|e| Error::config(format!("project policy {file}: {e} ({KEYS_HINT})")))?
+            serde_norway::from_str(text).map_err(|e| {
+                Error::config(format!(
+                    "project policy {file}: {} ({KEYS_HINT})",
+                    crate::plain::plain(&e.to_string())
+                ))
+            })?
         };
         let defaults = raw.verification_defaults.unwrap_or_default();
         if let Some(n) = defaults

@@ -172,13 +172,15 @@ impl Session {
                 Verifier::compile(&engine, sandbox, &name, &source, &args)
             })
         };
+        // Each checked for the arguments it is called with before the delegate spends anything.
         let verifier = match delegation.verify() {
             None => None,
-            Some(verify) => Some(compile(verify).await?),
+            Some(verify) => Some(compile(verify).await?.expecting(&["result"])?),
         };
         let mut tool_verifiers = std::collections::HashMap::new();
         for (tool, verify) in delegation.tool_verifiers() {
-            tool_verifiers.insert(tool.clone(), compile(verify).await?);
+            let verifier = compile(verify).await?.expecting(&["call", "result"])?;
+            tool_verifiers.insert(tool.clone(), verifier);
         }
         let made = crate::delegate::Materials {
             engine: &shared.engine,

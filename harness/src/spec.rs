@@ -23,7 +23,7 @@ use crate::scope::RawScope;
 use crate::tools::{Tool, ToolVerifiers};
 use crate::verifier::VerifySource;
 
-const KEYS_HINT: &str = "see the delegation file reference: task, delegate, tools, args, checks, criteria, require_checks, scope, observe, protect, claims, confirm, flaky, verify | verify_file, max_verify_retries, stuck_after, critic, risk, parent_id, citations, plan, hooks, workdir, network, limits";
+const KEYS_HINT: &str = "every key of a delegation file: docs/reference.md#the-delegation-file";
 
 /// Default `limits.max_turns` (per attempt).
 pub const DEFAULT_MAX_TURNS: u32 = 20;
@@ -148,8 +148,12 @@ impl DelegationFile {
         read: &ReadScript<'_>,
     ) -> Result<Self> {
         let file = source.display().to_string();
-        let raw: RawFile = serde_norway::from_str(text)
-            .map_err(|e| Error::config(format!("{file}: {e} ({KEYS_HINT})")))?;
+        let raw: RawFile = serde_norway::from_str(text).map_err(|e| {
+            Error::config(format!(
+                "{file}: {} ({KEYS_HINT})",
+                crate::plain::plain(&e.to_string())
+            ))
+        })?;
         Self::from_raw(source, file, raw, base, read)
     }
 
@@ -317,5 +321,6 @@ fn shape_error(
     } else {
         format!("`{path}`: ")
     };
+    let what = crate::plain::plain(&what.to_string());
     Error::config(format!("{label}: {place}{what} ({KEYS_HINT})"))
 }

@@ -166,6 +166,26 @@ impl Verifier {
         })
     }
 
+    /// The verifier, when its `run` takes the arguments it will be called with (`["result"]`
+    /// for a delegation's, `["call", "result"]` for a tool's).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Verifier`] naming how `run` is declared and how to declare it.
+    pub fn expecting(self, arguments: &[&str]) -> Result<Self> {
+        match self.script.takes("run", arguments.len()) {
+            Ok(()) => Ok(self),
+            Err(declared) => Err(Error::new(
+                ErrorKind::Verifier,
+                format!(
+                    "verifier {}: `def {declared}` takes the wrong arguments: it is called as `run({})` (write `def run({}):`)",
+                    self.script.name(),
+                    arguments.join(", "),
+                    arguments.join(", ")
+                ),
+            )),
+        }
+    }
+
     /// Returns the script's name.
     pub fn name(&self) -> &str {
         self.script.name()

@@ -357,7 +357,18 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
     let script_name = script_path.display().to_string();
     let script = source.and_then(|source| {
         match Script::compile(engine, sandbox, &script_name, &source, &[]) {
-            Ok(script) if script.defines("handle") => Some(script),
+            Ok(script) if script.defines("handle") => match script.takes("handle", 2) {
+                Ok(()) => Some(script),
+                Err(declared) => {
+                    problems.push(script_problem(
+                        first_line,
+                        format!(
+                            "`def {declared}` takes the wrong arguments: a hook is called as `handle(event, payload)` (write `def handle(event, payload):`)"
+                        ),
+                    ));
+                    None
+                }
+            },
             Ok(_) => {
                 problems.push(script_problem(
                     first_line,

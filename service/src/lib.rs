@@ -366,6 +366,7 @@ impl Server {
             .route("/v1/report", get(report))
             .route("/", get(page::index))
             .route("/runs/{id}", get(page::run_page))
+            .route("/report", get(page::report))
             .route("/runs/{id}/override", post(page::decide))
             .route("/login", get(page::login_form).post(page::login))
             .layer(middleware::from_fn_with_state(Arc::clone(&app), authorize))

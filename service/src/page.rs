@@ -37,7 +37,7 @@ ul.changes {{ list-style: none; padding-left: 0; font-family: monospace; }}
 .filters label {{ margin-right: 1em; }}
 td pre {{ margin: 0; padding: .3em; }}
 </style></head><body>
-<p><a href="/">Runs</a></p>
+<p><a href="/">Runs</a> · <a href="/report">Report</a></p>
 <h1>{title}</h1>
 {body}
 </body></html>"#,
@@ -102,7 +102,7 @@ pub(super) async fn index(
         values
     };
     let select = |name: &str, label: &str, chosen: &str, values: Vec<String>| {
-        let mut options = format!("<option value=\"\">any</option>");
+        let mut options = String::from("<option value=\"\">any</option>");
         for value in values {
             options.push_str(&format!(
                 "<option{}>{}</option>",
@@ -143,6 +143,22 @@ pub(super) async fn index(
         body.push_str("</table>");
     }
     Ok(page("Runs", &body))
+}
+
+/// `GET /report`: the failure-mode dashboard of every recorded run (what `harness report
+/// --html` writes), with a link back to the runs.
+pub(super) async fn report(State(app): State<Shared>) -> Result<Html<String>, ApiError> {
+    let records = read(&app, |j| j.list(&harness_records::Filter::default())).await?;
+    let dashboard = harness_records::Dashboard::build(&records);
+    let html = dashboard.to_html(
+        &format!("{} recorded run(s)", records.len()),
+        Some("/runs/"),
+    );
+    Ok(Html(html.replacen(
+        "<body>\n",
+        "<body>\n<p><a href=\"/\">Runs</a></p>\n",
+        1,
+    )))
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -352,7 +368,9 @@ fn attempt_view(
     if findings.is_empty() {
         out.push_str("<p>None.</p>");
     } else {
-        out.push_str("<table class=\"findings\"><tr><th>Severity</th><th>Source</th><th>Message</th></tr>");
+        out.push_str(
+            "<table class=\"findings\"><tr><th>Severity</th><th>Source</th><th>Message</th></tr>",
+        );
         for f in findings {
             let source = if f.name.is_empty() {
                 f.source.as_str().to_owned()
@@ -380,7 +398,11 @@ fn attempt_view(
                 "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
                 esc(&e.criterion),
                 esc(&e.source),
-                if e.result.as_str() == "pass" { "ok" } else { "blocking" },
+                if e.result.as_str() == "pass" {
+                    "ok"
+                } else {
+                    "blocking"
+                },
                 esc(e.result.as_str()),
                 esc(e.proof.as_deref().unwrap_or("")),
             ));
@@ -427,11 +449,15 @@ fn tool_calls_view(
     result: &serde_json::Value,
     refusals: &std::collections::HashMap<&str, &str>,
 ) -> String {
-    let calls = result["tool_calls"].as_array().map_or(&[][..], Vec::as_slice);
+    let calls = result["tool_calls"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     if calls.is_empty() {
         return "<h3>Tool calls</h3><p>None reported.</p>".to_owned();
     }
-    let results = result["tool_results"].as_array().map_or(&[][..], Vec::as_slice);
+    let results = result["tool_results"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
     let mut out = String::from(
         "<h3>Tool calls</h3><table class=\"tools\"><tr><th>Tool</th><th>Arguments</th><th>Result</th></tr>",
     );

@@ -26,7 +26,7 @@ async fn report(args: &ReportArgs) -> Result<(), Failure> {
     let scope = scope(args, &journal, records.len());
     if let Some(file) = &args.html {
         let generated = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-        let page = dashboard.to_html(&format!("{scope} · generated {generated}"));
+        let page = dashboard.to_html(&format!("{scope} · generated {generated}"), None);
         std::fs::write(file, page).map_err(|e| {
             Error::config(format!(
                 "--html {}: cannot write the page: {e}",

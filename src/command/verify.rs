@@ -90,7 +90,8 @@ async fn judge(args: VerifyArgs) -> Result<Judgement, Error> {
         Some((name, source)) => {
             let sandbox = settings::sandbox(Surface::Verifier, &args.sandbox)?;
             let verifier = tokio::task::spawn_blocking(move || {
-                Verifier::compile(&Engine::new(), sandbox, &name, &source, &script_args)
+                Verifier::compile(&Engine::new(), sandbox, &name, &source, &script_args)?
+                    .expecting(&["result"])
             })
             .await
             .map_err(|e| Error::new(ErrorKind::Verifier, e.to_string()))??;

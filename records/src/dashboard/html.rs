@@ -7,8 +7,9 @@ use super::{Dashboard, KindStats, human_ms, ordinal, percent, truncate};
 impl Dashboard {
     /// Returns the report as one self-contained HTML page: inline CSS and inline SVG charts, no
     /// scripts and nothing loaded from elsewhere. `subtitle` (e.g. the filter used) is shown under
-    /// the title. All text from records is escaped.
-    pub fn to_html(&self, subtitle: &str) -> String {
+    /// the title; example runs link to `RUN_LINK` + their id when one is given (the service's
+    /// `/runs/`), else are named. All text from records is escaped.
+    pub fn to_html(&self, subtitle: &str, run_link: Option<&str>) -> String {
         let mut page = String::new();
         page.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
         page.push_str(
@@ -54,12 +55,7 @@ impl Dashboard {
             if stats.top_reasons.is_empty() {
                 page.push_str("<p class=\"none\">None.</p>\n");
             } else {
-                let bars: Vec<(String, usize)> = stats
-                    .top_reasons
-                    .iter()
-                    .map(|r| (format!("[{}] {}", r.source, r.reason), r.count))
-                    .collect();
-                page.push_str(&labelled_bars(&bars, "#ef6c00"));
+                page.push_str(&reasons_table(&stats.top_reasons, run_link));
             }
             page.push_str("<h3>Top failing hooks</h3>\n");
             if stats.top_hooks.is_empty() {
@@ -142,8 +138,9 @@ svg text { font-family: system-ui, sans-serif; font-size: 12px; fill: #222; }
 ";
 
 /// Outcome names and their colours, in stacking order.
-const OUTCOME_COLOURS: [(&str, &str); 4] = [
+const OUTCOME_COLOURS: [(&str, &str); 5] = [
     ("passed", "#2e7d32"),
+    ("passed with debt", "#9ccc65"),
     ("skipped", "#9e9e9e"),
     ("failed", "#ef6c00"),
     ("error", "#c62828"),
@@ -151,8 +148,9 @@ const OUTCOME_COLOURS: [(&str, &str); 4] = [
 
 fn summary_table(dashboard: &Dashboard) -> String {
     let mut html = String::from(
-        "<table>\n<tr><th>kind</th><th>delegations</th><th>pass rate</th><th>passed</th><th>skipped</th>\
-         <th>exhausted</th><th>broken policy</th><th>blocked</th><th>other errors</th>\
+        "<table>\n<tr><th>kind</th><th>delegations</th><th>pass rate</th><th>passed</th>\
+         <th>passed with debt</th><th>skipped</th><th>exhausted</th><th>scope violations</th>\
+         <th>broken policy</th><th>blocked</th><th>interrupted</th><th>other errors</th>\
          <th>attempts p50/p95</th><th>duration p50/p95</th></tr>\n",
     );
     let mut kinds: Vec<&KindStats> = dashboard.kinds.iter().collect();
@@ -162,15 +160,18 @@ fn summary_table(dashboard: &Dashboard) -> String {
     for s in kinds {
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}/{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}/{}</td></tr>",
             escape(&s.kind),
             s.delegations,
             s.pass_rate().map_or_else(|| "-".to_owned(), percent),
             s.passed,
+            s.passed_with_debt,
             s.skipped,
             s.exhausted,
+            s.scope_violations,
             s.broken_policy,
             s.blocked,
+            s.interrupted,
             s.other_errors,
             s.attempts.p50,
             s.attempts.p95,
@@ -182,7 +183,41 @@ fn summary_table(dashboard: &Dashboard) -> String {
     html
 }
 
-/// One horizontal stacked bar per kind: passed, skipped, failed, error.
+/// The failure reasons, most frequent first: how many attempts gave each, where from (the
+/// finding's source and name), the reason, and example runs.
+fn reasons_table(reasons: &[super::ReasonCount], run_link: Option<&str>) -> String {
+    let mut html = String::from(
+        "<table class=\"reasons\">\n<tr><th>attempts</th><th>from</th><th>reason</th><th>example runs</th></tr>\n",
+    );
+    for r in reasons {
+        let runs: Vec<String> = r
+            .runs
+            .iter()
+            .map(|id| match run_link {
+                Some(link) => format!(
+                    "<a href=\"{}{}\">{}</a>",
+                    escape(link),
+                    escape(id),
+                    escape(id)
+                ),
+                None => format!("<code>{}</code>", escape(id)),
+            })
+            .collect();
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\" title=\"{}\">{}</td><td class=\"text\">{}</td></tr>",
+            r.count,
+            escape(&r.source),
+            escape(&r.example),
+            escape(&r.reason),
+            runs.join(" ")
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+/// One horizontal stacked bar per kind: passed, passed with debt, skipped, failed, error.
 fn outcomes_chart(kinds: &[KindStats]) -> String {
     const LABEL: f64 = 140.0;
     const WIDTH: f64 = 520.0;
@@ -208,7 +243,13 @@ fn outcomes_chart(kinds: &[KindStats]) -> String {
             escape(&truncate(&stats.kind, 20))
         );
         let mut x = LABEL;
-        let counts = [stats.passed, stats.skipped, stats.failed, stats.errored];
+        let counts = [
+            stats.passed,
+            stats.passed_with_debt,
+            stats.skipped,
+            stats.failed,
+            stats.errored,
+        ];
         for ((name, colour), n) in OUTCOME_COLOURS.iter().zip(counts) {
             if n == 0 {
                 continue;
@@ -340,7 +381,7 @@ mod tests {
 
     #[test]
     fn the_page_is_self_contained_and_escapes_record_text() {
-        let page = Dashboard::build(&sample()).to_html("kind <b>*</b>");
+        let page = Dashboard::build(&sample()).to_html("kind <b>*</b>", None);
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<svg"));
         assert!(!page.contains("<script"), "unescaped script in the page");

@@ -40,7 +40,12 @@ pub struct ReasonCount {
     pub count: usize,
     /// One reason as it was written, before normalising.
     pub example: String,
+    /// Ids of runs that gave it (the first few found, at most [`EXAMPLE_RUNS`]).
+    pub runs: Vec<String>,
 }
+
+/// Example runs kept per failure reason.
+pub const EXAMPLE_RUNS: usize = 3;
 
 /// A hook and how many failed attempts it blocked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +147,10 @@ pub struct KindStats {
     pub broken_policy: usize,
     /// Delegations a policy hook blocked (`blocked`).
     pub blocked: usize,
+    /// Delegations ended by a change outside their scope (`scope_violation`).
+    pub scope_violations: usize,
+    /// Delegations whose process died before they finished (`interrupted`).
+    pub interrupted: usize,
     /// Other errors: `config`, `delegate`, `tool`, `timeout`, `cancelled`, …
     pub other_errors: usize,
     /// Errored delegations per error kind (`verification_failed` excluded).
@@ -253,7 +262,7 @@ impl KindStats {
         };
         let most_attempts = records.iter().map(|r| r.attempts.len()).max().unwrap_or(0);
         stats.pass_at_attempt = vec![0; most_attempts];
-        let mut reasons: HashMap<(String, String), (usize, String)> = HashMap::new();
+        let mut reasons: HashMap<(String, String), (usize, String, Vec<String>)> = HashMap::new();
         let mut hooks: HashMap<String, usize> = HashMap::new();
         let mut checks: HashMap<String, usize> = HashMap::new();
         let mut flaky: HashMap<String, usize> = HashMap::new();
@@ -312,6 +321,8 @@ impl KindStats {
                     match kind {
                         "verifier" | "hook" => stats.broken_policy += 1,
                         "blocked" => stats.blocked += 1,
+                        "scope_violation" => stats.scope_violations += 1,
+                        "interrupted" => stats.interrupted += 1,
                         _ => stats.other_errors += 1,
                     }
                     *stats.errors.entry(kind.to_owned()).or_default() += 1;
@@ -327,8 +338,11 @@ impl KindStats {
                 let mut count = |source: String, message: &str| {
                     let entry = reasons
                         .entry((source, normalise(message)))
-                        .or_insert_with(|| (0, message.to_owned()));
+                        .or_insert_with(|| (0, message.to_owned(), Vec::new()));
                     entry.0 += 1;
+                    if entry.2.len() < EXAMPLE_RUNS && !entry.2.contains(&record.id) {
+                        entry.2.push(record.id.clone());
+                    }
                 };
                 match &attempt.verdict {
                     // Grouped by where each blocking finding came from, as the verdict says.
@@ -391,12 +405,13 @@ impl KindStats {
                 .map(|r| u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX))
                 .collect(),
         );
-        stats.top_reasons = top(reasons, |((source, reason), (count, example))| {
+        stats.top_reasons = top(reasons, |((source, reason), (count, example, runs))| {
             ReasonCount {
                 source,
                 reason,
                 count,
                 example,
+                runs,
             }
         });
         stats.top_hooks = top(hooks, |(hook, count)| HookCount { hook, count });
@@ -429,6 +444,8 @@ impl KindStats {
             "exhausted": self.exhausted,
             "broken_policy": self.broken_policy,
             "blocked": self.blocked,
+            "scope_violations": self.scope_violations,
+            "interrupted": self.interrupted,
             "other_errors": self.other_errors,
             "errors": self.errors,
             "attempts": self.attempts.to_json(),
@@ -440,6 +457,7 @@ impl KindStats {
             },
             "top_reasons": self.top_reasons.iter().map(|r| json!({
                 "source": r.source, "reason": r.reason, "count": r.count, "example": r.example,
+                "runs": r.runs,
             })).collect::<Vec<_>>(),
             "top_hooks": self.top_hooks.iter().map(|h| json!({
                 "hook": h.hook, "count": h.count,
@@ -491,7 +509,7 @@ impl Counted for usize {
     }
 }
 
-impl Counted for (usize, String) {
+impl Counted for (usize, String, Vec<String>) {
     fn count(&self) -> usize {
         self.0
     }
@@ -796,6 +814,49 @@ pub(crate) mod tests {
             record("d-7", "command", "error", Some("delegate"), &[(None, &[])]),
             record("d-8", "command", "passed", None, &[(Some(true), &[])]),
         ]
+    }
+
+    /// Every outcome has its column: the summary of a kind adds up to its delegations, and a
+    /// scope violation or a run whose process died is named, not an "other error".
+    #[test]
+    fn every_outcome_is_counted_in_its_own_column() {
+        let records = vec![
+            record("d-1", "claude", "passed", None, &[(Some(true), &[])]),
+            record(
+                "d-2",
+                "claude",
+                "passed_with_debt",
+                None,
+                &[(Some(true), &[])],
+            ),
+            record(
+                "d-3",
+                "claude",
+                "failed",
+                Some("scope_violation"),
+                &[(None, &[])],
+            ),
+            record("d-4", "claude", "error", Some("interrupted"), &[]),
+            record("d-5", "claude", "error", Some("timeout"), &[(None, &[])]),
+        ];
+        let dashboard = Dashboard::build(&records);
+        let s = &dashboard.kinds[0];
+        assert_eq!(
+            (
+                s.passed,
+                s.passed_with_debt,
+                s.scope_violations,
+                s.interrupted,
+                s.other_errors
+            ),
+            (1, 1, 1, 1, 1)
+        );
+        let html = dashboard.to_html("", None);
+        assert!(html.contains("<th>passed with debt</th>"), "{html}");
+        assert!(
+            html.contains("<title>passed with debt: 1</title>"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -1,0 +1,87 @@
+//! Configuration errors in plain words: what serde and the YAML reader say, rewritten for the
+//! person who wrote the file — a misspelt key gets its likely meaning, `expected u32` becomes
+//! "a whole number", a tab is named as a tab.
+
+/// `message` (a serde or YAML error) in plain words.
+pub(crate) fn plain(message: &str) -> String {
+    let mut text = message.to_owned();
+    if let Some(suggested) = did_you_mean(&text) {
+        text = suggested;
+    }
+    for (machine, words) in [
+        ("expected u8", "expected a whole number (0 to 255)"),
+        ("expected u16", "expected a whole number (0 to 65535)"),
+        ("expected u32", "expected a whole number (0 or more)"),
+        ("expected u64", "expected a whole number (0 or more)"),
+        ("expected usize", "expected a whole number (0 or more)"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        (
+            "expected a sequence",
+            "expected a list (`[a, b]` or `- a` lines)",
+        ),
+        ("expected a map", "expected a mapping (`key: value` lines)"),
+        ("invalid type: ", ""),
+    ] {
+        text = text.replace(machine, words);
+    }
+    if text.contains("found a tab character") || text.contains("cannot start any token") {
+        text.push_str("; YAML indents with spaces only: replace the tab at that place with spaces");
+    }
+    text
+}
+
+/// `unknown field `X`, expected one of `a`, `b`, …` with the known key closest to X named, when
+/// one is close enough to be a misspelling.
+fn did_you_mean(message: &str) -> Option<String> {
+    let start = message.find("unknown field `")? + "unknown field `".len();
+    let end = start + message[start..].find('`')?;
+    let unknown = &message[start..end];
+    let expected = &message[end + 1..];
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let (best, score) = known
+        .iter()
+        .map(|k| (*k, strsim::jaro_winkler(unknown, k)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (score >= 0.8).then(|| {
+        message.replacen(
+            &format!("unknown field `{unknown}`"),
+            &format!("unknown key `{unknown}` (did you mean `{best}`?)"),
+            1,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_key_gets_its_likely_meaning() {
+        let said = plain(
+            "unknown field `checs`, expected one of `task`, `delegate`, `checks`, `criteria` at line 3 column 1",
+        );
+        assert!(
+            said.starts_with("unknown key `checs` (did you mean `checks`?)"),
+            "{said}"
+        );
+        // Nothing near: no guess.
+        let said = plain("unknown field `zzz`, expected one of `task`, `delegate`");
+        assert!(!said.contains("did you mean"), "{said}");
+    }
+
+    #[test]
+    fn types_and_tabs_are_said_in_plain_words() {
+        assert_eq!(
+            plain(
+                "max_verify_retries: invalid type: string \"many\", expected u32 at line 3 column 21"
+            ),
+            "max_verify_retries: string \"many\", expected a whole number (0 or more) at line 3 column 21"
+        );
+        assert!(
+            plain("found a tab character that violates indentation at line 2 column 1")
+                .ends_with("replace the tab at that place with spaces")
+        );
+    }
+}
