@@ -27,6 +27,8 @@ impl Dashboard {
         page.push_str(&summary_table(self));
         page.push_str("<h2>Outcomes per delegate kind</h2>\n");
         page.push_str(&outcomes_chart(&self.kinds));
+        page.push_str("<h2>Outcomes over time</h2>\n");
+        page.push_str(&timeline_chart(&self.timeline));
         for stats in &self.kinds {
             let _ = writeln!(
                 page,
@@ -183,11 +185,122 @@ fn summary_table(dashboard: &Dashboard) -> String {
     html
 }
 
+/// Per delegate kind, one stacked column per span of time: how many delegations that started
+/// then ended in each outcome; the axis says when.
+fn timeline_chart(timeline: &super::Timeline) -> String {
+    const LABEL: f64 = 140.0;
+    const WIDTH: f64 = 600.0;
+    const ROW: f64 = 70.0;
+    const PLOT: f64 = 50.0;
+    let Some(buckets) = timeline.kinds.first().map(|(_, b)| b.len()) else {
+        return "<p class=\"none\">No delegations.</p>\n".to_owned();
+    };
+    let most = timeline
+        .kinds
+        .iter()
+        .flat_map(|(_, b)| b.iter().map(|c| c.iter().sum::<usize>()))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let column = WIDTH / buckets as f64;
+    let height = ROW * timeline.kinds.len() as f64 + 24.0;
+    let colours = [
+        OUTCOME_COLOURS[0].1,
+        OUTCOME_COLOURS[1].1,
+        OUTCOME_COLOURS[2].1,
+        OUTCOME_COLOURS[3].1,
+        OUTCOME_COLOURS[4].1,
+        "#1565c0",
+    ];
+    let mut svg = format!(
+        "<svg role=\"img\" aria-label=\"outcomes over time\" class=\"timeline\" width=\"{w}\" height=\"{height}\" viewBox=\"0 0 {w} {height}\">\n",
+        w = LABEL + WIDTH + 10.0
+    );
+    for (row, (kind, counts)) in timeline.kinds.iter().enumerate() {
+        let base = ROW * row as f64 + PLOT + 4.0;
+        let _ = writeln!(
+            svg,
+            "<text x=\"0\" y=\"{:.1}\">{}</text>",
+            base - PLOT / 2.0,
+            escape(&truncate(kind, 20))
+        );
+        for (i, bucket) in counts.iter().enumerate() {
+            let x = LABEL + column * i as f64;
+            let mut y = base;
+            for (n, (outcome, colour)) in bucket
+                .iter()
+                .zip(super::TIMELINE_OUTCOMES.iter().zip(colours))
+            {
+                if *n == 0 {
+                    continue;
+                }
+                let h = PLOT * *n as f64 / most;
+                y -= h;
+                let _ = writeln!(
+                    svg,
+                    "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{colour}\"><title>{}: {n} {}</title></rect>",
+                    (column - 1.0).max(1.0),
+                    escape(kind),
+                    outcome.replace('_', " ")
+                );
+            }
+        }
+    }
+    // The axis: when the first, middle and last spans start.
+    let at = |i: usize| {
+        let ms = timeline.start_ms + timeline.bucket_ms * i as u64;
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        humantime::format_rfc3339_seconds(time)
+            .to_string()
+            .replace('T', " ")
+    };
+    let axis = ROW * timeline.kinds.len() as f64 + 16.0;
+    // As many labels as fit without overlapping: the start, the end from two spans, the middle
+    // from six.
+    let mut labels = vec![(0, "start")];
+    if buckets >= 6 {
+        labels.push((buckets / 2, "middle"));
+    }
+    if buckets >= 2 {
+        labels.push((buckets - 1, "end"));
+    }
+    for (i, anchor) in labels {
+        let x = LABEL + column * i as f64 + if anchor == "end" { column } else { 0.0 };
+        let _ = writeln!(
+            svg,
+            "<text x=\"{x:.1}\" y=\"{axis}\" text-anchor=\"{anchor}\" class=\"axis\">{}</text>",
+            // The right edge is when the last span ends.
+            at(if anchor == "end" { i + 1 } else { i })
+        );
+    }
+    svg.push_str("</svg>\n");
+    let _ = writeln!(
+        svg,
+        "<p class=\"sub\">Each column: the delegations started in {}, by outcome.</p>",
+        span_words(timeline.bucket_ms)
+    );
+    svg
+}
+
+/// A span of a timeline in words: "a minute", "6 hours", "a week".
+fn span_words(ms: u64) -> String {
+    match ms {
+        60_000 => "a minute".to_owned(),
+        3_600_000 => "an hour".to_owned(),
+        86_400_000 => "a day".to_owned(),
+        604_800_000 => "a week".to_owned(),
+        ms if ms % 86_400_000 == 0 => format!("{} days", ms / 86_400_000),
+        ms if ms % 3_600_000 == 0 => format!("{} hours", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{} minutes", ms / 60_000),
+        ms => human_ms(ms),
+    }
+}
+
 /// The failure reasons, most frequent first: how many attempts gave each, where from (the
 /// finding's source and name), the reason, and example runs.
 fn reasons_table(reasons: &[super::ReasonCount], run_link: Option<&str>) -> String {
     let mut html = String::from(
-        "<table class=\"reasons\">\n<tr><th>attempts</th><th>from</th><th>reason</th><th>example runs</th></tr>\n",
+        "<table class=\"reasons\">\n<tr><th>attempts</th><th>retries</th><th>tokens</th><th>from</th><th>reason</th><th>example runs</th></tr>\n",
     );
     for r in reasons {
         let runs: Vec<String> = r
@@ -205,8 +318,10 @@ fn reasons_table(reasons: &[super::ReasonCount], run_link: Option<&str>) -> Stri
             .collect();
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\" title=\"{}\">{}</td><td class=\"text\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\" title=\"{}\">{}</td><td class=\"text\">{}</td></tr>",
             r.count,
+            r.retries,
+            r.tokens,
             escape(&r.source),
             escape(&r.example),
             escape(&r.reason),
@@ -378,6 +493,37 @@ pub fn escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::dashboard::tests::sample;
+
+    /// Runs over two hours: five-minute spans, each outcome stacked in its span, the axis
+    /// labelled at the start, the middle and the end.
+    #[test]
+    fn the_timeline_has_a_time_axis() {
+        use crate::dashboard::tests::record;
+        let at = |minutes: u64, mut r: crate::Record| {
+            r.started_at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(minutes * 60);
+            r
+        };
+        let records = vec![
+            at(
+                0,
+                record("d-1", "claude", "passed", None, &[(Some(true), &[])]),
+            ),
+            at(
+                31,
+                record("d-2", "claude", "failed", Some("scope_violation"), &[]),
+            ),
+            at(120, record("d-3", "codex", "error", Some("timeout"), &[])),
+        ];
+        let dashboard = Dashboard::build(&records);
+        assert_eq!(dashboard.timeline.bucket_ms, 300_000);
+        let claude = &dashboard.timeline.kinds[0].1;
+        assert_eq!((claude.len(), claude[0][0], claude[6][3]), (25, 1, 1));
+        let html = dashboard.to_html("", None);
+        assert_eq!(html.matches("class=\"axis\"").count(), 3, "{html}");
+        assert!(html.contains(">1970-01-01 00:00:00Z<"), "{html}");
+        assert!(html.contains(">1970-01-01 02:05:00Z<"), "{html}");
+        assert!(html.contains("started in 5 minutes"), "{html}");
+    }
 
     #[test]
     fn the_page_is_self_contained_and_escapes_record_text() {

@@ -42,6 +42,20 @@ pub struct ReasonCount {
     pub example: String,
     /// Ids of runs that gave it (the first few found, at most [`EXAMPLE_RUNS`]).
     pub runs: Vec<String>,
+    /// Retries it caused: attempts that gave it and were followed by another.
+    pub retries: usize,
+    /// Tokens (input and output) the attempts that gave it spent.
+    pub tokens: u64,
+}
+
+/// What one failure reason came to: attempts, example runs, retries, tokens.
+#[derive(Debug, Default)]
+struct ReasonTally {
+    count: usize,
+    example: String,
+    runs: Vec<String>,
+    retries: usize,
+    tokens: u64,
 }
 
 /// Example runs kept per failure reason.
@@ -262,7 +276,7 @@ impl KindStats {
         };
         let most_attempts = records.iter().map(|r| r.attempts.len()).max().unwrap_or(0);
         stats.pass_at_attempt = vec![0; most_attempts];
-        let mut reasons: HashMap<(String, String), (usize, String, Vec<String>)> = HashMap::new();
+        let mut reasons: HashMap<(String, String), ReasonTally> = HashMap::new();
         let mut hooks: HashMap<String, usize> = HashMap::new();
         let mut checks: HashMap<String, usize> = HashMap::new();
         let mut flaky: HashMap<String, usize> = HashMap::new();
@@ -333,15 +347,22 @@ impl KindStats {
                         .or_default() += 1;
                 }
             }
-            for attempt in &record.attempts {
+            for (i, attempt) in record.attempts.iter().enumerate() {
                 let mut hooks_here: Vec<&str> = Vec::new();
+                let retried = i + 1 < record.attempts.len();
+                let tokens = attempt.usage.input_tokens + attempt.usage.output_tokens;
                 let mut count = |source: String, message: &str| {
                     let entry = reasons
                         .entry((source, normalise(message)))
-                        .or_insert_with(|| (0, message.to_owned(), Vec::new()));
-                    entry.0 += 1;
-                    if entry.2.len() < EXAMPLE_RUNS && !entry.2.contains(&record.id) {
-                        entry.2.push(record.id.clone());
+                        .or_insert_with(|| ReasonTally {
+                            example: message.to_owned(),
+                            ..ReasonTally::default()
+                        });
+                    entry.count += 1;
+                    entry.retries += usize::from(retried);
+                    entry.tokens += tokens;
+                    if entry.runs.len() < EXAMPLE_RUNS && !entry.runs.contains(&record.id) {
+                        entry.runs.push(record.id.clone());
                     }
                 };
                 match &attempt.verdict {
@@ -405,14 +426,14 @@ impl KindStats {
                 .map(|r| u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX))
                 .collect(),
         );
-        stats.top_reasons = top(reasons, |((source, reason), (count, example, runs))| {
-            ReasonCount {
-                source,
-                reason,
-                count,
-                example,
-                runs,
-            }
+        stats.top_reasons = top(reasons, |((source, reason), tally)| ReasonCount {
+            source,
+            reason,
+            count: tally.count,
+            example: tally.example,
+            runs: tally.runs,
+            retries: tally.retries,
+            tokens: tally.tokens,
         });
         stats.top_hooks = top(hooks, |(hook, count)| HookCount { hook, count });
         stats.top_checks = top(checks, |(check, count)| CheckCount { check, count });
@@ -457,7 +478,7 @@ impl KindStats {
             },
             "top_reasons": self.top_reasons.iter().map(|r| json!({
                 "source": r.source, "reason": r.reason, "count": r.count, "example": r.example,
-                "runs": r.runs,
+                "runs": r.runs, "retries": r.retries, "tokens": r.tokens,
             })).collect::<Vec<_>>(),
             "top_hooks": self.top_hooks.iter().map(|h| json!({
                 "hook": h.hook, "count": h.count,
@@ -509,9 +530,9 @@ impl Counted for usize {
     }
 }
 
-impl Counted for (usize, String, Vec<String>) {
+impl Counted for ReasonTally {
     fn count(&self) -> usize {
-        self.0
+        self.count
     }
 }
 
@@ -522,6 +543,99 @@ pub struct Dashboard {
     pub total: KindStats,
     /// One entry per delegate kind, by name.
     pub kinds: Vec<KindStats>,
+    /// Outcomes over time, per delegate kind.
+    pub timeline: Timeline,
+}
+
+/// The outcomes of each delegate kind in equal spans of time, from the first record's start to
+/// the last's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeline {
+    /// When the first span starts, in milliseconds since the Unix epoch.
+    pub start_ms: u64,
+    /// How long each span is, in milliseconds (a minute, an hour, a day …: the smallest of
+    /// [`SPANS`] that needs at most [`MOST_BUCKETS`] of them).
+    pub bucket_ms: u64,
+    /// Per delegate kind, per span: how many delegations started then ended in each outcome, in
+    /// the order of [`TIMELINE_OUTCOMES`].
+    pub kinds: Vec<(String, Vec<[usize; 6]>)>,
+}
+
+/// The outcomes a timeline counts, in its order.
+pub const TIMELINE_OUTCOMES: [&str; 6] = [
+    "passed",
+    "passed_with_debt",
+    "skipped",
+    "failed",
+    "error",
+    "running",
+];
+
+/// The spans a timeline may use, shortest first: a minute, five, fifteen, an hour, six hours, a
+/// day, a week.
+pub const SPANS: [u64; 7] = [
+    60_000,
+    300_000,
+    900_000,
+    3_600_000,
+    21_600_000,
+    86_400_000,
+    604_800_000,
+];
+
+/// The most spans a timeline shows.
+pub const MOST_BUCKETS: u64 = 48;
+
+impl Timeline {
+    fn build(records: &[Record]) -> Timeline {
+        let started = |r: &Record| {
+            r.started_at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        };
+        let (Some(first), Some(last)) = (
+            records.iter().map(started).min(),
+            records.iter().map(started).max(),
+        ) else {
+            return Timeline::default();
+        };
+        let span = last - first;
+        let bucket_ms = SPANS
+            .iter()
+            .copied()
+            .find(|b| span / b < MOST_BUCKETS)
+            .unwrap_or_else(|| (span / MOST_BUCKETS).max(1) + 1);
+        let start_ms = first - first % bucket_ms;
+        let buckets = usize::try_from((last - start_ms) / bucket_ms + 1).unwrap_or(1);
+        let mut kinds: BTreeMap<&str, Vec<[usize; 6]>> = BTreeMap::new();
+        for record in records {
+            let at = usize::try_from((started(record) - start_ms) / bucket_ms).unwrap_or(0);
+            let outcome = TIMELINE_OUTCOMES
+                .iter()
+                .position(|o| *o == record.outcome)
+                .unwrap_or(4);
+            kinds
+                .entry(record.delegate_kind.as_str())
+                .or_insert_with(|| vec![[0; 6]; buckets])[at][outcome] += 1;
+        }
+        Timeline {
+            start_ms,
+            bucket_ms,
+            kinds: kinds
+                .into_iter()
+                .map(|(kind, counts)| (kind.to_owned(), counts))
+                .collect(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "start_ms": self.start_ms,
+            "bucket_ms": self.bucket_ms,
+            "outcomes": TIMELINE_OUTCOMES,
+            "kinds": self.kinds.iter().map(|(kind, counts)| json!({"kind": kind, "buckets": counts})).collect::<Vec<_>>(),
+        })
+    }
 }
 
 impl Dashboard {
@@ -541,6 +655,7 @@ impl Dashboard {
                 .into_iter()
                 .map(|(kind, records)| KindStats::compute(kind, &records))
                 .collect(),
+            timeline: Timeline::build(records),
         }
     }
 
@@ -550,6 +665,7 @@ impl Dashboard {
             "delegations": self.total.delegations,
             "total": self.total.to_json(),
             "kinds": self.kinds.iter().map(KindStats::to_json).collect::<Vec<_>>(),
+            "timeline": self.timeline.to_json(),
         })
     }
 }
@@ -738,7 +854,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn record(
+    pub(crate) fn record(
         id: &str,
         kind: &str,
         outcome: &str,
@@ -853,6 +969,11 @@ pub(crate) mod tests {
         );
         let html = dashboard.to_html("", None);
         assert!(html.contains("<th>passed with debt</th>"), "{html}");
+        // All five started at the epoch: one span of a minute, five outcomes in it.
+        assert_eq!(dashboard.timeline.bucket_ms, 60_000);
+        assert_eq!(dashboard.timeline.kinds[0].1, vec![[1, 1, 0, 1, 2, 0]]);
+        assert!(html.contains("<title>claude: 2 error</title>"), "{html}");
+        assert!(html.contains("started in a minute"), "{html}");
         assert!(
             html.contains("<title>passed with debt: 1</title>"),
             "{html}"
@@ -892,6 +1013,8 @@ pub(crate) mod tests {
             "expected file <path> does not exist"
         );
         assert_eq!(s.top_reasons[0].count, 4);
+        // Three of those four attempts were followed by a retry (d-2's first, d-3's first two).
+        assert_eq!(s.top_reasons[0].retries, 3);
         assert_eq!(
             s.top_hooks,
             vec![HookCount {
