@@ -388,6 +388,14 @@ fn the_review_page_in_a_real_browser() {
             .text(&format!("{attempt} .changes"))
             .contains("+ notes.txt")
     );
+    // The diff itself, its added line marked.
+    assert!(
+        browser.eval(&format!(
+            "[...document.querySelectorAll('{attempt} .diff .add')].some((l) => l.textContent === '+draft')"
+        )) == Some(json!(true)),
+        "{}",
+        browser.text("body")
+    );
     assert!(browser.text("#task").contains("Create hello.txt"));
     browser.screenshot("review-run.png");
     // Approve it directly: the default policy refuses `direct` — a 409 page naming why.

@@ -283,6 +283,9 @@ fn the_report_counts_known_delegations_exactly() {
             "reason": "claims to have created <path>; no tool call wrote it and the workspace has no <path>",
             "count": 6,
             "example": "claims to have created hello.txt; no tool call wrote it and the workspace has no hello.txt",
+            // Four of the six were followed by a retry; scripted delegates spend no tokens.
+            "retries": 4,
+            "tokens": 0,
         })
     );
     assert_eq!(
@@ -292,6 +295,8 @@ fn the_report_counts_known_delegations_exactly() {
             "reason": "<path> does not exist (attempt <n>)",
             "count": 4,
             "example": "hello.txt does not exist (attempt 0)",
+            "retries": 3,
+            "tokens": 0,
         })
     );
     assert_eq!(scripted["top_reasons"][2]["source"], json!("hook no-proof"));
@@ -835,8 +840,11 @@ fn reading_commands_refuse_missing_journals_and_bad_flags() {
 fn secrets_are_scrubbed_from_what_is_printed_and_recorded() {
     // The delegate echoes a key it found, and a project-specific token; the verifier's reason
     // quotes the response back.
+    // It also writes the key into a file: the diff the review page shows is scrubbed too.
     let leaky = r#"
 def respond(request):
+    if request["messages"][-1]["role"] != "tool":
+        return {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "key=sk-abcdefghijklmnop1234\n"}}]}
     return {"content": "Done. OPENAI_API_KEY=sk-abcdefghijklmnop1234 and internal-token-abc123"}
 "#;
     let case = Case::scripted(
@@ -887,6 +895,12 @@ def respond(request):
         record["attempts"][0]["retry_prompt"]
             .as_str()
             .is_some_and(|p| p.contains("[REDACTED]")),
+        "{record}"
+    );
+    assert!(
+        record["attempts"][0]["diff"][0]
+            .as_str()
+            .is_some_and(|d| d.contains("+key=[REDACTED]")),
         "{record}"
     );
     // A pattern that does not compile is a configuration error naming the file and key.

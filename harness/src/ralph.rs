@@ -353,6 +353,7 @@ async fn judge(
         .await;
     record.usage.add(judgement.usage);
     record.result = Some(judgement.result);
+    record.diff.clone_from(&judgement.diff);
     Ok(Judged {
         verdict: judgement.verdict?,
         fatal: judgement.fatal,

@@ -76,6 +76,10 @@ pub struct AttemptRecord {
     pub verdict: Option<Verdict>,
     /// The retry prompt sent after it, when one was.
     pub retry_prompt: Option<String>,
+    /// Unified diffs of the text files the delegation had changed by the end of it (for the
+    /// people who review it; secrets scrubbed).
+    #[serde(default)]
+    pub diff: Vec<String>,
     /// Tokens it cost.
     pub usage: Usage,
     /// How long it took, delegate and verification together.
@@ -146,6 +150,7 @@ impl AttemptRecord {
             result: None,
             verdict: None,
             retry_prompt: None,
+            diff: Vec::new(),
             usage: Usage::default(),
             duration: std::time::Duration::ZERO,
         }
@@ -246,6 +251,9 @@ impl Report {
         for attempt in &mut self.attempts {
             if let Some(prompt) = &mut attempt.retry_prompt {
                 redactor.scrub_string(prompt);
+            }
+            for diff in &mut attempt.diff {
+                redactor.scrub_string(diff);
             }
             if let Some(verdict) = &mut attempt.verdict {
                 for finding in &mut verdict.findings {
@@ -508,6 +516,7 @@ mod tests {
             }),
             verdict: crate::verdict::test_verdict(n, passed, reasons),
             retry_prompt: None,
+            diff: Vec::new(),
             usage: Usage {
                 input_tokens: 10 + u64::from(n),
                 output_tokens: 3,

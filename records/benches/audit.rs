@@ -119,6 +119,7 @@ fn main() {
             }),
             unread_verdict: None,
             retry_prompt: None,
+            diff: Vec::new(),
         }],
         usage: Usage::default(),
         trace_id: None,

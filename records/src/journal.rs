@@ -83,6 +83,9 @@ const MIGRATIONS: &[&str] = &[
     // Version 5: the run's seal (DESIGN §4.13): sha256 of its export's canonical JSON, stored
     // when the run is recorded and again when an override adds its decision.
     "ALTER TABLE delegations ADD COLUMN seal TEXT;",
+    // Version 6: each attempt's unified diffs of what the delegation had changed, as a JSON
+    // list, for the review page.
+    "ALTER TABLE attempts ADD COLUMN diff TEXT;",
 ];
 
 /// The schema version this build writes.
@@ -227,6 +230,9 @@ pub struct RecordedAttempt {
     pub unread_verdict: Option<Value>,
     /// The retry prompt sent after it.
     pub retry_prompt: Option<String>,
+    /// Unified diffs of the text files the delegation had changed by its end (empty in records
+    /// from before schema version 6).
+    pub diff: Vec<String>,
 }
 
 /// One delegation as the journal holds it.
@@ -378,6 +384,9 @@ impl RecordedAttempt {
             "retry_prompt".to_owned(),
             self.retry_prompt.clone().map_or(Value::Null, Value::String),
         );
+        if !self.diff.is_empty() {
+            object.insert("diff".to_owned(), Value::from(self.diff.clone()));
+        }
         Value::Object(object)
     }
 }
@@ -893,6 +902,7 @@ fn attempt_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordedAttempt
         verdict,
         unread_verdict,
         retry_prompt: text_column(row, "retry_prompt")?,
+        diff: json_column(row, "diff")?.unwrap_or_default(),
     })
 }
 
@@ -953,8 +963,8 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
-            input_tokens, output_tokens, requests, result, verdict, retry_prompt)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            input_tokens, output_tokens, requests, result, verdict, retry_prompt, diff)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     let last = report.attempts.len().saturating_sub(1);
     for (index, attempt) in report.attempts.iter().enumerate() {
@@ -977,6 +987,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
             result.map(json_text),
             attempt.verdict.as_ref().map(json_text),
             attempt.retry_prompt,
+            (!attempt.diff.is_empty()).then(|| json_text(&attempt.diff)),
         ])?;
     }
     reseal(conn, &report.id)
@@ -1052,6 +1063,7 @@ pub(crate) mod tests {
                     result: None,
                     verdict: verdict(i as u32, *passed, reasons),
                     retry_prompt: None,
+                    diff: Vec::new(),
                     usage: Usage {
                         input_tokens: 10,
                         output_tokens: 5,

@@ -414,6 +414,12 @@ fn attempt_view(
         out.push_str(&tool_calls_view(result, refusals));
         out.push_str(&changes_view(&result["changes"]));
     }
+    if !attempt.diff.is_empty() {
+        out.push_str(&format!(
+            "<h3>The diff</h3><pre class=\"diff\">{}</pre>",
+            diff_lines(&attempt.diff.join("\n"))
+        ));
+    }
     if let Some(critic) = verdict.and_then(|v| v.critic.as_ref()) {
         out.push_str(&format!(
             "<h3>The critic's review</h3><p class=\"critic\"><b>{}</b> from {}{}</p>",

@@ -883,6 +883,7 @@ pub(crate) mod tests {
                     verdict: crate::journal::tests::verdict(i as u32, *passed, reasons),
                     unread_verdict: None,
                     retry_prompt: None,
+                    diff: Vec::new(),
                 })
                 .collect(),
             usage: Usage::default(),
