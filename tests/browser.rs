@@ -469,6 +469,38 @@ fn the_review_page_in_a_real_browser() {
         "{}",
         browser.text("body")
     );
+    // A run delegated by the failed one: each page links the other.
+    let child = submit(
+        &server,
+        &json!({
+            "task": "a part of the work",
+            "parent_id": failed,
+            "delegate": {"kind": "scripted", "script": "liar.star"},
+            "tools": ["write_file"],
+            "workdir": "ws",
+        }),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        browser.goto(&format!("{}/runs/{failed}", server.base));
+        let linked = format!("!!document.querySelector('ul.children a[href=\"/runs/{child}\"]')");
+        if browser.eval(&linked) == Some(json!(true)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{child} never listed: {}",
+            browser.text("body")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    browser.goto(&format!("{}/runs/{child}", server.base));
+    assert!(
+        browser.text("#parent").contains(&failed),
+        "{}",
+        browser.text("body")
+    );
+
     browser.goto(&format!("{}/", server.base));
     browser.screenshot("review-list.png");
     browser.goto(&format!("{}/report", server.base));

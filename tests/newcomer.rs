@@ -215,3 +215,44 @@ fn entry_points_with_the_wrong_arguments_are_named_before_anything_runs() {
         "{report}"
     );
 }
+
+/// What a user reads points inside the repository: the README and every command's `--help`
+/// name no design document a clone does not have; the reference they point at says how attempts
+/// are counted and how serve resolves a submission's paths.
+#[test]
+fn the_readme_and_help_point_only_inside_the_repository() {
+    let root = crate::util::repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let mut texts = vec![("README.md".to_owned(), readme)];
+    let top = harness(["--help"]).run();
+    let commands: Vec<String> = top
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() > 10, "{top:?}");
+    texts.push(("harness --help".to_owned(), top.stdout));
+    for command in &commands {
+        let help = harness([command.as_str(), "--help"]).run();
+        texts.push((format!("harness {command} --help"), help.stdout));
+    }
+    for (what, text) in &texts {
+        for outside in ["DESIGN", "../shared"] {
+            assert!(!text.contains(outside), "{what} mentions {outside}");
+        }
+    }
+    let reference = std::fs::read_to_string(root.join("docs/reference.md")).expect("reference");
+    for section in [
+        "## Attempt numbering",
+        "## `harness serve`: paths in a submission",
+    ] {
+        assert!(
+            reference.contains(section),
+            "docs/reference.md has no {section}"
+        );
+    }
+}

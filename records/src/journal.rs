@@ -758,6 +758,25 @@ impl Journal {
             .map_err(|e| self.error("cannot read", &e))
     }
 
+    /// The runs whose Result names `id` as their parent (`parent_id`), oldest first: their ids
+    /// and outcomes.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
+    pub fn children(&self, id: &str) -> Result<Vec<(String, String)>> {
+        let read = || -> rusqlite::Result<Vec<(String, String)>> {
+            let mut statement = self.conn.prepare_cached(
+                "SELECT d.id, d.outcome FROM delegations d
+                 WHERE EXISTS (SELECT 1 FROM attempts a WHERE a.delegation_id = d.id
+                               AND json_extract(a.result, '$.parent_id') = ?1)
+                 ORDER BY d.started_at_ms",
+            )?;
+            let rows = statement.query_map(params![id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        };
+        read().map_err(|e| self.error("cannot read", &e))
+    }
+
     fn query(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Record>> {
         read_records(&self.conn, sql, params).map_err(|e| self.error("cannot read", &e))
     }

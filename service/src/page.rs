@@ -181,8 +181,12 @@ pub(super) async fn run_page(
         .contains_key(&id);
     let lookup = id.clone();
     // A run of this server's has a row from its start; while it runs, its events say more.
-    let (record, decided) = read(&app, move |j| {
-        Ok((j.get(&lookup)?, j.override_of(&lookup)?))
+    let (record, decided, children) = read(&app, move |j| {
+        Ok((
+            j.get(&lookup)?,
+            j.override_of(&lookup)?,
+            j.children(&lookup)?,
+        ))
     })
     .await?;
     let record = record.filter(|r| !(r.outcome == "running" && running));
@@ -299,6 +303,7 @@ function summary(event) {{
     if let Some(message) = &record.error_message {
         body.push_str(&format!("<pre id=\"error\">{}</pre>", esc(message)));
     }
+    body.push_str(&tree_view(&record, &children));
     let refusals = refusals(&record.events);
     // The last attempt first: it is what is decided on.
     for attempt in record.attempts.iter().rev() {
@@ -326,6 +331,35 @@ function summary(event) {{
         }
     }
     Ok(page(&format!("Run {id}"), &body).into_response())
+}
+
+/// The run's place in a delegation tree: the parent it names (`parent_id`) and the runs that
+/// name it, each linked with its outcome.
+fn tree_view(record: &harness_records::Record, children: &[(String, String)]) -> String {
+    let parent = record
+        .attempts
+        .iter()
+        .rev()
+        .find_map(|a| a.result.as_ref()?["parent_id"].as_str());
+    let mut out = String::new();
+    if let Some(parent) = parent {
+        out.push_str(&format!(
+            "<p id=\"parent\">Delegated by <a href=\"/runs/{p}\">{p}</a></p>",
+            p = esc(parent)
+        ));
+    }
+    if !children.is_empty() {
+        out.push_str("<p id=\"children\">Delegated to:</p><ul class=\"children\">");
+        for (id, outcome) in children {
+            out.push_str(&format!(
+                "<li><a href=\"/runs/{id}\">{id}</a> <span class=\"outcome-{outcome}\">{outcome}</span></li>",
+                id = esc(id),
+                outcome = esc(outcome)
+            ));
+        }
+        out.push_str("</ul>");
+    }
+    out
 }
 
 /// Why each refused tool call was refused (`ToolVerificationFailed` events: a per-tool verifier), by call id.
