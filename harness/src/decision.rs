@@ -264,7 +264,11 @@ fn stuck(verdict: &Verdict, earlier: &[&Verdict], stuck_after: u32) -> Option<St
 
 /// The message of a delegation whose every attempt failed: each attempt's reasons.
 fn exhausted(earlier: &[&Verdict], last: &Verdict, total: u32) -> String {
-    let mut message = format!("verification failed on all {total} attempts");
+    let mut message = if total == 1 {
+        "verification failed on its only attempt".to_owned()
+    } else {
+        format!("verification failed on all {total} attempts")
+    };
     for verdict in earlier.iter().copied().chain(std::iter::once(last)) {
         message.push_str(&format!("\nattempt {}:", verdict.attempt + 1));
         for reason in verdict.reasons() {

@@ -301,7 +301,10 @@ function summary(event) {{
         }
     }
     if let Some(message) = &record.error_message {
-        body.push_str(&format!("<pre id=\"error\">{}</pre>", esc(message)));
+        body.push_str(&format!(
+            "<h2>Why it ended</h2><pre id=\"error\">{}</pre>",
+            esc(message)
+        ));
     }
     body.push_str(&tree_view(&record, &children));
     let refusals = refusals(&record.events);
