@@ -343,7 +343,7 @@ impl KindStats {
                     let message = record.error_message.as_deref().unwrap_or_default();
                     let first = message.lines().next().unwrap_or_default();
                     *errors
-                        .entry((kind.to_owned(), normalise(first)))
+                        .entry((kind.to_owned(), normalise_error(first)))
                         .or_default() += 1;
                 }
             }
@@ -750,6 +750,21 @@ pub fn normalise(reason: &str) -> String {
     truncate(&text, MAX_REASON_CHARS)
 }
 
+/// An error message normalised as [`normalise`] does, but for the name of the verifier or hook
+/// that broke (`verifier checks/size.star: …`, `hook no-secrets: …`): which one broke is the
+/// point of the line.
+fn normalise_error(message: &str) -> String {
+    for prefix in ["verifier ", "hook "] {
+        if let Some((name, rest)) = message
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split_once(": "))
+        {
+            return format!("{prefix}{name}: {}", normalise(rest));
+        }
+    }
+    normalise(message)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -935,6 +950,23 @@ pub(crate) mod tests {
 
     /// Every outcome has its column: the summary of a kind adds up to its delegations, and a
     /// scope violation or a run whose process died is named, not an "other error".
+    /// A broken verifier or hook keeps its name in the error table; the rest is normalised.
+    #[test]
+    fn a_broken_verifier_is_named_in_the_errors() {
+        assert_eq!(
+            normalise_error("verifier checks/size.star: line 3: x is not defined (attempt 2)"),
+            "verifier checks/size.star: line <n>: x is not defined (attempt <n>)"
+        );
+        assert_eq!(
+            normalise_error("hook no-secrets: timed out after 5s"),
+            "hook no-secrets: timed out after 5s"
+        );
+        assert_eq!(
+            normalise_error("config /tmp/x.yaml: bad"),
+            "config <path>: bad"
+        );
+    }
+
     #[test]
     fn every_outcome_is_counted_in_its_own_column() {
         let records = vec![
