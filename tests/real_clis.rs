@@ -99,7 +99,9 @@ struct Cli {
 
 /// A project: a directory with the delegation file, the journal and the workspace `ws/`, and the
 /// user's HOME, outside `/tmp` as a real one is (confined, the CLI sees only its own
-/// configuration directory of it).
+/// configuration directory of it) — and outside the checkout, which may itself be under `/tmp`:
+/// Codex's own sandbox mounts a fresh `/tmp`, where it then cannot find the helper it keeps in
+/// `CODEX_HOME`, so every write of a Codex whose HOME is under `/tmp` fails.
 struct Project {
     dir: TempDir,
     home: tempfile::TempDir,
@@ -109,10 +111,16 @@ impl Project {
     fn new() -> Self {
         let dir = TempDir::new();
         std::fs::create_dir_all(dir.join("ws")).expect("workspace");
-        Project {
-            dir,
-            home: outside_tmp("home-"),
-        }
+        let var_tmp = Path::new("/var/tmp");
+        let home = if var_tmp.is_dir() {
+            tempfile::Builder::new()
+                .prefix("harness-home-")
+                .tempdir_in(var_tmp)
+                .expect("a HOME under /var/tmp")
+        } else {
+            outside_tmp("home-")
+        };
+        Project { dir, home }
     }
 }
 
