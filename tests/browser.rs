@@ -287,12 +287,13 @@ fn submit(server: &Served, delegation: &Value) -> String {
 fn the_review_page_in_a_real_browser() {
     let dir = TempDir::new();
     std::fs::create_dir_all(dir.join("root/ws")).expect("workspace");
-    // A liar that writes a draft elsewhere, then claims the work done.
+    // A liar that writes a draft elsewhere, then claims the work done — with markup in its
+    // answer, which the page must show as text, never run.
     dir.write(
         "root/liar.star",
         r#"def respond(request):
     if request["messages"][-1]["role"] == "tool":
-        return {"content": "Done, I created hello.txt"}
+        return {"content": "Done, I created hello.txt <img src=x onerror=\"document.title='owned'\">"}
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}]}
 "#,
     );
@@ -377,6 +378,17 @@ fn the_review_page_in_a_real_browser() {
         browser
             .text(&format!("{attempt} .evidence"))
             .contains("file_exists:hello.txt")
+    );
+    assert!(
+        browser.eval(&format!(
+            "document.querySelector('{attempt} .answer img') === null && document.title !== 'owned'"
+        )) == Some(json!(true)),
+        "the delegate's markup ran in the page"
+    );
+    assert!(
+        browser
+            .text(&format!("{attempt} .answer"))
+            .contains("<img src=x")
     );
     let tools = browser.text(&format!("{attempt} .tools"));
     assert!(

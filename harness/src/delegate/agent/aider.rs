@@ -60,9 +60,6 @@ impl Adapter for Aider {
         for (flag, file) in [
             ("--chat-history-file", "chat.md"),
             ("--input-history-file", "input.txt"),
-            // Never the workspace's `.env`, which would override the key and the API base it
-            // was given (a cloned repository's `.env` would send the key elsewhere).
-            ("--env-file", "no.env"),
         ] {
             flags.extend([flag.to_owned(), dir.join(file).display().to_string()]);
         }
@@ -82,8 +79,17 @@ impl Adapter for Aider {
     }
 
     /// `BROWSER=true`: with `--yes-always` Aider opens the address in an error message in a
-    /// browser; a delegate has none to open.
-    fn prepare(&self, _: &Invocation<'_>, _: &Path) -> std::io::Result<Vec<(String, String)>> {
+    /// browser; a delegate has none to open. A workspace with a `.env` is refused: Aider always
+    /// reads the `.env` of its working directory over its environment (`--env-file` only adds
+    /// one), so a cloned repository's `.env` could point it at another server with your key.
+    fn prepare(&self, run: &Invocation<'_>, _: &Path) -> std::io::Result<Vec<(String, String)>> {
+        let planted = run.spec.workdir.join(".env");
+        if planted.symlink_metadata().is_ok() {
+            return Err(std::io::Error::other(format!(
+                "the workspace has {}, which Aider reads over the key and the API base it was given (a repository's `.env` could send your key to another server); remove or rename it, and give the variables you need in `delegate.env`",
+                planted.display()
+            )));
+        }
         Ok(vec![("BROWSER".to_owned(), "true".to_owned())])
     }
 

@@ -438,7 +438,7 @@ impl AgentDelegate {
         let mut env = adapter.prepare(&invocation, &home).map_err(|e| {
             Error::new(
                 ErrorKind::Delegate,
-                format!("delegate `{name}`: cannot prepare its configuration: {e}"),
+                format!("delegate `{name}`: cannot run it: {e}"),
             )
         })?;
         env.extend(self.spec.env.iter().cloned());
