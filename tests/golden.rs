@@ -92,5 +92,20 @@ fn run_json_of_the_quickstart_and_the_report_over_it() {
     for kind in dashboard["kinds"].as_array_mut().into_iter().flatten() {
         kind["duration_ms"] = Value::String("<duration_ms>".to_owned());
     }
+    // Which span of time a run fell in depends on the clock: the timeline's spans are summed
+    // into one (the count per outcome is what must not change).
+    for kind in dashboard["timeline"]["kinds"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        let mut sum = [0u64; 6];
+        for bucket in kind["buckets"].as_array().into_iter().flatten() {
+            for (total, n) in sum.iter_mut().zip(bucket.as_array().into_iter().flatten()) {
+                *total += n.as_u64().unwrap_or(0);
+            }
+        }
+        kind["buckets"] = serde_json::json!([sum]);
+    }
     assert_golden("quickstart.report.json", &dashboard);
 }
