@@ -588,11 +588,9 @@ pub const MOST_BUCKETS: u64 = 48;
 
 impl Timeline {
     fn build(records: &[Record]) -> Timeline {
-        let started = |r: &Record| {
-            r.started_at
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        };
+        // Before the epoch counts as the epoch.
+        let started =
+            |r: &Record| u64::try_from(crate::journal::unix_millis(r.started_at)).unwrap_or(0);
         let (Some(first), Some(last)) = (
             records.iter().map(started).min(),
             records.iter().map(started).max(),
