@@ -17,7 +17,31 @@ pub fn runtime() -> Result<harness::Runtime, Error> {
     let runtime = harness::Runtime::with_trace_ids(Some(harness_telemetry::trace_id))?;
     runtime.watch_reviews(Arc::new(harness_records::review_state));
     runtime.record_starts(Arc::new(record_start));
+    runtime.record_children(Arc::new(record_child));
     Ok(runtime)
+}
+
+/// Records a child delegation (a `delegate` call) that has ended in `journal`, and returns the
+/// seal of its record: its parent's tool result carries it, and `harness audit` checks it.
+fn record_child(
+    journal: &Path,
+    delegation: &harness::Delegation,
+    report: &harness::Report,
+) -> Result<String, String> {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let meta = harness_records::RecordMeta {
+        source: Some(absolute(delegation.source())),
+        workdir: Some(absolute(delegation.workdir())),
+    };
+    let mut opened = harness_records::Journal::open(journal).map_err(|e| e.message().to_owned())?;
+    opened
+        .record(report, &meta)
+        .map_err(|e| e.message().to_owned())?;
+    opened
+        .get(&report.id)
+        .map_err(|e| e.message().to_owned())?
+        .and_then(|record| record.seal)
+        .ok_or_else(|| format!("{} holds no seal for {}", journal.display(), report.id))
 }
 
 /// Writes the row of a run that has started into `journal`, so that a run whose process dies is

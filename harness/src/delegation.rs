@@ -65,6 +65,8 @@ pub struct Delegation {
     citations_required: bool,
     plan: Vec<PlanStep>,
     tool_verifiers: Vec<(String, VerifySource)>,
+    /// Its place in a delegation tree, when it offers `delegate` (DESIGN §9).
+    tree: Option<crate::tree::Tree>,
 }
 
 impl Delegation {
@@ -76,10 +78,11 @@ impl Delegation {
     /// a command criterion of one name.
     pub(crate) fn assemble(
         file: DelegationFile,
-        project: &ProjectPolicy,
+        project: &std::sync::Arc<ProjectPolicy>,
         overrides: &Overrides,
         workdir: PathBuf,
     ) -> Result<Self> {
+        let tree = crate::tree::Tree::root(&file, project, overrides, &workdir);
         let label = &file.label;
         let gates = file.gates.over(
             &project.defaults,
@@ -164,7 +167,24 @@ impl Delegation {
             parent_id: file.parent_id.or_else(|| overrides.parent_id.clone()),
             citations_required: file.citations_required,
             plan: file.plan,
+            tree,
         })
+    }
+
+    /// Its place in a delegation tree, when it offers `delegate`.
+    pub(crate) fn tree(&self) -> Option<&crate::tree::Tree> {
+        self.tree.as_ref()
+    }
+
+    /// Places a child in its parent's tree.
+    pub(crate) fn set_tree(&mut self, tree: crate::tree::Tree) {
+        self.tree = Some(tree);
+    }
+
+    /// How deep in a delegation tree it runs: 0 for a root (or a delegation that offers no
+    /// `delegate`).
+    pub fn depth(&self) -> u32 {
+        self.tree.as_ref().map_or(0, crate::tree::Tree::depth)
     }
 
     /// Where it was read from.
@@ -455,6 +475,7 @@ impl Delegation {
         }
         protected.extend(self.hooks.iter().flatten().cloned());
         protected.extend(self.extra_hooks.iter().cloned());
+        protected.extend(self.tree.iter().flat_map(crate::tree::Tree::scripts));
         protected
     }
 
@@ -474,13 +495,22 @@ impl Delegation {
     /// Returns true when the delegate can change files by other means than the harness's
     /// refusing tools (a `run_command` child, an agent CLI): the policy is fingerprinted.
     pub(crate) fn changes_files_itself(&self) -> bool {
-        self.delegate.runs_its_own_tools() || self.tools.iter().any(|t| t == "run_command")
+        self.delegate.runs_its_own_tools()
+            || self.tools.iter().any(|t| t == "run_command")
+            || self
+                .tree
+                .as_ref()
+                .is_some_and(crate::tree::Tree::children_run_programs)
     }
 
     /// Returns true when the delegate can change the workspace at all (a writing tool, a
     /// command, an agent CLI): such delegations observe one workspace one at a time.
     pub(crate) fn changes_files(&self) -> bool {
-        self.changes_files_itself() || self.tools.iter().any(|t| t == "write_file")
+        self.changes_files_itself()
+            || self
+                .tools
+                .iter()
+                .any(|t| t == "write_file" || t == "delegate")
     }
 
     /// The request as `delegation.pre` hooks see it.

@@ -195,6 +195,10 @@ pub enum RunEvent {
         /// scrubbed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// For a `delegate` call that ran a child (DESIGN §9): the child's `{id, outcome,
+        /// verified, attempts}`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        child: Option<serde_json::Value>,
     },
 }
 

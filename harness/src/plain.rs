@@ -40,17 +40,28 @@ fn did_you_mean(message: &str) -> Option<String> {
     let unknown = &message[start..end];
     let expected = &message[end + 1..];
     let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let best = closest(unknown, &known)?;
+    Some(message.replacen(
+        &format!("unknown field `{unknown}`"),
+        &format!("unknown key `{unknown}` (did you mean `{best}`?)"),
+        1,
+    ))
+}
+
+/// The name of `known` closest to `unknown`, when one is close enough to be a misspelling.
+pub(crate) fn closest<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
     let (best, score) = known
         .iter()
         .map(|k| (*k, strsim::jaro_winkler(unknown, k)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    (score >= 0.8).then(|| {
-        message.replacen(
-            &format!("unknown field `{unknown}`"),
-            &format!("unknown key `{unknown}` (did you mean `{best}`?)"),
-            1,
-        )
-    })
+    (score >= 0.8).then_some(best)
+}
+
+/// ` (did you mean `X`?)` for the name of `known` closest to `unknown`, or nothing.
+pub(crate) fn did_you_mean_of(unknown: &str, known: &[&str]) -> String {
+    closest(unknown, known)
+        .map(|best| format!(" (did you mean `{best}`?)"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::verdict::{Finding, Source, Verdict};
 
 /// Runs one delegation under the id `id` to its report, unless `cancel` resolves first.
 pub(crate) async fn run(
-    shared: &Shared,
+    shared: &std::sync::Arc<Shared>,
     id: String,
     delegation: &Delegation,
     observer: &dyn Observer,
@@ -57,13 +57,16 @@ pub(crate) async fn run(
     drop(entered);
     let request = delegation.request(&id, None);
     let mut report = Report::started(id, kind, Some(request));
+    report.parent_id = delegation.parent_id().map(str::to_owned);
     report.trace_id = shared.trace_ids.and_then(|read| read(&span));
     let clock = Instant::now();
     let events = Emitter::new(&report.id, observer);
     // Boxed here and at the other seams below: async state machines nest by value, so without a
     // box the delegation's future is tens of kilobytes, copied by every move (into `instrument`,
     // into `timeout`, into the spawned task) and held per running delegation.
-    let work = Box::pin(execute(shared, delegation, &events, &mut report)).instrument(span.clone());
+    let family = crate::tree::Family::new(delegation);
+    let work = Box::pin(execute(shared, delegation, &events, &mut report, &family))
+        .instrument(span.clone());
     let work = async {
         match parent {
             Some(parent) => work.with_context(parent).await,
@@ -72,11 +75,18 @@ pub(crate) async fn run(
     };
     let ended = tokio::select! {
         ended = work => ended,
-        why = cancel => Err(Error::new(
-            ErrorKind::Cancelled,
-            format!("{why}: the delegation was stopped and its commands killed"),
-        )),
+        why = cancel => {
+            family.cancel(&format!("{why} (the parent run {} was cancelled)", report.id));
+            Err(Error::new(
+                ErrorKind::Cancelled,
+                format!("{why}: the delegation was stopped and its commands killed"),
+            ))
+        }
     };
+    // Children outlive nothing: whatever ended the run (an answer, a timeout, an error, a
+    // cancel), those still running are stopped, and each is recorded before the parent is.
+    family.cancel(&format!("the parent run {} ended", report.id));
+    family.settle().await;
     epilogue(&mut report, ended, delegation, &events, &span);
     report.duration = clock.elapsed();
     report
@@ -151,10 +161,11 @@ fn epilogue(
 
 /// Opens the session and runs the attempts within the delegation's time budget.
 async fn execute(
-    shared: &Shared,
+    shared: &std::sync::Arc<Shared>,
     delegation: &Delegation,
     events: &Emitter<'_>,
     report: &mut Report,
+    family: &std::sync::Arc<crate::tree::Family>,
 ) -> Result<Outcome> {
     events.emit(RunEvent::DelegationStarted {
         delegate: delegation.delegate().kind().to_owned(),
@@ -181,7 +192,12 @@ async fn execute(
     // Delegations that can change files observe a workspace one at a time (DESIGN §4.8); the
     // others run beside them.
     let _writing = if delegation.changes_files() && delegation.observe() {
-        let lock = shared.writer_lock(delegation.workdir());
+        // A child works in its parent's workspace, whose lock the parent holds: children of one
+        // parent take turns on a lock of their own.
+        let lock = match delegation.tree().and_then(crate::tree::Tree::siblings) {
+            Some(siblings) => std::sync::Arc::clone(siblings),
+            None => shared.writer_lock(delegation.workdir()),
+        };
         match lock.clone().try_lock_owned() {
             Ok(guard) => Some(guard),
             Err(_) => {
@@ -195,7 +211,13 @@ async fn execute(
     } else {
         None
     };
-    let mut session = Box::pin(Session::open(shared, delegation, &report.id)).await?;
+    let mut session = Box::pin(Session::open(
+        shared,
+        delegation,
+        &report.id,
+        std::sync::Arc::clone(family),
+    ))
+    .await?;
     report.model = session.delegate.model().map(str::to_owned);
     report.warnings.append(&mut session.warnings);
     report.request = Some(
@@ -262,7 +284,8 @@ async fn attempts(
         report.attempts[attempt as usize].duration = clock.elapsed();
         let budget = Budget {
             total,
-            tokens: tokens(&report.attempts),
+            // Its children's tokens are in their own records, and in its budget.
+            tokens: tokens(&report.attempts) + session.family.children_spent(),
         };
         let (earlier, current) = report.attempts.split_at_mut(attempt as usize);
         let earlier: Vec<&Verdict> = earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();

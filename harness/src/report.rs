@@ -140,6 +140,9 @@ pub struct Report {
     /// [`Runtime::with_trace_ids`](crate::Runtime::with_trace_ids)).
     #[serde(default)]
     pub trace_id: Option<String>,
+    /// The run it was delegated from (`parent_id`, `HARNESS_PARENT_ID`, or its parent's
+    /// `delegate` call, DESIGN §9).
+    pub parent_id: Option<String>,
 }
 
 impl AttemptRecord {
@@ -177,6 +180,7 @@ impl Report {
             started_at: std::time::SystemTime::now(),
             duration: std::time::Duration::ZERO,
             trace_id: None,
+            parent_id: None,
         }
     }
 
@@ -317,6 +321,12 @@ impl Report {
         serde_json::to_value(self.json()).expect("a report always serialises")
     }
 
+    /// The child delegations its `delegate` calls ran, in the order they returned, as the tool
+    /// results the runtime wrote say: `{id, outcome, verified, attempts, seal}` each.
+    pub fn children(&self) -> Vec<Value> {
+        children_of(self.attempts.iter().filter_map(|a| a.result.as_ref()))
+    }
+
     /// Returns the `harness run --json` object as a borrowed view that serialises straight to
     /// text: what [`Report::to_json`] returns, without building the JSON tree first (batch writes
     /// one per delegation).
@@ -379,6 +389,8 @@ impl Report {
             },
             line: None,
             trace_id: self.trace_id.as_deref(),
+            parent_id: self.parent_id.as_deref(),
+            children: self.children(),
         }
     }
 }
@@ -391,6 +403,22 @@ fn scrub_texts(redactor: &Redactor, (texts, extra): (Vec<&mut String>, &mut Map<
     for value in extra.values_mut() {
         redactor.scrub_json(value);
     }
+}
+
+/// The children `results` name: each successful `delegate` call's result (which the runtime
+/// writes as JSON), its id, outcome, whether it was verified, its attempts and seal.
+pub fn children_of<'a>(results: impl Iterator<Item = &'a DelegationResult>) -> Vec<Value> {
+    results
+        .flat_map(|r| r.tool_results.iter())
+        .filter(|t| t.name == crate::tools::Tool::Delegate.name() && !t.is_error)
+        .filter_map(|t| serde_json::from_str::<Value>(&t.content).ok())
+        .map(|child| {
+            serde_json::json!({
+                "id": child["id"], "outcome": child["outcome"], "verified": child["verified"],
+                "attempts": child["attempts"], "seal": child["seal"],
+            })
+        })
+        .collect()
 }
 
 fn millis(duration: std::time::Duration) -> u64 {
@@ -421,6 +449,10 @@ pub struct ReportJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<usize>,
     trace_id: Option<&'a str>,
+    /// The run it was delegated from.
+    parent_id: Option<&'a str>,
+    /// The child delegations its `delegate` calls ran (DESIGN §9).
+    children: Vec<Value>,
 }
 
 impl ReportJson<'_> {
@@ -568,6 +600,8 @@ mod tests {
             "warnings": report.warnings,
             "review": {"status": report.outcome.needs_review().then_some("pending")},
             "trace_id": report.trace_id,
+            "parent_id": report.parent_id,
+            "children": report.children(),
         })
     }
 
@@ -595,6 +629,7 @@ mod tests {
             started_at: std::time::SystemTime::UNIX_EPOCH,
             duration: Duration::from_millis(3_001),
             trace_id: None,
+            parent_id: None,
         };
         let mut errored = failed.clone();
         errored.outcome = Outcome::Error(ErrorKind::Timeout);

@@ -41,7 +41,24 @@ pub(crate) struct Shared {
     pub(crate) review: std::sync::OnceLock<Probe>,
     /// Writes a run's row when it starts ([`Runtime::record_starts`]).
     pub(crate) starts: std::sync::OnceLock<Starts>,
+    /// Records a child run when it ends ([`Runtime::record_children`]).
+    pub(crate) children: std::sync::OnceLock<Children>,
 }
+
+/// A [`ChildRecorder`] the runtime holds.
+pub(crate) struct Children(ChildRecorder);
+
+impl std::fmt::Debug for Children {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildRecorder")
+    }
+}
+
+/// Records a child delegation (DESIGN §9) that has ended in the run journal at the path it is
+/// given, and returns the seal of its record as it completed, or why it could not be recorded.
+/// Called on a blocking thread.
+pub type ChildRecorder =
+    Arc<dyn Fn(&Path, &Delegation, &Report) -> std::result::Result<String, String> + Send + Sync>;
 
 /// A [`StartRecorder`] the runtime holds.
 pub(crate) struct Starts(StartRecorder);
@@ -65,6 +82,8 @@ pub struct RunStarted<'a> {
     pub source: &'a Path,
     /// The workspace it runs in.
     pub workdir: &'a Path,
+    /// The run it was delegated from.
+    pub parent_id: Option<&'a str>,
     /// Its delegate can run programs unconfined (`run_command`, an agent CLI or a `command`
     /// delegate, without bubblewrap): what it runs could write the journal, so an override
     /// recorded meanwhile is suspect.
@@ -76,6 +95,43 @@ pub struct RunStarted<'a> {
 pub type StartRecorder = Arc<dyn Fn(&Path, &RunStarted<'_>) + Send + Sync>;
 
 impl Shared {
+    /// Tells the [`StartRecorder`] that run `id` of `delegation` has started.
+    pub(crate) fn started(&self, id: &str, delegation: &Delegation) {
+        if let (Some(Starts(recorder)), Some(journal)) = (self.starts.get(), delegation.journal()) {
+            recorder(
+                journal,
+                &RunStarted {
+                    id,
+                    started_at: std::time::SystemTime::now(),
+                    delegate_kind: delegation.delegate().kind(),
+                    source: delegation.source(),
+                    workdir: delegation.workdir(),
+                    parent_id: delegation.parent_id(),
+                    unconfined: delegation.runs_unconfined(),
+                },
+            );
+        }
+    }
+
+    /// Records the child run `report` of `delegation` with the [`ChildRecorder`]: the seal of its
+    /// record, `None` when the run is not journalled, or why it could not be recorded.
+    pub(crate) async fn finished(
+        &self,
+        delegation: &Delegation,
+        report: &Report,
+    ) -> std::result::Result<Option<String>, String> {
+        let (Some(Children(recorder)), Some(journal)) = (self.children.get(), delegation.journal())
+        else {
+            return Ok(None);
+        };
+        let (recorder, journal) = (Arc::clone(recorder), journal.to_path_buf());
+        let (delegation, report) = (delegation.clone(), report.clone());
+        tokio::task::spawn_blocking(move || recorder(&journal, &delegation, &report))
+            .await
+            .unwrap_or_else(|e| Err(format!("the journal writer failed: {e}")))
+            .map(Some)
+    }
+
     /// The lock of the workspace at `root` (its canonical path, when it has one).
     pub(crate) fn writer_lock(&self, root: &Path) -> Arc<tokio::sync::Mutex<()>> {
         let key = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
@@ -130,6 +186,7 @@ impl Runtime {
                 writers: std::sync::Mutex::default(),
                 review: std::sync::OnceLock::new(),
                 starts: std::sync::OnceLock::new(),
+                children: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -149,6 +206,13 @@ impl Runtime {
     /// ignored.
     pub fn record_starts(&self, recorder: StartRecorder) {
         let _ = self.shared.starts.set(Starts(recorder));
+    }
+
+    /// Has each child delegation (a `delegate` call, DESIGN §9) recorded by `recorder` in the run
+    /// journal its parent is recorded in, when it ends: the parent's tool result carries the
+    /// seal it returns. Set once; later calls are ignored.
+    pub fn record_children(&self, recorder: ChildRecorder) {
+        let _ = self.shared.children.set(Children(recorder));
     }
 
     /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the
@@ -181,21 +245,7 @@ impl Runtime {
         observer: &dyn Observer,
         cancel: impl Future<Output = String>,
     ) -> Report {
-        if let (Some(Starts(recorder)), Some(journal)) =
-            (self.shared.starts.get(), delegation.journal())
-        {
-            recorder(
-                journal,
-                &RunStarted {
-                    id: &id,
-                    started_at: std::time::SystemTime::now(),
-                    delegate_kind: delegation.delegate().kind(),
-                    source: delegation.source(),
-                    workdir: delegation.workdir(),
-                    unconfined: delegation.runs_unconfined(),
-                },
-            );
-        }
+        self.shared.started(&id, delegation);
         crate::ralph::run(&self.shared, id, delegation, observer, cancel).await
     }
 }

@@ -46,6 +46,10 @@ pub(crate) struct Session {
     /// What per-tool verifiers refused during the current attempt: advisory findings of its
     /// verdict (the delegate already heard them as tool errors).
     pub(crate) tool_findings: Vec<crate::verdict::Finding>,
+    /// What runs the children of its `delegate` calls (DESIGN §9).
+    pub(crate) shared: Arc<Shared>,
+    /// The children it started, their slots and budget.
+    pub(crate) family: Arc<crate::tree::Family>,
 }
 
 /// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
@@ -75,7 +79,12 @@ impl Session {
     /// [`ErrorKind::Config`] for a bad workspace, host list, hook file or delegate script;
     /// [`ErrorKind::Blocked`] when a `delegation.pre` hook blocks; [`ErrorKind::Hook`] or
     /// [`ErrorKind::Verifier`] when one is broken.
-    pub(crate) async fn open(shared: &Shared, delegation: &Delegation, id: &str) -> Result<Self> {
+    pub(crate) async fn open(
+        shared: &Arc<Shared>,
+        delegation: &Delegation,
+        id: &str,
+        family: Arc<crate::tree::Family>,
+    ) -> Result<Self> {
         let file = delegation.source().display().to_string();
         let workspace = shared
             .workspaces
@@ -243,8 +252,18 @@ impl Session {
         )?;
         let mut warnings = warnings;
         warnings.extend(delegation.unconfined_warning().map(str::to_owned));
+        let mut tool_specs = toolbox.specs();
+        if let Some(tree) = delegation.tree() {
+            for spec in &mut tool_specs {
+                if spec.name == crate::tools::Tool::Delegate.name() {
+                    *spec = tree.spec();
+                }
+            }
+        }
         Ok(Session {
-            tool_specs: toolbox.specs(),
+            tool_specs,
+            shared: Arc::clone(shared),
+            family,
             toolbox,
             pipeline,
             policy,

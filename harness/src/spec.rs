@@ -83,6 +83,8 @@ struct RawFile {
     citations: Option<String>,
     #[serde(default)]
     plan: Option<RawPlan>,
+    #[serde(default)]
+    delegates: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,6 +103,10 @@ struct RawLimits {
     timeout_s: Option<f64>,
     #[serde(default)]
     max_tokens: Option<u64>,
+    #[serde(default)]
+    max_children: Option<u32>,
+    #[serde(default)]
+    max_depth: Option<u32>,
 }
 
 /// A delegation file as it was written, every section validated; the project policy's defaults
@@ -133,6 +139,12 @@ pub(crate) struct DelegationFile {
     pub(crate) parent_id: Option<String>,
     pub(crate) citations_required: bool,
     pub(crate) plan: Vec<PlanStep>,
+    /// Named child profiles (`delegates:`), each validated as a delegation of its own (scripts
+    /// read now, so nothing the delegate writes later changes them); empty for a profile.
+    pub(crate) profiles: Vec<(String, DelegationFile)>,
+    /// `limits.max_children` and `limits.max_depth` as written.
+    pub(crate) max_children: Option<u32>,
+    pub(crate) max_depth: Option<u32>,
 }
 
 impl DelegationFile {
@@ -202,6 +214,50 @@ impl DelegationFile {
         };
         reader.end().map_err(not_json)?;
         Self::from_raw(source, label.to_owned(), raw, base, read)
+    }
+
+    /// Reads a child profile: delegation JSON whose `task` each call gives.
+    pub(crate) fn profile(
+        source: &Path,
+        label: &str,
+        value: Value,
+        base: &Path,
+        read: &ReadScript<'_>,
+    ) -> Result<Self> {
+        Self::from_json(source, label, value, base, read)
+    }
+
+    /// This delegation as the profile its own `delegate` calls use by default: the same
+    /// delegate, tools and hooks; none of what judges the parent (its checks, criteria,
+    /// verifier, critic, scope, plan): a child is held to what its call asks for and to the
+    /// project's gates.
+    pub(crate) fn as_profile(&self) -> DelegationFile {
+        DelegationFile {
+            source: self.source.clone(),
+            label: self.label.clone(),
+            task: String::new(),
+            delegate: self.delegate.clone(),
+            tools: self.tools.clone(),
+            tool_verifiers: self.tool_verifiers.clone(),
+            args: Value::Object(Map::new()),
+            verify: None,
+            max_verify_retries: None,
+            hooks: self.hooks.clone(),
+            workdir: self.workdir.clone(),
+            allow_hosts: self.allow_hosts.clone(),
+            max_turns: self.max_turns,
+            timeout: None,
+            max_tokens: None,
+            gates: Gates::default(),
+            critic: None,
+            risk: false,
+            parent_id: None,
+            citations_required: false,
+            plan: Vec::new(),
+            profiles: Vec::new(),
+            max_children: None,
+            max_depth: None,
+        }
     }
 
     fn from_raw(
@@ -276,6 +332,15 @@ impl DelegationFile {
             .timeout_s
             .map(|s| seconds(&file, "limits.timeout_s", Some(s), 0.0))
             .transpose()?;
+        crate::tree::check_limits(&file, limits.max_children, limits.max_depth)?;
+        let offers = tools
+            .iter()
+            .any(|t| t == crate::tools::Tool::Delegate.name());
+        crate::tree::check_offer(&file, offers, &delegate, raw.delegates.is_some())?;
+        let profiles = match raw.delegates {
+            None => Vec::new(),
+            Some(named) => crate::tree::parse_profiles(&file, source, named, base, read)?,
+        };
         Ok(DelegationFile {
             source: source.to_path_buf(),
             task: raw.task,
@@ -304,6 +369,9 @@ impl DelegationFile {
             },
             citations_required,
             plan,
+            profiles,
+            max_children: limits.max_children,
+            max_depth: limits.max_depth,
             label: file,
         })
     }

@@ -37,15 +37,19 @@ pub enum Tool {
     ListFiles,
     /// `run_command {argv, timeout_s}`.
     RunCommand,
+    /// `delegate {task, profile, checks, criteria, verify, max_verify_retries}`: a whole child
+    /// delegation (DESIGN §9), run by the runtime rather than the toolbox.
+    Delegate,
 }
 
 impl Tool {
     /// Every tool, in a stable order.
-    pub const ALL: [Tool; 4] = [
+    pub const ALL: [Tool; 5] = [
         Tool::ReadFile,
         Tool::WriteFile,
         Tool::ListFiles,
         Tool::RunCommand,
+        Tool::Delegate,
     ];
 
     /// Returns the tool's name as delegates call it.
@@ -55,6 +59,7 @@ impl Tool {
             Tool::WriteFile => "write_file",
             Tool::ListFiles => "list_files",
             Tool::RunCommand => "run_command",
+            Tool::Delegate => "delegate",
         }
     }
 
@@ -128,6 +133,17 @@ impl Tool {
             Tool::RunCommand => (
                 "Run a program (no shell) in the workspace root and return its exit code and output. It runs in its own process group (killed when it exits or times out) with a scrubbed environment and a private HOME; programs are found on PATH, never in the workspace.",
                 json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}, "timeout_s": {"type": "integer"}}, "required": ["argv"]}),
+            ),
+            Tool::Delegate => (
+                "Hand a sub-task to a verified sub-agent. It runs as a delegation of its own, in this workspace, held to the checks, criteria and verifier you give (and the project's), retried with the reasons when it fails. The result is JSON {id, outcome, verified, attempts, answer, findings, evidence}: `answer` is what the child delivered; trust it only when `verified` is true, and report a failed child as failed.",
+                json!({"type": "object", "properties": {
+                    "task": {"type": "string", "description": "What the child should do"},
+                    "profile": {"type": "string", "description": "A named child profile (`delegates:`); default: your own kind"},
+                    "checks": {"type": "array", "description": "Commands that must exit 0, e.g. {\"name\": \"tests\", \"run\": \"cargo test\"}", "items": {"type": "object"}},
+                    "criteria": {"type": "array", "description": "Facts the workspace must show, e.g. {\"file_exists\": \"hello.txt\"}", "items": {"type": "object"}},
+                    "verify": {"type": "string", "description": "A Starlark verifier: def run(result): return {\"verified\": ..., \"reason\": ...}"},
+                    "max_verify_retries": {"type": "integer", "minimum": 0}
+                }, "required": ["task"], "additionalProperties": false}),
             ),
         };
         ToolSpec {
@@ -299,6 +315,10 @@ impl Toolbox {
             Tool::WriteFile => self.write_file(arguments),
             Tool::ListFiles => self.list_files(arguments),
             Tool::RunCommand => self.run_command(arguments).await,
+            // The runtime runs it (a whole child delegation); a toolbox alone cannot.
+            Tool::Delegate => {
+                Err("a child delegation needs the runtime that runs this one".to_owned())
+            }
         };
         result.unwrap_or_else(|message| ToolOutput::error(format!("{name}: {message}")))
     }

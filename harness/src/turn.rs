@@ -41,6 +41,9 @@ pub(crate) async fn attempt(
         }
         let mut answer = Box::pin(model_call(session, attempt, turn)).await?;
         usage.add(answer.usage);
+        session
+            .family
+            .spend(answer.usage.input_tokens + answer.usage.output_tokens);
         if let Some(id) = session.delegate.session() {
             if session.delegate_session.as_deref() != Some(id) {
                 events.emit(RunEvent::DelegateSession {
@@ -108,16 +111,39 @@ pub(crate) async fn attempt(
         if !calls.is_empty() {
             session.pipeline.baseline_ready().await?;
         }
-        for call in calls {
-            events.emit(RunEvent::ToolCalled {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                observed: false,
-            });
-            let (call, output) = Box::pin(call_tool(session, call)).await?;
-            let output = verify_tool(session, &call, output, events).await?;
-            let log = (&mut tool_calls, &mut tool_results);
-            returned(session, call, output, events, log);
+        let mut calls = calls.into_iter().peekable();
+        while let Some(call) = calls.next() {
+            // Consecutive `delegate` calls run at once (up to limits.max_children); every other
+            // call runs alone, in order.
+            let mut group = vec![call];
+            if is_delegate(&group[0]) {
+                while let Some(next) = calls.next_if(is_delegate) {
+                    group.push(next);
+                }
+            }
+            for call in &group {
+                events.emit(RunEvent::ToolCalled {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    observed: false,
+                });
+            }
+            let made = {
+                let session = &*session;
+                let run = events.run_id();
+                futures_util::future::join_all(
+                    group
+                        .into_iter()
+                        .map(|call| Box::pin(call_tool(session, run, call))),
+                )
+                .await
+            };
+            for made in made {
+                let (call, output) = made?;
+                let output = verify_tool(session, &call, output, events).await?;
+                let log = (&mut tool_calls, &mut tool_results);
+                returned(session, call, output, events, log);
+            }
         }
     }
     Err(Error::new(
@@ -190,6 +216,13 @@ fn returned(
         call: call.clone(),
         is_error: output.is_error,
         error: output.is_error.then(|| output.content.clone()),
+        child: (is_delegate(&call) && !output.is_error)
+            .then(|| serde_json::from_str::<serde_json::Value>(&output.content).ok())
+            .flatten()
+            .map(|child| {
+                serde_json::json!({"id": child["id"], "outcome": child["outcome"],
+                    "verified": child["verified"], "attempts": child["attempts"]})
+            }),
     });
     session.messages.push(Message::Tool {
         call_id: call.id.clone(),
@@ -309,9 +342,31 @@ async fn verify_tool(
     )))
 }
 
+/// True for a call of the `delegate` tool.
+fn is_delegate(call: &ToolCall) -> bool {
+    call.name == crate::tools::Tool::Delegate.name()
+}
+
+/// Runs one call of the run `run` by name: a `delegate` call as a child delegation (when this
+/// delegation offers it), any other with the toolbox.
+async fn execute(session: &Session, run: &str, call: &ToolCall) -> ToolOutput {
+    if is_delegate(call) && session.delegation.tree().is_some() {
+        crate::tree::call(
+            &session.shared,
+            &session.delegation,
+            run,
+            &session.family,
+            &call.arguments,
+        )
+        .await
+    } else {
+        session.toolbox.call(&call.name, &call.arguments).await
+    }
+}
+
 /// Runs one tool call through `tool.pre`, the tool, and `tool.post`. Returns the call as it was
 /// actually made (after any modify) and what the delegate reads.
-async fn call_tool(session: &Session, call: ToolCall) -> Result<(ToolCall, ToolOutput)> {
+async fn call_tool(session: &Session, run: &str, call: ToolCall) -> Result<(ToolCall, ToolOutput)> {
     // Hooks, the tool and the record all see the path as it resolves: relative to the
     // workspace, normalised (`./src/../x` is `x`), a link inside followed.
     let call = session.toolbox.normalise(call);
@@ -325,7 +380,7 @@ async fn call_tool(session: &Session, call: ToolCall) -> Result<(ToolCall, ToolO
     );
     let work = async {
         let Some(policy) = &session.policy else {
-            let output = session.toolbox.call(&call.name, &call.arguments).await;
+            let output = execute(session, run, &call).await;
             return Ok((call.clone(), output));
         };
         let names = vec![call.name.clone()];
@@ -343,7 +398,7 @@ async fn call_tool(session: &Session, call: ToolCall) -> Result<(ToolCall, ToolO
                 format!("a tool.pre modify produced an invalid call: {e}"),
             )
         })?;
-        let output = session.toolbox.call(&call.name, &call.arguments).await;
+        let output = execute(session, run, &call).await;
         let result = ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),

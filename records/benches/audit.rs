@@ -131,6 +131,7 @@ fn main() {
         events,
         decision: None,
         seal: None,
+        parent: None,
     };
     let document = export(&record);
     drop(record);

@@ -127,6 +127,7 @@ pub fn export(record: &Record) -> Value {
         "source",
         "workdir",
         "warnings",
+        "parent_id",
     ] {
         run.insert(key.to_owned(), whole[key].take());
     }
@@ -202,9 +203,40 @@ pub fn export(record: &Record) -> Value {
     document.insert("events".to_owned(), Value::Array(events));
     document.insert("evidence".to_owned(), Value::Array(evidence));
     document.insert("plan".to_owned(), plan);
+    // The children its `delegate` calls ran, each with the seal its record had when it completed.
+    document.insert("children".to_owned(), whole["children"].take());
     let mut document = Value::Object(document);
     document["seal"] = json!(seal(&document));
     document
+}
+
+/// The children the delegate calls of `attempts` (an export's) name: `{id, seal}` each, as the
+/// tool results the runtime wrote say.
+pub(crate) fn children_of(attempts: &Value) -> Vec<Value> {
+    let empty = Vec::new();
+    attempts
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .flat_map(|a| a["result"]["tool_results"].as_array().unwrap_or(&empty))
+        .filter(|r| r["name"] == "delegate" && r["is_error"] != true)
+        .map(|r| {
+            let child: Value = r["content"]
+                .as_str()
+                .and_then(|text| serde_json::from_str(text).ok())
+                .unwrap_or(Value::Null);
+            json!({"id": child["id"], "seal": child["seal"]})
+        })
+        .collect()
+}
+
+/// The seal an export had when its run completed (DESIGN §9): its seal with no human decision
+/// in it. A parent's record holds this seal of each child, which an override of the child
+/// later does not change.
+pub fn completion_seal(document: &Value) -> String {
+    let mut completed = document.clone();
+    completed["run"]["decision"] = Value::Null;
+    seal(&completed)
 }
 
 /// What an [`audit`] checks the document against besides itself.
@@ -218,6 +250,9 @@ pub struct AuditOptions<'a> {
     pub expected_seals: Vec<(String, Option<String>)>,
     /// The operator's public key: the export must carry a valid signature by it.
     pub public_key: Option<VerifyingKey>,
+    /// The exports of every run the journal records as delegated from this one (DESIGN §9);
+    /// `None` when no journal was given, which fails an export that names children.
+    pub children: Option<Vec<Value>>,
 }
 
 /// One failure of an audit: a code of DESIGN §4.13, what is wrong, and where.
@@ -744,6 +779,7 @@ pub fn audit(document: &Value, options: &AuditOptions<'_>) -> VerificationReport
         }
         checks.push(check.done());
     }
+    checks.push(delegation_linkage(document, options, &mut failures));
     for (key, value) in [
         ("events", events.len()),
         ("tool_calls", calls_seen),
@@ -761,6 +797,88 @@ pub fn audit(document: &Value, options: &AuditOptions<'_>) -> VerificationReport
         failures,
         metrics,
     }
+}
+
+/// `delegation_linkage`: the children the export lists are the ones its delegate calls ran; each
+/// has exactly one record, delegated from this run, whose seal as it completed is the one the
+/// call returned; and no other record claims this run as its parent.
+fn delegation_linkage(
+    document: &Value,
+    options: &AuditOptions<'_>,
+    failures: &mut Vec<AuditFailure>,
+) -> (&'static str, bool) {
+    let mut check = Check::new("delegation_linkage", failures);
+    let listed = document["children"].as_array().cloned().unwrap_or_default();
+    if listed != children_of(&document["attempts"]) {
+        check.fail(
+            "delegation_linkage",
+            "children",
+            "the export's `children` are not the ones its delegate calls returned",
+        );
+    }
+    let parent = document["run"]["id"].as_str().unwrap_or_default();
+    match &options.children {
+        None if listed.is_empty() => {}
+        None => check.fail(
+            "delegation_linkage",
+            "children",
+            format!(
+                "the run delegated to {} children, which only the journal holds: audit it with --journal (or by id) so each child's record is checked",
+                listed.len()
+            ),
+        ),
+        Some(records) => {
+            for child in &listed {
+                let id = child["id"].as_str().unwrap_or_default();
+                let at = format!("child {id}");
+                let found: Vec<&Value> = records
+                    .iter()
+                    .filter(|r| r["run"]["id"].as_str() == Some(id))
+                    .collect();
+                let [record] = found.as_slice() else {
+                    check.fail(
+                        "delegation_linkage",
+                        at,
+                        format!(
+                            "a delegate call returned the child {id}, but the journal holds {} records of it delegated from this run",
+                            found.len()
+                        ),
+                    );
+                    continue;
+                };
+                let sealed = completion_seal(record);
+                if child["seal"].as_str() != Some(sealed.as_str()) {
+                    check.fail(
+                        "delegation_linkage",
+                        at,
+                        format!(
+                            "the child {id} is not the run its delegate call returned: its record hashes to {sealed}, the call returned seal {}",
+                            child["seal"].as_str().unwrap_or("none")
+                        ),
+                    );
+                }
+            }
+            for record in records {
+                let id = record["run"]["id"].as_str().unwrap_or_default();
+                if record["run"]["parent_id"].as_str() != Some(parent) {
+                    check.fail(
+                        "delegation_linkage",
+                        format!("child {id}"),
+                        format!("the record {id} is not delegated from {parent}"),
+                    );
+                } else if !listed.iter().any(|c| c["id"].as_str() == Some(id)) {
+                    check.fail(
+                        "delegation_linkage",
+                        format!("child {id}"),
+                        format!(
+                            "the record {id} names {parent} as its parent, but no delegate call of {parent} returned it"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    check.done()
 }
 
 /// The first component of `rel` below `root` that is a symbolic link, if one is.

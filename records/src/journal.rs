@@ -86,6 +86,14 @@ const MIGRATIONS: &[&str] = &[
     // Version 6: each attempt's unified diffs of what the delegation had changed, as a JSON
     // list, for the review page.
     "ALTER TABLE attempts ADD COLUMN diff TEXT;",
+    // Version 7: delegation trees (DESIGN §9): the run each was delegated from, indexed, so a
+    // tree is read without looking into every attempt.
+    "ALTER TABLE delegations ADD COLUMN parent_id TEXT;
+    CREATE INDEX delegations_parent ON delegations (parent_id);
+    UPDATE delegations SET parent_id = (
+        SELECT json_extract(a.result, '$.parent_id') FROM attempts a
+        WHERE a.delegation_id = delegations.id AND a.result IS NOT NULL
+        ORDER BY a.attempt DESC LIMIT 1);",
 ];
 
 /// The schema version this build writes.
@@ -109,6 +117,8 @@ pub struct Started {
     pub workdir: PathBuf,
     /// Its delegate's programs run unconfined: an override recorded meanwhile is suspect.
     pub unconfined: bool,
+    /// The run it was delegated from.
+    pub parent_id: Option<String>,
 }
 
 impl From<&harness::RunStarted<'_>> for Started {
@@ -121,6 +131,7 @@ impl From<&harness::RunStarted<'_>> for Started {
             source: absolute(run.source),
             workdir: absolute(run.workdir),
             unconfined: run.unconfined,
+            parent_id: run.parent_id.map(str::to_owned),
         }
     }
 }
@@ -282,6 +293,89 @@ pub struct Record {
     /// The seal of its export as stored when it was recorded (DESIGN §4.13); `None` in records
     /// from before schema version 5.
     pub seal: Option<String>,
+    /// The run it was delegated from, as recorded (schema 7); `None` for a root.
+    pub parent: Option<String>,
+}
+
+/// One run of a delegation tree, as [`Journal::tree`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeNode {
+    /// The run's id.
+    pub id: String,
+    /// Its outcome as recorded (`running` while it runs).
+    pub outcome: String,
+    /// Its error kind, for `failed` and `error`.
+    pub error_kind: Option<String>,
+    /// Attempts it made.
+    pub attempts: u64,
+    /// Its task.
+    pub task: Option<String>,
+    /// The runs it delegated to, oldest first.
+    pub children: Vec<TreeNode>,
+}
+
+impl TreeNode {
+    /// As JSON: `{id, outcome, kind, attempts, task, children}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "outcome": self.outcome,
+            "kind": self.error_kind,
+            "attempts": self.attempts,
+            "task": self.task,
+            "children": self.children.iter().map(TreeNode::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The tree as lines, one per run, drawn with `├─`/`└─`; the run `marked` says so.
+    pub fn lines(&self, marked: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        self.draw("", "", marked, &mut lines);
+        lines
+    }
+
+    fn draw(&self, lead: &str, rest: &str, marked: &str, lines: &mut Vec<String>) {
+        let outcome = match &self.error_kind {
+            Some(kind) => format!("{} ({kind})", self.outcome),
+            None => self.outcome.clone(),
+        };
+        let plural = if self.attempts == 1 { "" } else { "s" };
+        let task: String = self
+            .task
+            .as_deref()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let task = if task.chars().count() > 60 {
+            format!("{}...", task.chars().take(60).collect::<String>())
+        } else {
+            task
+        };
+        let here = if self.id == marked {
+            "  <- this run"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "{lead}{} {outcome}, {} attempt{plural}: {task}{here}",
+            self.id, self.attempts
+        ));
+        for (i, child) in self.children.iter().enumerate() {
+            let last = i + 1 == self.children.len();
+            let (branch, next) = if last {
+                ("└─ ", "   ")
+            } else {
+                ("├─ ", "│  ")
+            };
+            child.draw(
+                &format!("{rest}{branch}"),
+                &format!("{rest}{next}"),
+                marked,
+                lines,
+            );
+        }
+    }
 }
 
 impl RecordedAttempt {
@@ -297,10 +391,12 @@ impl RecordedAttempt {
 impl Record {
     /// The run this one was delegated from (`parent_id`, DESIGN §4.9), as its Results say.
     pub fn parent_id(&self) -> Option<&str> {
-        self.attempts
-            .iter()
-            .rev()
-            .find_map(|a| a.result.as_ref()?.get("parent_id")?.as_str())
+        self.parent.as_deref().or_else(|| {
+            self.attempts
+                .iter()
+                .rev()
+                .find_map(|a| a.result.as_ref()?.get("parent_id")?.as_str())
+        })
     }
 
     /// Returns the 1-based attempt that passed, for `passed` outcomes.
@@ -344,10 +440,12 @@ impl Record {
             ),
         );
         put("request", self.request.clone().unwrap_or(Value::Null));
+        let attempts = Value::Array(self.attempts.iter().map(RecordedAttempt::to_json).collect());
         put(
-            "attempts",
-            Value::Array(self.attempts.iter().map(RecordedAttempt::to_json).collect()),
+            "children",
+            Value::Array(crate::export::children_of(&attempts)),
         );
+        put("attempts", attempts);
         put("usage", usage_json(self.usage));
         put("trace_id", text(&self.trace_id));
         put("retry_template_version", json!(self.retry_template_version));
@@ -611,8 +709,8 @@ impl Journal {
                 .prepare_cached(
                     "INSERT OR IGNORE INTO delegations (id, started_at_ms, duration_ms, delegate_kind,
                         outcome, error_message, attempts, input_tokens, output_tokens, requests,
-                        retry_template_version, source, workdir, recorded_at_ms)
-                     VALUES (?1, ?2, 0, ?3, 'running', ?4, 0, 0, 0, 0, ?5, ?6, ?7, ?8)",
+                        retry_template_version, source, workdir, recorded_at_ms, parent_id)
+                     VALUES (?1, ?2, 0, ?3, 'running', ?4, 0, 0, 0, 0, ?5, ?6, ?7, ?8, ?9)",
                 )
                 .map_err(write)?;
             for run in runs {
@@ -626,6 +724,7 @@ impl Journal {
                         run.source.display().to_string(),
                         run.workdir.display().to_string(),
                         unix_millis(SystemTime::now()),
+                        run.parent_id,
                     ])
                     .map_err(write)?;
             }
@@ -764,17 +863,103 @@ impl Journal {
     /// # Errors
     /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
     pub fn children(&self, id: &str) -> Result<Vec<(String, String)>> {
-        let read = || -> rusqlite::Result<Vec<(String, String)>> {
-            let mut statement = self.conn.prepare_cached(
+        self.children_rows(id)
+            .map_err(|e| self.error("cannot read", &e))
+    }
+
+    fn children_rows(&self, id: &str) -> rusqlite::Result<Vec<(String, String)>> {
+        // An older journal opened read-only has no `parent_id` column: its Results say.
+        let mut statement = self
+            .conn
+            .prepare_cached(if user_version(&self.conn)? >= 7 {
+                "SELECT id, outcome FROM delegations WHERE parent_id = ?1
+             ORDER BY started_at_ms, id"
+            } else {
                 "SELECT d.id, d.outcome FROM delegations d
-                 WHERE EXISTS (SELECT 1 FROM attempts a WHERE a.delegation_id = d.id
-                               AND json_extract(a.result, '$.parent_id') = ?1)
-                 ORDER BY d.started_at_ms",
-            )?;
-            let rows = statement.query_map(params![id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-            rows.collect()
+             WHERE EXISTS (SELECT 1 FROM attempts a WHERE a.delegation_id = d.id
+                           AND json_extract(a.result, '$.parent_id') = ?1)
+             ORDER BY d.started_at_ms, d.id"
+            })?;
+        let rows = statement.query_map(params![id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect()
+    }
+
+    /// The delegation tree run `id` belongs to (DESIGN §9), from its root down: each node's
+    /// id, outcome, attempts and task, children oldest first. `None` when the journal holds no
+    /// such run. A tree deeper or wider than a harness makes is cut, never followed forever.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
+    pub fn tree(&self, id: &str) -> Result<Option<TreeNode>> {
+        const MAX_LEVELS: usize = 16;
+        const MAX_NODES: usize = 10_000;
+        let read = || -> rusqlite::Result<Option<TreeNode>> {
+            let node = |id: &str| self.tree_node(id);
+            let Some((mut root, mut parent)) = node(id)? else {
+                return Ok(None);
+            };
+            let mut seen = vec![root.id.clone()];
+            while let Some(up) = parent.filter(|_| seen.len() < MAX_LEVELS) {
+                match node(&up)? {
+                    Some((found, next)) if !seen.contains(&found.id) => {
+                        seen.push(found.id.clone());
+                        root = found;
+                        parent = next;
+                    }
+                    _ => break,
+                }
+            }
+            let mut budget = MAX_NODES;
+            self.grow(&mut root, 0, &mut budget)?;
+            Ok(Some(root))
         };
         read().map_err(|e| self.error("cannot read", &e))
+    }
+
+    /// One run of a tree, with the run it was delegated from.
+    fn tree_node(&self, id: &str) -> rusqlite::Result<Option<(TreeNode, Option<String>)>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(if user_version(&self.conn)? >= 7 {
+                "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
+                parent_id FROM delegations WHERE id = ?1"
+            } else {
+                "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
+                NULL FROM delegations WHERE id = ?1"
+            })?;
+        statement
+            .query_row(params![id], |row| {
+                Ok((
+                    TreeNode {
+                        id: row.get(0)?,
+                        outcome: row.get(1)?,
+                        error_kind: row.get(2)?,
+                        attempts: count(row.get(3)?),
+                        task: row.get(4)?,
+                        children: Vec::new(),
+                    },
+                    row.get(5)?,
+                ))
+            })
+            .optional()
+    }
+
+    /// Adds the children of `node` (and theirs) as the journal records them.
+    fn grow(&self, node: &mut TreeNode, level: usize, budget: &mut usize) -> rusqlite::Result<()> {
+        if level >= 16 {
+            return Ok(());
+        }
+        for (id, _) in self.children_rows(&node.id)? {
+            if *budget == 0 {
+                return Ok(());
+            }
+            *budget -= 1;
+            if let Some((mut child, _)) = self.tree_node(&id)? {
+                self.grow(&mut child, level + 1, budget)?;
+                node.children.push(child);
+            }
+        }
+        Ok(())
     }
 
     fn query(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Record>> {
@@ -851,6 +1036,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         events: json_column(row, "events")?.unwrap_or_default(),
         decision: None,
         seal: text_column(row, "seal")?,
+        parent: text_column(row, "parent_id")?,
     }))
 }
 
@@ -954,9 +1140,9 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
             error_kind, error_message, attempts, input_tokens, output_tokens, requests,
             trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings,
-            events)
+            events, parent_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-            ?18, ?19, ?20)",
+            ?18, ?19, ?20, ?21)",
     )?
     .execute(params![
         report.id,
@@ -979,6 +1165,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         report.request.as_ref().map(json_text),
         json_text(&report.warnings),
         json_text(&report.events),
+        report.parent_id,
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
@@ -1106,6 +1293,7 @@ pub(crate) mod tests {
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(1234),
             trace_id: None,
+            parent_id: None,
         }
     }
 

@@ -34,9 +34,11 @@ pub use dashboard::{
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{Error, ErrorKind, Result};
 pub use export::{
-    AuditFailure, AuditOptions, RUN_SCHEMA, VerificationReport, audit, export, seal, sign,
-    signing_key, verifying_key,
+    AuditFailure, AuditOptions, RUN_SCHEMA, VerificationReport, audit, completion_seal, export,
+    seal, sign, signing_key, verifying_key,
 };
-pub use journal::{Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION, Started};
+pub use journal::{
+    Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION, Started, TreeNode,
+};
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
 pub use writer::{JournalWriter, Written};

@@ -267,6 +267,7 @@ mod tests {
             started_at: std::time::SystemTime::now(),
             duration: Duration::ZERO,
             trace_id: None,
+            parent_id: None,
         }
     }
 

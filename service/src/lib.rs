@@ -1111,18 +1111,18 @@ async fn show(
         });
     let lookup = id.clone();
     // A run of this server's has a row from its start; while it runs, its events say more.
-    let (record, decided) = read(&app, move |j| {
-        Ok((j.get(&lookup)?, j.override_of(&lookup)?))
+    let (record, decided, tree) = read(&app, move |j| {
+        let tree = j.tree(&lookup)?.filter(|t| !t.children.is_empty());
+        Ok((j.get(&lookup)?, j.override_of(&lookup)?, tree))
     })
     .await?;
     let record = record.filter(|r| !(r.outcome == "running" && running.is_some()));
     match (record, running) {
         // The same record as `harness runs show --json`, its review and override included.
-        (Some(record), _) => Ok(axum::Json(harness_records::reviewed_json(
-            &record,
-            decided.as_ref(),
-        ))
-        .into_response()),
+        (Some(record), _) => {
+            let object = harness_records::reviewed_json(&record, decided.as_ref(), tree.as_ref());
+            Ok(axum::Json(object).into_response())
+        }
         (None, Some((status, events))) => {
             Ok(axum::Json(json!({"id": id, "status": status, "events": events})).into_response())
         }

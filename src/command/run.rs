@@ -177,6 +177,23 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 delegation.delegate().kind()
             );
         }
+        RunEvent::ToolFinished {
+            call,
+            child: Some(child),
+            ..
+        } => {
+            let task = call.arguments.get("task").and_then(|t| t.as_str());
+            let profile = call.arguments.get("profile").and_then(|p| p.as_str());
+            let attempts = child["attempts"].as_u64().unwrap_or(0);
+            eprintln!(
+                "  delegate{} {:?} -> child {} {} after {attempts} attempt{}",
+                profile.map(|p| format!(" [{p}]")).unwrap_or_default(),
+                one_line(&redact.scrub(task.unwrap_or_default()), 80),
+                child["id"].as_str().unwrap_or("?"),
+                child["outcome"].as_str().unwrap_or("?"),
+                if attempts == 1 { "" } else { "s" }
+            );
+        }
         RunEvent::ToolFinished { call, error, .. } => {
             let status = match error {
                 None => "ok".to_owned(),

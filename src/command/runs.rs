@@ -69,13 +69,14 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
         Ok(match j.get(&id)? {
             Some(record) => {
                 let decided = j.override_of(&id)?;
-                Some((record, decided))
+                let tree = j.tree(&id)?.filter(|t| !t.children.is_empty());
+                Some((record, decided, tree))
             }
             None => None,
         })
     })
     .await?;
-    let Some((record, decided)) = found else {
+    let Some((record, decided, tree)) = found else {
         return Err(harness_records::Error::config(format!(
             "no delegation {} in the journal {journal} (`harness runs list` shows the recorded ids)",
             args.id,
@@ -83,10 +84,8 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
         .into());
     };
     if args.json {
-        println!(
-            "{}",
-            harness_records::reviewed_json(&record, decided.as_ref())
-        );
+        let object = harness_records::reviewed_json(&record, decided.as_ref(), tree.as_ref());
+        println!("{object}");
         return Ok(());
     }
     // A human's decision stands beside the outcome, never in its place.
@@ -150,6 +149,13 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     field("trace id", record.trace_id.as_deref().unwrap_or("-"));
     if let Some(parent) = record.parent_id() {
         field("parent", parent);
+    }
+    if let Some(tree) = &tree {
+        let mut lines = tree.lines(&record.id).into_iter();
+        field("tree", &lines.next().unwrap_or_default());
+        for line in lines {
+            println!("{:<10} {line}", "");
+        }
     }
     field("template", &record.retry_template_version);
     field("source", record.source.as_deref().unwrap_or("-"));
@@ -383,6 +389,7 @@ pub async fn audit(args: AuditArgs) -> u8 {
 
 async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport, Failure> {
     let mut expected = Vec::new();
+    let mut children = None;
     let document = if std::path::Path::new(&args.target).is_file() {
         let document = read_document(std::path::Path::new(&args.target))?;
         if args.journal.is_some() {
@@ -394,11 +401,13 @@ async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport
             })?;
             let (_, seal, journal) = exported(args.journal.as_deref(), id).await?;
             expected.push(stored_seal(seal, &journal));
+            children = Some(children_exported(args.journal.as_deref(), id).await?);
         }
         document
     } else {
         let (document, seal, journal) = exported(args.journal.as_deref(), &args.target).await?;
         expected.push(stored_seal(seal, &journal));
+        children = Some(children_exported(args.journal.as_deref(), &args.target).await?);
         document
     };
     if let Some(seal) = &args.expect_seal {
@@ -418,11 +427,29 @@ async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport
             workdir: workdir.as_deref(),
             expected_seals: expected,
             public_key,
+            children,
         };
         harness_records::audit(&document, &options)
     })
     .await
     .map_err(|e| Error::config(format!("the audit failed to run: {e}")).into())
+}
+
+/// The exports of every run the journal `flag` finds records as delegated from `id`.
+async fn children_exported(
+    flag: Option<&std::path::Path>,
+    id: &str,
+) -> Result<Vec<serde_json::Value>, Failure> {
+    let journal = settings::journal_to_read(flag)?;
+    let parent = id.to_owned();
+    let records = settings::read_journal(&journal, move |j| {
+        j.children(&parent)?
+            .into_iter()
+            .filter_map(|(child, _)| j.get(&child).transpose())
+            .collect::<harness_records::Result<Vec<_>>>()
+    })
+    .await?;
+    Ok(records.iter().map(harness_records::export).collect())
 }
 
 /// The seal a journal stored, as an expected seal (`None` when it holds none, which fails

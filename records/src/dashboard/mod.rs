@@ -909,6 +909,7 @@ pub(crate) mod tests {
             events: Vec::new(),
             decision: None,
             seal: None,
+            parent: None,
         }
     }
 
