@@ -76,6 +76,17 @@ pub enum Command {
     /// attributed to when the body names no `user`. SIGTERM stops accepting, cancels running
     /// delegations and records them.
     Serve(ServeArgs),
+    /// Serve the Model Context Protocol over stdio, so that Claude Code, Codex, Gemini CLI or
+    /// any MCP client can hand work to harness and get back a verified result.
+    ///
+    /// Tools: `delegate` (a `task` for a profile of the project policy's `delegates:`, held to
+    /// the `checks`, `criteria` and `verify` the call gives; or `file`, a delegation file in
+    /// the project), `run_status {id}` and `review_list`. Each run is recorded in the project's
+    /// journal, with the client's HARNESS_PARENT_ID as its `parent_id` when set; progress is
+    /// sent per attempt. stdout carries the protocol only; logs go to stderr. Set it up with
+    /// `claude mcp add harness -- harness mcp` (Codex: `codex mcp add harness -- harness mcp`;
+    /// Gemini CLI: `gemini mcp add harness harness mcp`).
+    Mcp(McpArgs),
     /// Judge a recorded delegation result with a verifier script.
     ///
     /// The script defines `def run(result):` and returns True/False, a dict
@@ -227,6 +238,19 @@ pub struct RunArgs {
     /// as it happens; `-` writes them to stdout, and nothing else (not with --json).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+}
+
+/// `harness mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The project every delegation runs in: `file` and `workdir` are relative to it and must
+    /// stay inside it [default: the current directory].
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub root: PathBuf,
+    /// Record runs in this run journal [default: $HARNESS_JOURNAL, else the nearest
+    /// .harness/runs.db from --root upward, else ROOT/.harness/runs.db].
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
 }
 
 /// `harness hooks ...`.

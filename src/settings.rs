@@ -28,20 +28,36 @@ fn record_child(
     delegation: &harness::Delegation,
     report: &harness::Report,
 ) -> Result<String, String> {
+    record_run(journal, delegation, report).map_err(|e| e.message().to_owned())
+}
+
+/// Records `report` of `delegation` in the run journal at `journal` (blocking), and returns the
+/// seal of its record.
+///
+/// # Errors
+/// The journal cannot be opened or written, or holds no seal after.
+pub fn record_run(
+    journal: &Path,
+    delegation: &harness::Delegation,
+    report: &harness::Report,
+) -> harness_records::Result<String> {
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let meta = harness_records::RecordMeta {
         source: Some(absolute(delegation.source())),
         workdir: Some(absolute(delegation.workdir())),
     };
-    let mut opened = harness_records::Journal::open(journal).map_err(|e| e.message().to_owned())?;
+    let mut opened = harness_records::Journal::open(journal)?;
+    opened.record(report, &meta)?;
     opened
-        .record(report, &meta)
-        .map_err(|e| e.message().to_owned())?;
-    opened
-        .get(&report.id)
-        .map_err(|e| e.message().to_owned())?
+        .get(&report.id)?
         .and_then(|record| record.seal)
-        .ok_or_else(|| format!("{} holds no seal for {}", journal.display(), report.id))
+        .ok_or_else(|| {
+            harness_records::Error::journal(format!(
+                "{} holds no seal for {}",
+                journal.display(),
+                report.id
+            ))
+        })
 }
 
 /// Writes the row of a run that has started into `journal`, so that a run whose process dies is

@@ -84,6 +84,6 @@ pub use runtime::{ChildRecorder, RunStarted, Runtime, StartRecorder, TraceIdRead
 pub use scope::{OnViolation, ScopeSpec};
 pub use spec::DEFAULT_MAX_TURNS;
 pub use tools::{Tool, ToolOutput, Toolbox};
-pub use tree::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_DEPTH};
+pub use tree::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_DEPTH, delegation_for};
 pub use verdict::{Decision, Finding, Severity, Source, Verdict};
 pub use verifier::{EMPTY_REASON, FALSE_REASON, Verifier, VerifyOutcome, VerifySource};

@@ -29,6 +29,8 @@ struct RawPolicy {
     commands: Option<RawCommands>,
     #[serde(default)]
     override_policy: Option<OverridePolicy>,
+    #[serde(default)]
+    delegates: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,6 +177,9 @@ pub struct ProjectPolicy {
     /// `verification_defaults.critic`: the reviewer of delegations that name none (scripts
     /// relative to `.harness/`).
     pub(crate) critic: Option<crate::checks::CriticSpec>,
+    /// `delegates`: named child profiles for every delegation of the workspace that offers
+    /// `delegate`, and for `harness mcp` (scripts relative to `.harness/`).
+    pub(crate) profiles: crate::tree::NamedProfiles,
 }
 
 impl ProjectPolicy {
@@ -239,6 +244,26 @@ impl ProjectPolicy {
             .critic
             .map(|c| crate::checks::CriticSpec::parse(&at, c, &read, base))
             .transpose()?;
+        let profiles = match raw.delegates {
+            None => crate::tree::NamedProfiles::default(),
+            Some(named) => {
+                let at = format!("project policy {file}");
+                let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
+                    let full = base.join(rel);
+                    harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
+                        .map(|text| (full.clone(), text))
+                        .map_err(|e| {
+                            Error::config(format!(
+                                "{at}: `{key}`: cannot read {}: {e}",
+                                full.display()
+                            ))
+                        })
+                };
+                crate::tree::NamedProfiles(crate::tree::parse_profiles(
+                    &at, path, named, base, &read,
+                )?)
+            }
+        };
         let gates = crate::gates::Gates::parse(
             &at,
             crate::gates::RawGates {
@@ -324,6 +349,7 @@ impl ProjectPolicy {
             redact,
             overrides: raw.override_policy.unwrap_or_default(),
             critic,
+            profiles,
         })
     }
 }

@@ -156,6 +156,16 @@ pub(crate) fn parse_profiles(
     Ok(profiles)
 }
 
+/// Named child profiles as a file or the project policy gives them (`delegates:`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NamedProfiles(pub(crate) Vec<(String, DelegationFile)>);
+
+impl PartialEq for NamedProfiles {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|((a, _), (b, _))| a == b)
+    }
+}
+
 /// What every delegation of one tree shares: the profiles children are made from, and what they
 /// are assembled with.
 struct Profiles {
@@ -215,10 +225,17 @@ impl Tree {
         if !file.tools.iter().any(|t| t == Tool::Delegate.name()) {
             return None;
         }
+        // The file's profiles, then the project's it does not name.
+        let mut named = file.profiles.clone();
+        for (name, profile) in &project.profiles.0 {
+            if !named.iter().any(|(n, _)| n == name) {
+                named.push((name.clone(), profile.clone()));
+            }
+        }
         Some(Tree {
             profiles: Arc::new(Profiles {
                 root: file.as_profile(),
-                named: file.profiles.clone(),
+                named,
                 project: Arc::clone(project),
                 overrides: overrides.clone(),
                 workdir: workdir.to_path_buf(),
@@ -512,15 +529,8 @@ fn run_child(
     })
 }
 
-/// Builds the child a call asks for, as its profile and arguments say, within `budget`.
-fn build(
-    parent: &Delegation,
-    tree: &Tree,
-    parent_id: &str,
-    arguments: &Map<String, Value>,
-    (time, tokens): (Option<Duration>, Option<u64>),
-    siblings: &Arc<tokio::sync::Mutex<()>>,
-) -> std::result::Result<Delegation, String> {
+/// Reads a call's arguments: only the known ones, a task that says something.
+fn read_call(arguments: &Map<String, Value>) -> std::result::Result<Call, String> {
     if let Some(key) = arguments.keys().find(|k| !ARGUMENTS.contains(&k.as_str())) {
         return Err(format!(
             "unknown argument `{key}`{}; the arguments are {}",
@@ -533,61 +543,75 @@ fn build(
     if call.task.trim().is_empty() {
         return Err("`task` is empty; say what the child should do".to_owned());
     }
-    if tree.depth + 1 > tree.max_depth {
-        return Err(format!(
-            "this delegation is at depth {} and limits.max_depth is {}: a child here would be too deep; do the work yourself, or raise limits.max_depth in the root's delegation file",
-            tree.depth, tree.max_depth
-        ));
+    Ok(call)
+}
+
+/// Finds the profile `name` among `named`, or says which there are.
+fn profile<'a>(
+    named: &'a [(String, DelegationFile)],
+    name: &str,
+) -> std::result::Result<&'a DelegationFile, String> {
+    if let Some((_, profile)) = named.iter().find(|(n, _)| n == name) {
+        return Ok(profile);
     }
-    let profiles = &tree.profiles;
-    let (own, template) = match call.profile.as_deref().or(tree.own.as_deref()) {
-        None => (None, &profiles.root),
-        Some(name) => match profiles.named.iter().find(|(n, _)| n == name) {
-            Some((name, profile)) => (Some(name.clone()), profile),
-            None => {
-                let names = tree.names();
-                return Err(format!(
-                    "no profile {name:?}{}; {}",
-                    crate::plain::did_you_mean_of(name, &names),
-                    if names.is_empty() {
-                        "this file names none: leave `profile` out to delegate to your own kind"
-                            .to_owned()
-                    } else {
-                        format!(
-                            "the profiles are {} (or leave `profile` out)",
-                            names.join(", ")
-                        )
-                    }
-                ));
-            }
-        },
-    };
-    let label = format!(
-        "{}: delegate call{}",
-        parent.source().display(),
-        own.as_deref()
-            .map(|p| format!(" (profile {p})"))
-            .unwrap_or_default()
-    );
+    let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+    Err(format!(
+        "no profile {name:?}{}; {}",
+        crate::plain::did_you_mean_of(name, &names),
+        if names.is_empty() {
+            "none is named (`delegates:` in the delegation file or .harness/policy.yaml)".to_owned()
+        } else {
+            format!("the profiles are {}", names.join(", "))
+        }
+    ))
+}
+
+/// What a child is assembled from besides its profile and the call.
+struct Making<'a> {
+    project: &'a Arc<ProjectPolicy>,
+    overrides: Overrides,
+    workdir: PathBuf,
+    /// How messages name the call.
+    label: String,
+    /// Where the call's inline verifier is said to come from.
+    verify_name: String,
+    /// The time and tokens it may spend.
+    budget: (Option<Duration>, Option<u64>),
+}
+
+/// The delegation `call` asks of `template`.
+fn make(
+    template: &DelegationFile,
+    call: Call,
+    making: Making<'_>,
+) -> std::result::Result<Delegation, String> {
+    let Making {
+        project,
+        overrides,
+        workdir,
+        label,
+        verify_name,
+        budget: (time, tokens),
+    } = making;
     let mut file = template.clone();
     file.task = call.task;
-    file.parent_id = Some(parent_id.to_owned());
+    file.parent_id.clone_from(&overrides.parent_id);
     if let Some(retries) = call.max_verify_retries {
         file.max_verify_retries = Some(retries);
     }
     add_gates(
         &mut file,
-        &profiles.project.defaults,
+        &project.defaults,
         &label,
         call.checks,
         call.criteria,
     )?;
     if let Some(text) = call.verify {
         if file.verify.is_some() {
-            return Err(format!(
-                "the profile {} has its own verifier; add `checks` or `criteria` instead of `verify`",
-                own.as_deref().unwrap_or("(your own)")
-            ));
+            return Err(
+                "the profile has its own verifier; add `checks` or `criteria` instead of `verify`"
+                    .to_owned(),
+            );
         }
         let refuse: &ReadScript<'_> = &|key: &str, _: &Path| {
             Err(Error::config(format!(
@@ -596,7 +620,7 @@ fn build(
         };
         file.verify = VerifySource::from_keys(
             &label,
-            format!("{}#delegate.verify", parent.source().display()),
+            verify_name,
             "def run(result):",
             Some(Some(text)),
             ("verify_file", None),
@@ -606,17 +630,51 @@ fn build(
     }
     file.timeout = min(file.timeout, time);
     file.max_tokens = min(file.max_tokens, tokens);
+    Delegation::assemble(file, project, &overrides, workdir).map_err(|e| e.message().to_owned())
+}
+
+/// Builds the child a call asks for, as its profile and arguments say, within `budget`.
+fn build(
+    parent: &Delegation,
+    tree: &Tree,
+    parent_id: &str,
+    arguments: &Map<String, Value>,
+    budget: (Option<Duration>, Option<u64>),
+    siblings: &Arc<tokio::sync::Mutex<()>>,
+) -> std::result::Result<Delegation, String> {
+    let call = read_call(arguments)?;
+    if tree.depth + 1 > tree.max_depth {
+        return Err(format!(
+            "this delegation is at depth {} and limits.max_depth is {}: a child here would be too deep; do the work yourself, or raise limits.max_depth in the root's delegation file",
+            tree.depth, tree.max_depth
+        ));
+    }
+    let profiles = &tree.profiles;
+    let own = call.profile.clone().or_else(|| tree.own.clone());
+    let template = match &own {
+        None => &profiles.root,
+        Some(name) => profile(&profiles.named, name)
+            .map_err(|e| format!("{e} (or leave `profile` out to delegate to your own kind)"))?,
+    };
     let mut overrides = profiles.overrides.clone();
     overrides.parent_id = Some(parent_id.to_owned());
     // The child's span is the parent's tool call's child, never the caller's context again.
     overrides.trace_parent = None;
-    let mut child = Delegation::assemble(
-        file,
-        &profiles.project,
-        &overrides,
-        profiles.workdir.clone(),
-    )
-    .map_err(|e| e.message().to_owned())?;
+    let source = parent.source().display();
+    let making = Making {
+        project: &profiles.project,
+        overrides,
+        workdir: profiles.workdir.clone(),
+        label: format!(
+            "{source}: delegate call{}",
+            own.as_deref()
+                .map(|p| format!(" (profile {p})"))
+                .unwrap_or_default()
+        ),
+        verify_name: format!("{source}#delegate.verify"),
+        budget,
+    };
+    let mut child = make(template, call, making)?;
     child.set_tree(Tree {
         profiles: Arc::clone(profiles),
         own,
@@ -626,6 +684,52 @@ fn build(
         siblings: Some(Arc::clone(siblings)),
     });
     Ok(child)
+}
+
+/// The delegation a caller outside any tree asks for with `delegate`'s arguments (an MCP
+/// client, `harness mcp`): a profile of the project policy of `workdir` (`profile`, or the one
+/// named `default`, or the only one), held to the call's checks, criteria and verifier and the
+/// project's gates, with `overrides` (the journal, the caller's `parent_id`).
+///
+/// # Errors
+/// A message naming the argument and the fix: an unknown argument or profile, no profiles.
+pub fn delegation_for(
+    workdir: &Path,
+    arguments: &Map<String, Value>,
+    overrides: &Overrides,
+) -> std::result::Result<Delegation, String> {
+    let project = Arc::new(ProjectPolicy::load(workdir).map_err(|e| e.message().to_owned())?);
+    let call = read_call(arguments)?;
+    let named = &project.profiles.0;
+    let name = match (&call.profile, named.as_slice()) {
+        (Some(name), _) => name.clone(),
+        (None, [(only, _)]) => only.clone(),
+        (None, _) if named.iter().any(|(n, _)| n == "default") => "default".to_owned(),
+        (None, []) => {
+            return Err(format!(
+                "{} names no delegate profiles: add `delegates: {{default: {{delegate: {{kind: …}}}}}}` to it, or give `file` (a delegation file)",
+                workdir.join(crate::project::PROJECT_POLICY).display()
+            ));
+        }
+        (None, _) => {
+            let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!(
+                "give `profile` (one of {}), or name one `default`",
+                names.join(", ")
+            ));
+        }
+    };
+    let template = profile(named, &name)?;
+    let policy = workdir.join(crate::project::PROJECT_POLICY);
+    let making = Making {
+        project: &project,
+        overrides: overrides.clone(),
+        workdir: workdir.to_path_buf(),
+        label: format!("delegate call (profile {name})"),
+        verify_name: format!("{}#delegate.verify", policy.display()),
+        budget: (None, None),
+    };
+    make(template, call, making)
 }
 
 /// The smaller of two optional bounds.

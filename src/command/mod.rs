@@ -4,6 +4,7 @@ mod authority;
 mod batch;
 mod hooks;
 mod init;
+mod mcp;
 mod report;
 mod run;
 mod runs;
@@ -32,5 +33,6 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Test(args) => test::run(args).await,
         Command::Worker(args) => worker::run(args).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
     }
 }

@@ -377,16 +377,9 @@ async fn record_in_journal(
             )
         })?
         .path;
-    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let meta = harness_records::RecordMeta {
-        source: Some(absolute(delegation.source())),
-        workdir: Some(absolute(delegation.workdir())),
-    };
-    let report = report.clone();
+    let (delegation, report) = (delegation.clone(), report.clone());
     let journal = path.clone();
-    tokio::task::spawn_blocking(move || {
-        harness_records::Journal::open(&journal)?.record(&report, &meta)
-    })
+    tokio::task::spawn_blocking(move || settings::record_run(&journal, &delegation, &report))
     .await
     .unwrap_or_else(|e| {
         Err(harness_records::Error::journal(format!(
