@@ -29,7 +29,7 @@ const LIE: &str = "Done: I created hello.txt containing hi.";
 const DONE: &str = "I created hello.txt with the word hi.";
 
 /// The real CLI `name`, or `None` (the test skips, saying so) when it is not installed.
-fn real(name: &str) -> Option<PathBuf> {
+pub(crate) fn real(name: &str) -> Option<PathBuf> {
     let found = std::env::var_os("HARNESS_AGENT_CLIS")
         .map(|dir| PathBuf::from(dir).join(name))
         .filter(|path| path.exists());
@@ -49,7 +49,7 @@ fn real(name: &str) -> Option<PathBuf> {
 /// into a network namespace of its own where only loopback is up, so nothing the CLI tries
 /// reaches past this machine. Where one cannot be made (no privilege, no `ip`), the test runs
 /// on the machine's network, saying so.
-fn offline() {
+pub(crate) fn offline() {
     let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"]
         .into_iter()
         .find(|p| Path::new(p).exists());

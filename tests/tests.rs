@@ -51,5 +51,7 @@ mod queue;
 mod serve;
 // The review page in a real headless chromium, driven over the DevTools protocol.
 mod browser;
+// Delegation trees: the delegate tool, the tree in the journal, `runs show` and the audit.
+mod tree;
 // Golden files of `run --json` of the quickstart and `report --json` over it.
 mod golden;

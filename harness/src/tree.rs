@@ -150,7 +150,14 @@ pub(crate) fn parse_profiles(
             )));
         }
         map.insert("task".to_owned(), Value::String(PROFILE_TASK.to_owned()));
-        let profile = DelegationFile::profile(source, &at, Value::Object(map), base, read)?;
+        // A script the profile names is read by the file's reader, which names the file only.
+        let profile = DelegationFile::profile(source, &at, Value::Object(map), base, read)
+            .map_err(|e| match e.message().strip_prefix(&format!("{file}: ")) {
+                Some(rest) if !rest.starts_with('`') || !rest.contains("delegates.") => {
+                    Error::config(format!("{at}: {rest}"))
+                }
+                _ => e,
+            })?;
         profiles.push((name, profile));
     }
     Ok(profiles)

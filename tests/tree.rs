@@ -1,0 +1,444 @@
+//! Delegation trees (DESIGN §9): the `delegate` tool runs whole child delegations, each recorded
+//! with `parent_id`; the parent reads each child's answer and verdict; `runs show` prints the
+//! tree; the export lists each child with its seal and `audit` checks the linkage; depth, bad
+//! calls and bad files are refused with the fix; a parent that times out cancels and records
+//! its children.
+
+use serde_json::{Value, json};
+
+use crate::util::{TempDir, copy_tree, harness, repo_root};
+
+/// Runs the fan-out example in `dir` with a journal there; returns the `run --json` report.
+fn fan_out(dir: &TempDir) -> Value {
+    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("fan-out/delegation.yaml")])
+        .run();
+    out.expect_code(0);
+    out.json()
+}
+
+/// Every run of the journal in `dir`, as `runs list --json` gives them.
+fn runs(dir: &TempDir) -> Vec<Value> {
+    let out = harness(["runs", "list", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(0);
+    out.json()["runs"].as_array().expect("runs").clone()
+}
+
+fn by_id<'a>(runs: &'a [Value], id: &Value) -> &'a Value {
+    runs.iter()
+        .find(|r| r["id"] == *id)
+        .unwrap_or_else(|| panic!("no run {id} in {runs:?}"))
+}
+
+#[test]
+fn the_fan_out_example_runs_three_verified_children_and_reports_them_honestly() {
+    let dir = TempDir::new();
+    let report = fan_out(&dir);
+    assert_eq!(report["outcome"], json!("passed"), "{report}");
+    let parent = report["id"].clone();
+    let children = report["children"].as_array().expect("children");
+    let outcomes: Vec<&Value> = children.iter().map(|c| &c["outcome"]).collect();
+    assert_eq!(
+        outcomes,
+        [&json!("passed"), &json!("passed"), &json!("failed")],
+        "worker, liar, quitter: {report}"
+    );
+    // The parent's answer reports what the verdicts say, not what the children claimed.
+    let answer = report["result"]["response"].as_str().expect("answer");
+    assert!(answer.contains(&format!(
+        "FAILED: {}",
+        children[2]["id"].as_str().unwrap_or("?")
+    )));
+    assert!(!answer.contains(&format!(
+        "done: {}",
+        children[2]["id"].as_str().unwrap_or("?")
+    )));
+
+    // Each child is a delegation of its own, recorded with the parent's id.
+    let all = runs(&dir);
+    assert_eq!(all.len(), 4, "{all:?}");
+    for child in children {
+        let record = by_id(&all, &child["id"]);
+        assert_eq!(record["parent_id"], parent, "{record}");
+        assert!(
+            child["seal"].as_str().is_some_and(|s| s.len() == 64),
+            "{child}"
+        );
+    }
+    // The liar was caught and retried by its own loop; the quitter failed for good.
+    assert_eq!(
+        by_id(&all, &children[1]["id"])["attempts"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    let quitter = by_id(&all, &children[2]["id"]);
+    assert_eq!(
+        quitter["error"]["kind"],
+        json!("verification_failed"),
+        "{quitter}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("fan-out/workspace/beta.txt"))
+            .ok()
+            .as_deref(),
+        Some("beta\n")
+    );
+    assert!(!dir.join("fan-out/workspace/gamma.txt").exists());
+
+    // `runs show` draws the tree from the root, whichever run of it is shown.
+    let shown = harness(["runs", "show"])
+        .args([children[2]["id"].as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    shown.expect_code(0);
+    let stdout = &shown.stdout;
+    assert!(
+        stdout.contains(&format!(
+            "tree:      {} passed, 1 attempt",
+            parent.as_str().unwrap_or("?")
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "─ {} failed (verification_failed), 2 attempts: Write gamma.txt containing the word gamma  <- this run",
+            children[2]["id"].as_str().unwrap_or("?")
+        )),
+        "{stdout}"
+    );
+    // Children in the order they started (at once here), the last drawn with `└─`.
+    assert_eq!(stdout.matches("├─ ").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("└─ ").count(), 1, "{stdout}");
+    let json = harness(["runs", "show", "--json"])
+        .args([parent.as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .json();
+    assert_eq!(
+        json["tree"]["children"].as_array().map(Vec::len),
+        Some(3),
+        "{json}"
+    );
+    assert_eq!(json["children"].as_array().map(Vec::len), Some(3), "{json}");
+
+    // The export lists each child with its seal, and the audit checks them against the journal.
+    let export = harness(["runs", "export"])
+        .args([parent.as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .json();
+    assert_eq!(
+        export["children"].as_array().map(Vec::len),
+        Some(3),
+        "{export}"
+    );
+    let audit = harness(["audit", "--json"])
+        .args([parent.as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    audit.expect_code(0);
+    let checks = &audit.json()["checks"];
+    assert!(
+        checks
+            .as_array()
+            .expect("checks")
+            .iter()
+            .any(|c| c["name"] == "delegation_linkage" && c["passed"] == true),
+        "{checks}"
+    );
+}
+
+/// The `harness audit --json` failure codes of run `id` in the journal of `dir`.
+fn audit_codes(dir: &TempDir, id: &str) -> (i32, String) {
+    let out = harness(["audit", "--json", id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    (out.code, out.stdout.clone())
+}
+
+#[test]
+fn a_forged_or_missing_child_fails_the_parents_audit() {
+    let dir = TempDir::new();
+    let report = fan_out(&dir);
+    let parent = report["id"].as_str().expect("id").to_owned();
+    let liar = report["children"][1]["id"].as_str().expect("id").to_owned();
+    let quitter = report["children"][2]["id"].as_str().expect("id").to_owned();
+    let db = rusqlite::Connection::open(dir.join("runs.db")).expect("journal");
+
+    // Forged: the failed child rewritten to pass, its own seal recomputed as a forger with the
+    // journal would — the seal its parent's record holds no longer matches.
+    db.execute(
+        "UPDATE delegations SET outcome = 'passed', error_kind = NULL WHERE id = ?1",
+        [&quitter],
+    )
+    .expect("forge");
+    let record = {
+        let journal = harness_records::Journal::open(dir.join("runs.db")).expect("journal");
+        journal.get(&quitter).expect("read").expect("the child")
+    };
+    let forged_seal = harness_records::seal(&harness_records::export(&record));
+    db.execute(
+        "UPDATE delegations SET seal = ?2 WHERE id = ?1",
+        [&quitter, &forged_seal],
+    )
+    .expect("reseal");
+    let (code, out) = audit_codes(&dir, &parent);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("delegation_linkage"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "the child {quitter} is not the run its delegate call returned"
+        )),
+        "{out}"
+    );
+
+    // Missing: the retried child's record deleted.
+    db.execute("DELETE FROM attempts WHERE delegation_id = ?1", [&liar])
+        .expect("delete");
+    db.execute("DELETE FROM delegations WHERE id = ?1", [&liar])
+        .expect("delete");
+    let (code, out) = audit_codes(&dir, &parent);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "a delegate call returned the child {liar}, but the journal holds 0 records of it"
+        )),
+        "{out}"
+    );
+
+    // Without the journal the children cannot be checked: the audit says so and fails.
+    let export = harness(["runs", "export", &parent, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    let file = dir.write("parent.json", &export.stdout);
+    let out = harness(["audit", "--json"]).args([file]).run();
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("audit it with --journal"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A project in `dir`: `delegation.yaml` with `body` after the task, scripts beside it.
+fn project(dir: &TempDir, body: &str, scripts: &[(&str, &str)]) {
+    for (name, text) in scripts {
+        dir.write(name, text);
+    }
+    dir.write(
+        "delegation.yaml",
+        format!("task: \"Do the work through children\"\nworkdir: ws\n{body}"),
+    );
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+}
+
+fn run_project(dir: &TempDir) -> crate::util::Output {
+    harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .run()
+}
+
+/// The tool results of the parent's last attempt.
+fn tool_results(report: &Value) -> Vec<Value> {
+    report["result"]["tool_results"]
+        .as_array()
+        .expect("tool results")
+        .clone()
+}
+
+/// A parent that makes the calls of `CALLS` (one per turn), then answers with what it read.
+const CALLER: &str = r#"
+def respond(request):
+    made = [m for m in request["messages"] if m["role"] == "tool"]
+    if len(made) < len(CALLS):
+        return {"tool_calls": [{"name": "delegate", "arguments": CALLS[len(made)]}]}
+    return "\n".join([m["content"] for m in made])
+"#;
+
+#[test]
+fn bad_delegate_calls_are_refused_with_the_fix_and_record_no_child() {
+    let dir = TempDir::new();
+    let calls = r#"CALLS = [
+    {"taks": "write it"},
+    {"task": "write it", "profile": "wroker"},
+    {"task": "  "},
+    {"task": "write it", "profile": "worker", "verify": "def run(result):\n    return True"},
+    {"task": "write it", "checks": [{"name": "t", "run": "true", "colour": "red"}]},
+]
+"#;
+    project(
+        &dir,
+        "delegate: {kind: scripted, script: parent.star}\ntools: [delegate]\ndelegates:\n  worker:\n    delegate: {kind: scripted, script: worker.star}\n    verify: |\n      def run(result):\n          return True\n",
+        &[
+            ("parent.star", &format!("{calls}{CALLER}")),
+            (
+                "worker.star",
+                "def respond(request):\n    return \"done\"\n",
+            ),
+        ],
+    );
+    let out = run_project(&dir);
+    let report = out.json();
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 5, "{report}");
+    let texts: Vec<&str> = results
+        .iter()
+        .map(|r| r["content"].as_str().unwrap_or(""))
+        .collect();
+    for (result, expected) in results.iter().zip([
+        "delegate: unknown argument `taks` (did you mean `task`?); the arguments are task, profile, checks, criteria, verify, max_verify_retries",
+        "delegate: no profile \"wroker\" (did you mean `worker`?); the profiles are worker",
+        "delegate: `task` is empty; say what the child should do",
+        "delegate: the profile has its own verifier; add `checks` or `criteria` instead of `verify`",
+        "delegate: `checks[0]`: unknown field `colour`, expected one of `name`, `run`",
+    ]) {
+        assert_eq!(result["is_error"], json!(true), "{result}");
+        assert!(
+            result["content"].as_str().is_some_and(|c| c.contains(expected)),
+            "expected {expected:?} in {texts:?}"
+        );
+    }
+    // Nothing half-recorded: the parent alone.
+    assert_eq!(runs(&dir).len(), 1);
+}
+
+#[test]
+fn depth_is_bounded_by_max_depth_and_children_default_to_the_parents_own_kind() {
+    let dir = TempDir::new();
+    // Every delegation of the tree runs this script: delegate once, then report what came back.
+    let script = r#"
+def respond(request):
+    made = [m for m in request["messages"] if m["role"] == "tool"]
+    if not made:
+        return {"tool_calls": [{"name": "delegate", "arguments": {"task": "Go one level deeper"}}]}
+    return made[0]["content"]
+"#;
+    project(
+        &dir,
+        "delegate: {kind: scripted, script: nest.star}\ntools: [delegate]\nverify: |\n  def run(result):\n      return True\n",
+        &[("nest.star", script)],
+    );
+    let out = run_project(&dir);
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("passed"), "{report}");
+    // Depth 0 → 1 → 2; the call at depth 2 is refused (the default max_depth is 2).
+    let all = runs(&dir);
+    assert_eq!(all.len(), 3, "{all:?}");
+    let child = by_id(&all, &report["children"][0]["id"]);
+    let grandchild_id = child["children"][0]["id"].clone();
+    let grandchild = by_id(&all, &grandchild_id);
+    assert_eq!(grandchild["parent_id"], child["id"]);
+    let refused = &grandchild["attempts"][0]["result"]["tool_results"][0];
+    assert_eq!(refused["is_error"], json!(true), "{refused}");
+    assert!(
+        refused["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("this delegation is at depth 2 and limits.max_depth is 2")),
+        "{refused}"
+    );
+    let shown = harness(["runs", "show"])
+        .args([report["id"].as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    assert!(
+        shown.stdout.contains("   └─ "),
+        "a grandchild is drawn: {}",
+        shown.stdout
+    );
+}
+
+#[test]
+fn bad_tree_files_are_config_errors_naming_the_key_and_the_fix() {
+    let cases = [
+        (
+            "delegate: {kind: claude}\ntools: [delegate]\n",
+            "`tools: [delegate]` is offered to model and scripted delegates",
+        ),
+        (
+            "delegate: {kind: scripted, script: p.star}\ndelegates:\n  w: {delegate: {kind: scripted, script: p.star}}\n",
+            "`delegates` names child profiles but `tools` does not offer `delegate`",
+        ),
+        (
+            "delegate: {kind: scripted, script: p.star}\ntools: [delegate]\nlimits: {max_children: 100}\n",
+            "`limits.max_children` is 100; at most 64",
+        ),
+        (
+            "delegate: {kind: scripted, script: p.star}\ntools: [delegate]\nlimits: {max_depth: 0}\n",
+            "`limits.max_depth` must be at least 1",
+        ),
+        (
+            "delegate: {kind: scripted, script: p.star}\ntools: [delegate]\ndelegates:\n  w: {task: x, delegate: {kind: scripted, script: p.star}}\n",
+            "`delegates.w`: `task` is not allowed in a profile: each delegate call gives the task",
+        ),
+        (
+            "delegate: {kind: scripted, script: p.star}\ntools: [delegate]\ndelegates:\n  w: {delegate: {kind: scripted, script: missing.star}}\n",
+            "`delegates.w`: `delegate.script`: cannot read",
+        ),
+        (
+            "delegate: {kind: scripted, script: p.star}\ntools: [delegate]\ndelegates:\n  w: {delegate: {kind: scripted, script: p.star}, tols: []}\n",
+            "unknown key `tols` (did you mean `tools`?)",
+        ),
+    ];
+    for (body, expected) in cases {
+        let dir = TempDir::new();
+        project(
+            &dir,
+            body,
+            &[("p.star", "def respond(request):\n    return \"x\"\n")],
+        );
+        let out = run_project(&dir);
+        assert_eq!(out.code, 2, "{body}: {out:?}");
+        let report = out.json();
+        let message = report["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(expected),
+            "{body}: expected {expected:?} in {message}"
+        );
+        assert_eq!(report["error"]["kind"], json!("config"), "{report}");
+    }
+}
+
+#[test]
+fn a_parent_that_times_out_cancels_its_children_and_records_them() {
+    let dir = TempDir::new();
+    project(
+        &dir,
+        "delegate: {kind: scripted, script: parent.star}\ntools: [delegate]\nlimits: {timeout_s: 3}\ndelegates:\n  sleeper:\n    delegate: {kind: scripted, script: sleeper.star}\n    tools: [run_command]\n",
+        &[
+            (
+                "parent.star",
+                &format!("CALLS = [{{\"task\": \"sleep\", \"profile\": \"sleeper\"}}]\n{CALLER}"),
+            ),
+            (
+                "sleeper.star",
+                "def respond(request):\n    return {\"tool_calls\": [{\"name\": \"run_command\", \"arguments\": {\"argv\": [\"sleep\", \"41.5\"], \"timeout_s\": 120}}]}\n",
+            ),
+        ],
+    );
+    let out = run_project(&dir);
+    let report = out.json();
+    assert_eq!(report["error"]["kind"], json!("timeout"), "{report}");
+    let all = runs(&dir);
+    assert_eq!(all.len(), 2, "the child is recorded too: {all:?}");
+    let child = all
+        .iter()
+        .find(|r| r["parent_id"] == report["id"])
+        .expect("the child");
+    // The child's time was the parent's: it ends with it, never left running.
+    assert_eq!(child["outcome"], json!("error"), "{child}");
+    assert!(
+        ["timeout", "cancelled"].contains(&child["error"]["kind"].as_str().unwrap_or("")),
+        "{child}"
+    );
+    let sleeping = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|cmdline| cmdline == b"sleep\x0041.5\x00");
+    assert!(!sleeping, "the child's command outlived the parent");
+}
