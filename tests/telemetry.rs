@@ -954,3 +954,47 @@ fn overrides_and_refusals_are_counted() {
     decide(&["--reason", "checked by hand"]).expect_code(0);
     assert_eq!(counted("approved"), 1);
 }
+
+/// A delegation tree is one trace: each child's `invoke_agent` span is a child of the parent's
+/// `execute_tool delegate` span, which its attempt holds.
+#[test]
+fn a_delegation_tree_is_one_trace() {
+    let receiver = Receiver::start(Protocol::Http);
+    let dir = TempDir::new();
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.path());
+    let (out, report) = run_exported(&dir, &receiver, &[]);
+    out.expect_code(0);
+    let collected = receiver.wait_until("the parent's and its children's spans", |c| {
+        c.spans.iter().filter(|s| s.name == ROOT).count() == 4
+    });
+    let trace = Trace {
+        spans: collected.spans.clone(),
+    };
+    let trace_id = report["trace_id"].as_str().expect("trace id");
+    assert!(
+        trace.spans.iter().all(|s| hex(&s.trace_id) == trace_id),
+        "every span of the tree is in the parent's trace"
+    );
+    let roots: Vec<&Span> = trace
+        .named(ROOT)
+        .into_iter()
+        .filter(|s| trace.parent(s).is_none())
+        .collect();
+    assert_eq!(roots.len(), 1, "one root: {:?}", trace.names());
+    let calls = trace.below(roots[0], "execute_tool delegate");
+    assert_eq!(calls.len(), 3, "{:?}", trace.names());
+    for call in calls {
+        let children = trace.children(call, ROOT);
+        assert_eq!(children.len(), 1, "one child delegation per call");
+        let a = &children[0].attributes;
+        let id = text(a, "delegation.id");
+        assert!(
+            report["children"]
+                .as_array()
+                .expect("children")
+                .iter()
+                .any(|c| c["id"] == json!(id)),
+            "{id} is one of the report's children"
+        );
+    }
+}

@@ -53,5 +53,7 @@ mod serve;
 mod browser;
 // Delegation trees: the delegate tool, the tree in the journal, `runs show` and the audit.
 mod tree;
+// `harness mcp` with the official Python SDK and the real Claude Code as clients.
+mod mcp;
 // Golden files of `run --json` of the quickstart and `report --json` over it.
 mod golden;

@@ -168,6 +168,22 @@ fn a_forged_or_missing_child_fails_the_parents_audit() {
     let parent = report["id"].as_str().expect("id").to_owned();
     let liar = report["children"][1]["id"].as_str().expect("id").to_owned();
     let quitter = report["children"][2]["id"].as_str().expect("id").to_owned();
+    // A human's decision on a child is not a forgery: the parent's audit stays clean.
+    let decided = harness(["override", &quitter, "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .args([
+            "--reject",
+            "--type",
+            "check",
+            "--reason",
+            "gamma is not needed",
+        ])
+        .env("HARNESS_USER", "reviewer")
+        .run();
+    decided.expect_code(0);
+    let (code, out) = audit_codes(&dir, &parent);
+    assert_eq!(code, 0, "{out}");
+
     let db = rusqlite::Connection::open(dir.join("runs.db")).expect("journal");
 
     // Forged: the failed child rewritten to pass, its own seal recomputed as a forger with the

@@ -82,7 +82,7 @@ impl Delegation {
         overrides: &Overrides,
         workdir: PathBuf,
     ) -> Result<Self> {
-        let tree = crate::tree::Tree::root(&file, project, overrides, &workdir);
+        let tree = crate::tree::Tree::root(&file, project, overrides, &workdir)?;
         let label = &file.label;
         let gates = file.gates.over(
             &project.defaults,

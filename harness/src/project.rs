@@ -179,7 +179,7 @@ pub struct ProjectPolicy {
     pub(crate) critic: Option<crate::checks::CriticSpec>,
     /// `delegates`: named child profiles for every delegation of the workspace that offers
     /// `delegate`, and for `harness mcp` (scripts relative to `.harness/`).
-    pub(crate) profiles: crate::tree::NamedProfiles,
+    pub(crate) profiles: crate::tree::PolicyProfiles,
 }
 
 impl ProjectPolicy {
@@ -244,25 +244,11 @@ impl ProjectPolicy {
             .critic
             .map(|c| crate::checks::CriticSpec::parse(&at, c, &read, base))
             .transpose()?;
-        let profiles = match raw.delegates {
-            None => crate::tree::NamedProfiles::default(),
-            Some(named) => {
-                let at = format!("project policy {file}");
-                let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
-                    let full = base.join(rel);
-                    harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
-                        .map(|text| (full.clone(), text))
-                        .map_err(|e| {
-                            Error::config(format!(
-                                "{at}: `{key}`: cannot read {}: {e}",
-                                full.display()
-                            ))
-                        })
-                };
-                crate::tree::NamedProfiles(crate::tree::parse_profiles(
-                    &at, path, named, base, &read,
-                )?)
-            }
+        // Read when a delegation that offers `delegate` (or `harness mcp`) uses them, so that a
+        // profile whose model key is unset here does not stop every run of the workspace.
+        let profiles = crate::tree::PolicyProfiles {
+            named: raw.delegates.unwrap_or_default(),
+            source: path.to_path_buf(),
         };
         let gates = crate::gates::Gates::parse(
             &at,

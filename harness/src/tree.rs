@@ -163,13 +163,37 @@ pub(crate) fn parse_profiles(
     Ok(profiles)
 }
 
-/// Named child profiles as a file or the project policy gives them (`delegates:`).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct NamedProfiles(pub(crate) Vec<(String, DelegationFile)>);
+/// The project policy's `delegates:` as written, read when a delegation uses them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PolicyProfiles {
+    pub(crate) named: Map<String, Value>,
+    /// The policy file (scripts are relative to its directory).
+    pub(crate) source: PathBuf,
+}
 
-impl PartialEq for NamedProfiles {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|((a, _), (b, _))| a == b)
+impl PolicyProfiles {
+    /// Validates each profile, reading its scripts.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the policy, the profile and the key.
+    fn read(&self) -> Result<Vec<(String, DelegationFile)>> {
+        if self.named.is_empty() {
+            return Ok(Vec::new());
+        }
+        let base = self.source.parent().unwrap_or(Path::new("."));
+        let at = format!("project policy {}", self.source.display());
+        let read = |key: &str, rel: &Path| -> Result<(PathBuf, String)> {
+            let full = base.join(rel);
+            harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
+                .map(|text| (full.clone(), text))
+                .map_err(|e| {
+                    Error::config(format!(
+                        "{at}: `{key}`: cannot read {}: {e}",
+                        full.display()
+                    ))
+                })
+        };
+        parse_profiles(&at, &self.source, self.named.clone(), base, &read)
     }
 }
 
@@ -223,23 +247,26 @@ impl PartialEq for Tree {
 
 impl Tree {
     /// The tree a delegation file roots, when it offers `delegate`; `None` otherwise.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) for a bad profile of the project policy.
     pub(crate) fn root(
         file: &DelegationFile,
         project: &Arc<ProjectPolicy>,
         overrides: &Overrides,
         workdir: &Path,
-    ) -> Option<Tree> {
+    ) -> Result<Option<Tree>> {
         if !file.tools.iter().any(|t| t == Tool::Delegate.name()) {
-            return None;
+            return Ok(None);
         }
         // The file's profiles, then the project's it does not name.
         let mut named = file.profiles.clone();
-        for (name, profile) in &project.profiles.0 {
-            if !named.iter().any(|(n, _)| n == name) {
-                named.push((name.clone(), profile.clone()));
+        for (name, profile) in project.profiles.read()? {
+            if !named.iter().any(|(n, _)| *n == name) {
+                named.push((name, profile));
             }
         }
-        Some(Tree {
+        Ok(Some(Tree {
             profiles: Arc::new(Profiles {
                 root: file.as_profile(),
                 named,
@@ -252,7 +279,7 @@ impl Tree {
             max_depth: file.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
             max_children: file.max_children.unwrap_or(DEFAULT_MAX_CHILDREN),
             siblings: None,
-        })
+        }))
     }
 
     /// The profile names a call may give.
@@ -707,7 +734,10 @@ pub fn delegation_for(
 ) -> std::result::Result<Delegation, String> {
     let project = Arc::new(ProjectPolicy::load(workdir).map_err(|e| e.message().to_owned())?);
     let call = read_call(arguments)?;
-    let named = &project.profiles.0;
+    let named = &project
+        .profiles
+        .read()
+        .map_err(|e| e.message().to_owned())?;
     let name = match (&call.profile, named.as_slice()) {
         (Some(name), _) => name.clone(),
         (None, [(only, _)]) => only.clone(),

@@ -231,11 +231,20 @@ pub(crate) fn children_of(attempts: &Value) -> Vec<Value> {
 }
 
 /// The seal an export had when its run completed (DESIGN §9): its seal with no human decision
-/// in it. A parent's record holds this seal of each child, which an override of the child
-/// later does not change.
+/// in it — neither the run's `decision` nor the events after `DelegationCompleted` (a
+/// `HumanOverride`). A parent's record holds this seal of each child, which an override of the
+/// child later does not change.
 pub fn completion_seal(document: &Value) -> String {
     let mut completed = document.clone();
     completed["run"]["decision"] = Value::Null;
+    if let Some(events) = completed["events"].as_array_mut() {
+        if let Some(end) = events
+            .iter()
+            .rposition(|e| e["type"] == "DelegationCompleted")
+        {
+            events.truncate(end + 1);
+        }
+    }
     seal(&completed)
 }
 

@@ -1,0 +1,298 @@
+//! `harness mcp` with real clients (DESIGN §9): the official MCP Python SDK drives it over stdio
+//! (lists the tools, delegates to a child that lies then fixes its work, reads the progress,
+//! asks `run_status` and `review_list`, and is refused what it may not do), and the real Claude
+//! Code, configured with `--mcp-config`, calls `delegate` when a loopback model asks it to — the
+//! verified result comes back into its conversation.
+//!
+//! Without the `mcp` package for the Python in `HARNESS_TEST_PYTHON` the SDK test says so and
+//! skips, unless `HARNESS_REQUIRE_MCP` is set (`.ci/run` installs it and sets it).
+
+use std::process::Command;
+
+use harness_testkit::model::{ModelServer, after_tool, answer, messages, tool_call};
+use serde_json::{Value, json};
+
+use crate::util::{TempDir, harness_bin};
+
+/// The Python with the MCP SDK, or `None` (the test skips, saying so).
+fn python() -> Option<String> {
+    let python = std::env::var("HARNESS_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let ready = Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ready {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_MCP").is_none(),
+            "HARNESS_REQUIRE_MCP is set but {python} cannot import mcp"
+        );
+        eprintln!("skipped: {python} has no MCP SDK (pip install mcp)");
+        return None;
+    }
+    Some(python)
+}
+
+/// A child that claims the file first, and writes it once caught.
+const LIAR: &str = r#"
+def respond(request):
+    last = request["messages"][-1]
+    if request["attempt"] == 0:
+        return "Done, hello.txt is written."
+    if last["role"] == "tool":
+        return "Wrote it: %s" % last["content"]
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]}
+"#;
+
+/// A project whose policy names the delegate profiles `default` (the liar) and `quitter`.
+fn project() -> TempDir {
+    let dir = TempDir::new();
+    dir.write(".harness/liar.star", LIAR);
+    dir.write(
+        ".harness/quitter.star",
+        "def respond(request):\n    return \"All done, trust me.\"\n",
+    );
+    dir.write(
+        ".harness/policy.yaml",
+        "delegates:\n  default:\n    delegate: {kind: scripted, script: liar.star}\n    tools: [write_file]\n  quitter:\n    delegate: {kind: scripted, script: quitter.star}\n    max_verify_retries: 0\n",
+    );
+    dir.write(
+        "tasks/hello.yaml",
+        "task: Create hello.txt containing hi\ndelegate: {kind: scripted, script: ../.harness/liar.star}\ntools: [write_file]\nworkdir: ..\ncriteria: [\"file_exists:hello.txt\"]\n",
+    );
+    dir
+}
+
+/// The client: every call's result as one JSON line, progress messages included.
+const CLIENT: &str = r#"
+import json, sys, anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+def show(name, result, progress=None):
+    print(json.dumps({"call": name, "is_error": result.is_error, "text": result.content[0].text,
+                      "structured": result.structured_content, "progress": progress}), flush=True)
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=["mcp"], cwd=sys.argv[2],
+                                   env={"HARNESS_PARENT_ID": "d-00000000000000aa"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            tools = await session.list_tools()
+            print(json.dumps({"server": init.server_info.name,
+                              "tools": [t.name for t in tools.tools]}), flush=True)
+            seen = []
+            async def progress(value, total, message):
+                seen.append(message)
+            result = await session.call_tool(
+                "delegate",
+                {"task": "Create hello.txt containing hi", "criteria": ["file_exists:hello.txt"]},
+                read_timeout_seconds=120, progress_callback=progress)
+            show("delegate", result, seen)
+            run = result.structured_content["id"]
+            show("run_status", await session.call_tool("run_status", {"id": run}))
+            show("quitter", await session.call_tool(
+                "delegate", {"task": "Create bye.txt", "profile": "quitter",
+                             "criteria": ["file_exists:bye.txt"]}))
+            show("file", await session.call_tool("delegate", {"file": "tasks/hello.yaml"}))
+            show("review_list", await session.call_tool("review_list", {}))
+            for name, arguments in [
+                ("outside", {"task": "x", "workdir": ".."}),
+                ("escape", {"file": "../elsewhere.yaml"}),
+                ("misspelt", {"taks": "x"}),
+                ("no_profile", {"task": "x", "profile": "wroker"}),
+                ("both", {"file": "tasks/hello.yaml", "task": "x"}),
+                ("unknown_run", {"id": "d-ffffffffffffffff"}),
+            ]:
+                tool = "run_status" if name == "unknown_run" else "delegate"
+                show(name, await session.call_tool(tool, arguments))
+
+anyio.run(main)
+"#;
+
+#[test]
+fn the_python_sdk_delegates_reads_progress_and_status_and_is_refused_bad_requests() {
+    let Some(python) = python() else { return };
+    let dir = project();
+    let client = dir.write("client.py", CLIENT);
+    let out = Command::new(&python)
+        .arg(client)
+        .arg(harness_bin())
+        .arg(dir.path())
+        .output()
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let call = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l["call"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+    };
+    assert_eq!(lines[0]["server"], json!("harness"));
+    assert_eq!(
+        lines[0]["tools"],
+        json!(["delegate", "run_status", "review_list"])
+    );
+
+    // The liar was caught, retried and verified; the client read each attempt as progress.
+    let delegated = call("delegate");
+    assert_eq!(delegated["is_error"], json!(false), "{delegated}");
+    let result = &delegated["structured"];
+    assert_eq!(result["verified"], json!(true), "{result}");
+    assert_eq!(result["attempts"], json!(2));
+    assert_eq!(
+        delegated["text"],
+        json!("passed on attempt 2; evidence: hello.txt 3 bytes")
+    );
+    assert_eq!(result["summary"], delegated["text"]);
+    assert_eq!(
+        delegated["progress"],
+        json!([
+            "attempt 1/3",
+            "attempt 1: not verified: criterion file_exists:hello.txt: hello.txt does not exist",
+            "attempt 2/3",
+            "attempt 2: verified"
+        ])
+    );
+    assert_eq!(dir.read("hello.txt").as_deref(), Some("hi\n"));
+
+    let status = &call("run_status")["structured"];
+    assert_eq!(status["outcome"], json!("passed"), "{status}");
+    assert_eq!(status["parent_id"], json!("d-00000000000000aa"));
+
+    // A failed verdict is a result, not an error; it awaits review.
+    let quitter = call("quitter");
+    assert_eq!(quitter["is_error"], json!(false), "{quitter}");
+    assert_eq!(quitter["structured"]["verified"], json!(false));
+    assert!(
+        quitter["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("failed (verification_failed) after 1 attempt: ")),
+        "{quitter}"
+    );
+    assert_eq!(call("file")["structured"]["outcome"], json!("passed"));
+    let pending = &call("review_list")["structured"]["pending"];
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
+    assert_eq!(pending[0]["id"], quitter["structured"]["id"]);
+
+    // Refused with the kind and the fix; nothing recorded for them.
+    for (name, expected) in [
+        ("outside", "`workdir` \"..\" is outside the project"),
+        ("escape", "`file` \"../elsewhere.yaml\""),
+        ("misspelt", "unknown argument `taks` (did you mean `task`?)"),
+        (
+            "no_profile",
+            "no profile \"wroker\"; the profiles are default, quitter",
+        ),
+        ("both", "`task` cannot be given with `file`"),
+        ("unknown_run", "no run d-ffffffffffffffff in the journal"),
+    ] {
+        let refused = call(name);
+        assert_eq!(refused["is_error"], json!(true), "{refused}");
+        let text = refused["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("error[config]: "), "{name}: {text}");
+        assert!(
+            text.contains(expected),
+            "{name}: expected {expected:?} in {text}"
+        );
+        assert_eq!(refused["structured"]["error"]["kind"], json!("config"));
+    }
+    let journal = harness_records::Journal::open(dir.join(".harness/runs.db")).expect("journal");
+    let recorded = journal
+        .list(&harness_records::Filter::default())
+        .expect("runs");
+    assert_eq!(
+        recorded.len(),
+        3,
+        "the liar, the quitter and the file: {recorded:?}"
+    );
+}
+
+/// Claude Code, given `harness mcp` with `--mcp-config`, calls `delegate` when the model asks;
+/// the verified result is what the model reads next.
+#[test]
+fn claude_code_calls_harness_mcp_and_its_model_reads_the_verified_result() {
+    crate::real_clis::offline();
+    let Some(claude) = crate::real_clis::real("claude") else {
+        return;
+    };
+    let dir = project();
+    let server = ModelServer::start(|_, body| {
+        if after_tool(body) {
+            let result = messages(body)
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "tool")
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            answer(body, &format!("The delegate said: {result}"))
+        } else {
+            tool_call(
+                body,
+                "toolu_01",
+                "mcp__harness__delegate",
+                &json!({"task": "Create hello.txt containing hi", "criteria": ["file_exists:hello.txt"]}),
+            )
+        }
+    });
+    let config = json!({"mcpServers": {"harness": {
+        "type": "stdio", "command": harness_bin(), "args": ["mcp", "--root", dir.path()],
+    }}});
+    let home = TempDir::new();
+    let out = Command::new(claude)
+        .args(["-p", "Create hello.txt through the harness delegate tool"])
+        .args(["--output-format", "stream-json", "--verbose"])
+        .args(["--mcp-config", &config.to_string(), "--strict-mcp-config"])
+        .args(["--allowedTools", "mcp__harness__delegate"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run claude");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The model's next request carries the tool result: the verdict and the deliverable.
+    let bodies = server.bodies();
+    let result = bodies
+        .iter()
+        .filter_map(|b| {
+            messages(b)
+                .iter()
+                .find(|m| m["role"] == "tool")
+                .and_then(|m| m["content"].as_str())
+                .map(str::to_owned)
+        })
+        .next()
+        .unwrap_or_else(|| panic!("no tool result reached the model: {bodies:?}"));
+    let read: Value = serde_json::from_str(&result).expect("the structured result, as JSON");
+    assert_eq!(read["verified"], json!(true), "{read}");
+    assert_eq!(read["attempts"], json!(2), "{read}");
+    assert_eq!(
+        read["summary"],
+        json!("passed on attempt 2; evidence: hello.txt 3 bytes")
+    );
+    assert!(stdout.contains("The delegate said:"), "{stdout}");
+    assert_eq!(dir.read("hello.txt").as_deref(), Some("hi\n"));
+    let journal = harness_records::Journal::open(dir.join(".harness/runs.db")).expect("journal");
+    let recorded = journal.get(read["id"].as_str().expect("id")).expect("read");
+    assert_eq!(recorded.map(|r| r.outcome), Some("passed".to_owned()));
+}
