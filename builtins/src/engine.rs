@@ -616,10 +616,11 @@ fn alloc_number<'v>(heap: Heap<'v>, n: &serde_json::Number) -> Value<'v> {
         Some(digits) => (true, digits),
         None => (false, text.as_str()),
     };
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Some(int) = alloc_big_int(heap, negative, digits) {
-            return int;
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Some(int) = alloc_big_int(heap, negative, digits)
+    {
+        return int;
     }
     heap.alloc(text.parse::<f64>().unwrap_or(f64::NAN))
 }

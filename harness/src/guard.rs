@@ -130,10 +130,10 @@ impl PolicyGuard {
             let mut all = Vec::new();
             for path in &self.given {
                 let path = absolute(path);
-                if let Ok(canonical) = path.canonicalize() {
-                    if canonical != path {
-                        all.push(canonical);
-                    }
+                if let Ok(canonical) = path.canonicalize()
+                    && canonical != path
+                {
+                    all.push(canonical);
                 }
                 all.push(path);
             }

@@ -252,18 +252,18 @@ fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
             previous = word;
             continue;
         }
-        if runner == "cd" {
-            if let Some(dir) = within(&cwd, word).filter(|d| root.join(d).is_dir()) {
-                cwd = dir;
-            }
+        if runner == "cd"
+            && let Some(dir) = within(&cwd, word).filter(|d| root.join(d).is_dir())
+        {
+            cwd = dir;
         }
         // `make -C backend` reads backend/Makefile.
         if matches!(runner, "make" | "gmake") && previous == "-C" {
             for name in ["Makefile", "makefile", "GNUmakefile"] {
-                if let Some(rel) = within(word, name).and_then(|r| within(&cwd, &r)) {
-                    if root.join(&rel).is_file() {
-                        files.push((rel, true));
-                    }
+                if let Some(rel) = within(word, name).and_then(|r| within(&cwd, &r))
+                    && root.join(&rel).is_file()
+                {
+                    files.push((rel, true));
                 }
             }
         }

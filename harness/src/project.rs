@@ -246,9 +246,12 @@ impl ProjectPolicy {
             .transpose()?;
         // Read when a delegation that offers `delegate` (or `harness mcp`) uses them, so that a
         // profile whose model key is unset here does not stop every run of the workspace.
-        let profiles = crate::tree::PolicyProfiles {
-            named: raw.delegates.unwrap_or_default(),
-            source: path.to_path_buf(),
+        let profiles = match raw.delegates {
+            Some(named) => crate::tree::PolicyProfiles {
+                named,
+                source: path.to_path_buf(),
+            },
+            None => crate::tree::PolicyProfiles::default(),
         };
         let gates = crate::gates::Gates::parse(
             &at,

@@ -264,10 +264,11 @@ impl Scope {
             match before.files.get(path) {
                 None => {
                     changes.added.push(path.to_string());
-                    if now.is_file() && now.size <= MAX_KEPT_FILE {
-                        if let Some(new) = read_small(&self.root.join(&**path)) {
-                            diffs.push(unified(path, b"", &new, "/dev/null"));
-                        }
+                    if now.is_file()
+                        && now.size <= MAX_KEPT_FILE
+                        && let Some(new) = read_small(&self.root.join(&**path))
+                    {
+                        diffs.push(unified(path, b"", &new, "/dev/null"));
                     }
                 }
                 Some(then) if then.same_stat(now) => {}
@@ -595,14 +596,14 @@ impl ignore::ParallelVisitor for Visitor<'_> {
                     .map_or(full, |rel| rel.strip_prefix(b"/").unwrap_or(rel));
                 let rel = String::from_utf8_lossy(rel);
                 let now = Entry::of(&meta);
-                if let Some((before, seen)) = self.baseline {
-                    if let Some(then) = before.files.get(&*rel) {
-                        if let Some(flag) = seen.get(then.index as usize) {
-                            flag.store(true, Ordering::Relaxed);
-                        }
-                        if then.same_stat(&now) {
-                            return ignore::WalkState::Continue;
-                        }
+                if let Some((before, seen)) = self.baseline
+                    && let Some(then) = before.files.get(&*rel)
+                {
+                    if let Some(flag) = seen.get(then.index as usize) {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                    if then.same_stat(&now) {
+                        return ignore::WalkState::Continue;
                     }
                 }
                 self.batch.push((rel.into_owned().into_boxed_str(), now));

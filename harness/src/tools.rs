@@ -368,12 +368,12 @@ impl Toolbox {
                 "refused: {path:?} would be new test configuration (conftest.py, pytest.ini, jest.config…), which changes how the existing tests run; delegates may not add it"
             ));
         }
-        if full.symlink_metadata().is_ok() {
-            if let Some(glob) = self.guard.gate().matching(&rel) {
-                return Err(format!(
-                    "refused: {path:?} is a gate input (it matches protect glob `{glob}`): existing tests and the files the checks run may not be modified, deleted or replaced by the delegate; add a new file instead (new files under the glob are allowed)"
-                ));
-            }
+        if full.symlink_metadata().is_ok()
+            && let Some(glob) = self.guard.gate().matching(&rel)
+        {
+            return Err(format!(
+                "refused: {path:?} is a gate input (it matches protect glob `{glob}`): existing tests and the files the checks run may not be modified, deleted or replaced by the delegate; add a new file instead (new files under the glob are allowed)"
+            ));
         }
         Ok(full)
     }

@@ -44,13 +44,13 @@ pub(crate) async fn attempt(
         session
             .family
             .spend(answer.usage.input_tokens + answer.usage.output_tokens);
-        if let Some(id) = session.delegate.session() {
-            if session.delegate_session.as_deref() != Some(id) {
-                events.emit(RunEvent::DelegateSession {
-                    session_id: id.to_owned(),
-                });
-                session.delegate_session = Some(id.to_owned());
-            }
+        if let Some(id) = session.delegate.session()
+            && session.delegate_session.as_deref() != Some(id)
+        {
+            events.emit(RunEvent::DelegateSession {
+                session_id: id.to_owned(),
+            });
+            session.delegate_session = Some(id.to_owned());
         }
         let observed = std::mem::take(&mut answer.observed);
         if !observed.is_empty() {

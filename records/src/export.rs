@@ -237,13 +237,12 @@ pub(crate) fn children_of(attempts: &Value) -> Vec<Value> {
 pub fn completion_seal(document: &Value) -> String {
     let mut completed = document.clone();
     completed["run"]["decision"] = Value::Null;
-    if let Some(events) = completed["events"].as_array_mut() {
-        if let Some(end) = events
+    if let Some(events) = completed["events"].as_array_mut()
+        && let Some(end) = events
             .iter()
             .rposition(|e| e["type"] == "DelegationCompleted")
-        {
-            events.truncate(end + 1);
-        }
+    {
+        events.truncate(end + 1);
     }
     seal(&completed)
 }

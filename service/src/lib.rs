@@ -651,10 +651,8 @@ async fn authorize(State(app): State<Shared>, request: Request, next: Next) -> R
         return next.run(request).await;
     }
     if method.is_safe() {
-        if !api {
-            if let Some(token) = query_token(request.uri().query()) {
-                return sign_in(&app, &token, &path);
-            }
+        if !api && let Some(token) = query_token(request.uri().query()) {
+            return sign_in(&app, &token, &path);
         }
         if bearer_ok || session {
             return next.run(request).await;

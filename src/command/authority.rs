@@ -205,10 +205,10 @@ async fn verify(args: &AuditVerifyArgs) -> harness_records::Result<u8> {
         for (seq, run, why) in &check.suspect {
             eprintln!("suspect: row {seq}, the override of {run}: {why}");
         }
-        if args.anchor {
-            if let (None, Some((seq, hash))) = (&check.broken, &check.head) {
-                println!("{seq} {hash}");
-            }
+        if args.anchor
+            && let (None, Some((seq, hash))) = (&check.broken, &check.head)
+        {
+            println!("{seq} {hash}");
         }
     }
     Ok(if check.broken.is_some() {

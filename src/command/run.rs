@@ -331,13 +331,13 @@ fn print_summary(report: &Report, answer: bool) {
             None => eprintln!("trace: {id}"),
         }
     }
-    if let Some(result) = report.result().filter(|_| answer) {
-        if matches!(
+    if let Some(result) = report.result().filter(|_| answer)
+        && matches!(
             report.outcome,
             Outcome::Passed | Outcome::PassedWithDebt | Outcome::Skipped
-        ) {
-            println!("{}", result.response);
-        }
+        )
+    {
+        println!("{}", result.response);
     }
 }
 

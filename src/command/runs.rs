@@ -321,13 +321,13 @@ fn signing_key(
 ) -> Result<harness_records::SigningKey, Error> {
     let refuse = |why: String| Error::config(format!("--sign {}: {why}", path.display()));
     let resolved = path.canonicalize().map_err(|e| refuse(e.to_string()))?;
-    if let Some(workdir) = workdir.and_then(|w| w.canonicalize().ok()) {
-        if resolved.starts_with(&workdir) {
-            return Err(refuse(format!(
-                "the key is inside the run's workspace {}, where the delegate could have written it; keep it elsewhere",
-                workdir.display()
-            )));
-        }
+    if let Some(workdir) = workdir.and_then(|w| w.canonicalize().ok())
+        && resolved.starts_with(&workdir)
+    {
+        return Err(refuse(format!(
+            "the key is inside the run's workspace {}, where the delegate could have written it; keep it elsewhere",
+            workdir.display()
+        )));
     }
     let pem = key_text(path).map_err(refuse)?;
     harness_records::signing_key(&pem).map_err(refuse)

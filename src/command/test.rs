@@ -37,12 +37,12 @@ pub async fn run(args: TestArgs) -> u8 {
 }
 
 fn prepare(args: &TestArgs) -> Result<(Vec<PathBuf>, TestOptions), Error> {
-    if let Some(pct) = args.threshold {
-        if !(0.0..=100.0).contains(&pct) {
-            return Err(Error::config(format!(
-                "--threshold {pct}: give a percentage from 0 to 100"
-            )));
-        }
+    if let Some(pct) = args.threshold
+        && !(0.0..=100.0).contains(&pct)
+    {
+        return Err(Error::config(format!(
+            "--threshold {pct}: give a percentage from 0 to 100"
+        )));
     }
     let filter = args
         .run

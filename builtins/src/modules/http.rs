@@ -118,14 +118,12 @@ impl reqwest::dns::Resolve for GuardedResolver {
         Box::pin(async move {
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if !exact {
-                if let Some(addr) = addrs.iter().find(|a| is_local(a.ip())) {
-                    return Err(Box::new(LocalAddressRefused {
-                        host,
-                        ip: addr.ip(),
-                    })
-                        as Box<dyn std::error::Error + Send + Sync>);
-                }
+            if !exact && let Some(addr) = addrs.iter().find(|a| is_local(a.ip())) {
+                return Err(Box::new(LocalAddressRefused {
+                    host,
+                    ip: addr.ip(),
+                })
+                    as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
@@ -175,12 +173,13 @@ fn check_url(host: &Host, func: &str, url: &Url) -> anyhow::Result<()> {
         )));
     }
     let literal = name.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = literal.parse::<IpAddr>() {
-        if is_local(ip) && !hosts.names_exactly(literal) {
-            return Err(host.refuse(format!(
-                "{func}: {ip} is a local address, refused unless allow-listed by exact address"
-            )));
-        }
+    if let Ok(ip) = literal.parse::<IpAddr>()
+        && is_local(ip)
+        && !hosts.names_exactly(literal)
+    {
+        return Err(host.refuse(format!(
+            "{func}: {ip} is a local address, refused unless allow-listed by exact address"
+        )));
     }
     Ok(())
 }
@@ -311,20 +310,20 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
                 }
             };
             let status = response.status();
-            if status.is_redirection() {
-                if let Some(location) = response.headers().get(reqwest::header::LOCATION) {
-                    let location = location.to_str().unwrap_or_default();
-                    url = url.join(location).map_err(|e| {
-                        anyhow::anyhow!("{func}: bad redirect location {location:?}: {e}")
-                    })?;
-                    if status == reqwest::StatusCode::SEE_OTHER
-                        || (method == Method::POST && status.as_u16() <= 302)
-                    {
-                        method = Method::GET;
-                        body = None;
-                    }
-                    continue;
+            if status.is_redirection()
+                && let Some(location) = response.headers().get(reqwest::header::LOCATION)
+            {
+                let location = location.to_str().unwrap_or_default();
+                url = url.join(location).map_err(|e| {
+                    anyhow::anyhow!("{func}: bad redirect location {location:?}: {e}")
+                })?;
+                if status == reqwest::StatusCode::SEE_OTHER
+                    || (method == Method::POST && status.as_u16() <= 302)
+                {
+                    method = Method::GET;
+                    body = None;
                 }
+                continue;
             }
             let mut headers = serde_json::Map::new();
             for (name, value) in response.headers() {

@@ -572,12 +572,12 @@ fn announces_changes(header: &str) -> Option<String> {
     if BARE.is_match(header) {
         return Some("changed".to_owned());
     }
-    if header.ends_with(':') {
-        if let Some(m) = WRITE_VERB.find(header) {
-            if asserted(&header[..m.start()]) && !header[m.end()..].contains('`') {
-                return Some(m.as_str().to_ascii_lowercase());
-            }
-        }
+    if header.ends_with(':')
+        && let Some(m) = WRITE_VERB.find(header)
+        && asserted(&header[..m.start()])
+        && !header[m.end()..].contains('`')
+    {
+        return Some(m.as_str().to_ascii_lowercase());
     }
     let found = ANNOUNCES.find(header)?;
     if NOT_ASSERTED.is_match(&header[..found.start()]) {
@@ -719,12 +719,13 @@ pub fn claims(answer: &str) -> Vec<Claim> {
                 said: m.as_str().trim().to_owned(),
             });
         }
-        if let Some(m) = COMMITTED.find(text) {
-            if asserted(&text[..m.start()]) && !text[m.end()..].trim_start().starts_with("yet") {
-                push(Claim::Committed {
-                    said: m.as_str().to_owned(),
-                });
-            }
+        if let Some(m) = COMMITTED.find(text)
+            && asserted(&text[..m.start()])
+            && !text[m.end()..].trim_start().starts_with("yet")
+        {
+            push(Claim::Committed {
+                said: m.as_str().to_owned(),
+            });
         }
     }
     out
@@ -794,47 +795,46 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
     }
     // An item under "Files changed:" that starts with a path: the path is claimed with the
     // item's own verb, or the header's.
-    if let Some(context) = &clause.context {
-        if let Some(first) = first_word(&words) {
-            if let Some(path) = as_path(first) {
-                let rest = &text[word_end(first, text)..];
-                let verb = WRITE_VERB
-                    .find(rest)
-                    .filter(|m| asserted(&rest[..m.start()]))
-                    .map_or_else(|| context.clone(), |m| m.as_str().to_owned());
-                // "`a.py` would get a new class": a plan under the header, not a deed.
-                let negated = NOT_ASSERTED.is_match(rest) && WRITE_VERB.find(rest).is_none()
-                    || rest.to_ascii_lowercase().contains("unchanged");
-                if !negated {
-                    push(file_claim(&verb, path, false));
-                }
-                return;
-            }
+    if let Some(context) = &clause.context
+        && let Some(first) = first_word(&words)
+        && let Some(path) = as_path(first)
+    {
+        let rest = &text[word_end(first, text)..];
+        let verb = WRITE_VERB
+            .find(rest)
+            .filter(|m| asserted(&rest[..m.start()]))
+            .map_or_else(|| context.clone(), |m| m.as_str().to_owned());
+        // "`a.py` would get a new class": a plan under the header, not a deed.
+        let negated = NOT_ASSERTED.is_match(rest) && WRITE_VERB.find(rest).is_none()
+            || rest.to_ascii_lowercase().contains("unchanged");
+        if !negated {
+            push(file_claim(&verb, path, false));
         }
+        return;
     }
     // A label: `src/a.rs: adds parse()`, `**src/a.rs** — updated`.
-    if let Some(first) = first_word(&words) {
-        if let Some(path) = as_path(first) {
-            let after = text[word_end(first, text)..].trim_start_matches(['*', '`', ' ']);
-            if let Some(rest) = after
-                .strip_prefix(':')
-                .or_else(|| after.strip_prefix('—'))
-                .or_else(|| after.strip_prefix("- "))
-                .or_else(|| after.strip_prefix("->"))
+    if let Some(first) = first_word(&words)
+        && let Some(path) = as_path(first)
+    {
+        let after = text[word_end(first, text)..].trim_start_matches(['*', '`', ' ']);
+        if let Some(rest) = after
+            .strip_prefix(':')
+            .or_else(|| after.strip_prefix('—'))
+            .or_else(|| after.strip_prefix("- "))
+            .or_else(|| after.strip_prefix("->"))
+        {
+            if let Some(m) = WRITE_VERB
+                .find(rest)
+                .filter(|m| m.start() < 3 && asserted(&rest[..m.start()]))
             {
-                if let Some(m) = WRITE_VERB
-                    .find(rest)
-                    .filter(|m| m.start() < 3 && asserted(&rest[..m.start()]))
-                {
-                    // `tox.ini: removed the py38 env` removes something from the file.
-                    let object = rest[m.end()..].chars().any(char::is_alphanumeric);
-                    push(file_claim(m.as_str(), path, object));
-                    return;
-                }
-                if LABEL_VERB.is_match(rest) && !NOT_ASSERTED.is_match(rest) {
-                    push(file_claim("changed", path, false));
-                    return;
-                }
+                // `tox.ini: removed the py38 env` removes something from the file.
+                let object = rest[m.end()..].chars().any(char::is_alphanumeric);
+                push(file_claim(m.as_str(), path, object));
+                return;
+            }
+            if LABEL_VERB.is_match(rest) && !NOT_ASSERTED.is_match(rest) {
+                push(file_claim("changed", path, false));
+                return;
             }
         }
     }
@@ -1123,43 +1123,42 @@ fn command_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
             .filter(|w| w.code && command_words(w.raw).is_some())
             .map(|w| w.raw.to_owned())
             .collect();
-        if commands.is_empty() {
-            if let Some(at) = after
+        if commands.is_empty()
+            && let Some(at) = after
                 .iter()
                 .position(|w| PROGRAMS.contains(&trim(w.raw).as_str()))
-            {
-                let program = trim(after[at].raw);
-                let next = after.get(at + 1).map(|w| trim(w.raw)).filter(|w| {
-                    !w.is_empty()
-                        && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
-                        && !after[at].raw.ends_with([',', ')', '.', ';'])
-                        && !matches!(
-                            w.as_str(),
-                            "and"
-                                | "on"
-                                | "in"
-                                | "to"
-                                | "with"
-                                | "again"
-                                | "for"
-                                | "after"
-                                | "before"
-                                | "which"
-                                | "that"
-                                | "locally"
-                                | "once"
-                                | "is"
-                                | "was"
-                                | "reports"
-                                | "passes"
-                                | "succeeds"
-                        )
-                });
-                commands.push(match next {
-                    Some(next) => format!("{program} {next}"),
-                    None => program,
-                });
-            }
+        {
+            let program = trim(after[at].raw);
+            let next = after.get(at + 1).map(|w| trim(w.raw)).filter(|w| {
+                !w.is_empty()
+                    && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+                    && !after[at].raw.ends_with([',', ')', '.', ';'])
+                    && !matches!(
+                        w.as_str(),
+                        "and"
+                            | "on"
+                            | "in"
+                            | "to"
+                            | "with"
+                            | "again"
+                            | "for"
+                            | "after"
+                            | "before"
+                            | "which"
+                            | "that"
+                            | "locally"
+                            | "once"
+                            | "is"
+                            | "was"
+                            | "reports"
+                            | "passes"
+                            | "succeeds"
+                    )
+            });
+            commands.push(match next {
+                Some(next) => format!("{program} {next}"),
+                None => program,
+            });
         }
         let succeeded = said_ok(&text[ran.end()..]);
         for command in commands {
@@ -1544,10 +1543,11 @@ fn judge(claim: &Claim, ground: &Ground<'_>, calls: &[Call]) -> Option<String> {
     let root = ground.root.to_string_lossy();
     let root = format!("{}/", root.trim_end_matches('/'));
     // A path outside the workspace (`/tmp/x`) cannot be judged here: not held against anyone.
-    if let Claim::Wrote { path, .. } | Claim::Deleted { path, .. } = claim {
-        if path.starts_with('/') && !path.starts_with(&root) {
-            return None;
-        }
+    if let Claim::Wrote { path, .. } | Claim::Deleted { path, .. } = claim
+        && path.starts_with('/')
+        && !path.starts_with(&root)
+    {
+        return None;
     }
     match claim {
         Claim::Wrote { path, verb } => {

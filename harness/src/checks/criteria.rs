@@ -670,10 +670,10 @@ fn no_new_skips(
             }
             let Some(file) = file else { continue };
             if let Some(added) = text.strip_prefix('+') {
-                if let Some(m) = SKIP_MARKER.find(added) {
-                    if found.len() < MAX_QUOTED {
-                        found.push(format!("{file}:{line} adds `{}`", m.as_str()));
-                    }
+                if let Some(m) = SKIP_MARKER.find(added)
+                    && found.len() < MAX_QUOTED
+                {
+                    found.push(format!("{file}:{line} adds `{}`", m.as_str()));
                 }
                 line += 1;
             } else if !text.starts_with('-') && !text.starts_with('\\') {

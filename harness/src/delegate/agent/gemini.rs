@@ -105,10 +105,10 @@ impl Adapter for Gemini {
                 .find_map(|home| session_results(&home, session))
             {
                 for call in &mut parsed.observed {
-                    if call.content.is_empty() {
-                        if let Some(result) = results.get(&call.id) {
-                            call.content.clone_from(result);
-                        }
+                    if call.content.is_empty()
+                        && let Some(result) = results.get(&call.id)
+                    {
+                        call.content.clone_from(result);
                     }
                 }
             }

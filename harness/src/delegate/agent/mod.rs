@@ -518,12 +518,12 @@ impl AgentDelegate {
                 "the output names no {word} id, so a retry could not continue it"
             )));
         };
-        if let Some(expected) = &resume {
-            if *expected != session {
-                return Err(fail(format!(
-                    "asked to resume {word} {expected}, the CLI reported {session}: it did not continue the same {word}"
-                )));
-            }
+        if let Some(expected) = &resume
+            && *expected != session
+        {
+            return Err(fail(format!(
+                "asked to resume {word} {expected}, the CLI reported {session}: it did not continue the same {word}"
+            )));
         }
         self.session = Some(session);
         Ok(Turn {
