@@ -301,8 +301,13 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// Also write the report as one self-contained HTML page (inline SVG charts, no network).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "by_root")]
     pub html: Option<PathBuf>,
+    /// Group by root run instead: one line per delegation tree (a run and the children its
+    /// `delegate` calls ran), with the root's outcome, its runs, how many children failed, and
+    /// the attempts and tokens of the whole tree.
+    #[arg(long = "by-root")]
+    pub by_root: bool,
 }
 
 /// `harness runs ...`.

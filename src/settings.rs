@@ -23,12 +23,40 @@ pub fn runtime() -> Result<harness::Runtime, Error> {
 
 /// Records a child delegation (a `delegate` call) that has ended in `journal`, and returns the
 /// seal of its record: its parent's tool result carries it, and `harness audit` checks it.
+/// Through the journal's writer in this process when it has one (one connection writes, records
+/// gathered into one transaction); else directly. Called on a blocking thread.
 fn record_child(
     journal: &Path,
     delegation: &harness::Delegation,
     report: &harness::Report,
 ) -> Result<String, String> {
-    record_run(journal, delegation, report).map_err(|e| e.message().to_owned())
+    let (told, stored) = std::sync::mpsc::channel();
+    let queued = harness_records::JournalWriter::record_sealed(
+        journal,
+        report.clone(),
+        meta(delegation),
+        move |sealed| {
+            let _ = told.send(sealed);
+        },
+    );
+    match queued {
+        Ok(()) => stored
+            .recv()
+            .map_err(|_| "the journal writer stopped".to_owned())?
+            .and_then(|seal| {
+                seal.ok_or_else(|| format!("{} holds no seal for {}", journal.display(), report.id))
+            }),
+        Err(_) => record_run(journal, delegation, report).map_err(|e| e.message().to_owned()),
+    }
+}
+
+/// What the journal records beside a run of `delegation`: its file and workspace, absolute.
+fn meta(delegation: &harness::Delegation) -> harness_records::RecordMeta {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    harness_records::RecordMeta {
+        source: Some(absolute(delegation.source())),
+        workdir: Some(absolute(delegation.workdir())),
+    }
 }
 
 /// Records `report` of `delegation` in the run journal at `journal` (blocking), and returns the
@@ -41,13 +69,8 @@ pub fn record_run(
     delegation: &harness::Delegation,
     report: &harness::Report,
 ) -> harness_records::Result<String> {
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let meta = harness_records::RecordMeta {
-        source: Some(absolute(delegation.source())),
-        workdir: Some(absolute(delegation.workdir())),
-    };
     let mut opened = harness_records::Journal::open(journal)?;
-    opened.record(report, &meta)?;
+    opened.record(report, &meta(delegation))?;
     opened
         .get(&report.id)?
         .and_then(|record| record.seal)

@@ -512,6 +512,20 @@ fn the_review_page_in_a_real_browser() {
         "{}",
         browser.text("body")
     );
+    // The tree from its root, this run marked.
+    let marked =
+        format!("!!document.querySelector('ul.tree li.current > a[href=\"/runs/{child}\"]')");
+    assert_eq!(
+        browser.eval(&marked),
+        Some(json!(true)),
+        "{}",
+        browser.text("#tree")
+    );
+    assert!(
+        browser.text("#tree").contains(&failed),
+        "{}",
+        browser.text("#tree")
+    );
 
     browser.goto(&format!("{}/", server.base));
     browser.screenshot("review-list.png");

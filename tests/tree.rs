@@ -151,6 +151,22 @@ fn the_fan_out_example_runs_three_verified_children_and_reports_them_honestly() 
             .any(|c| c["name"] == "delegation_linkage" && c["passed"] == true),
         "{checks}"
     );
+
+    // The report grouped by root: the tree is one line, its failed child counted.
+    let report = harness(["report", "--by-root", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    report.expect_code(0);
+    let roots = report.json()["roots"].clone();
+    assert_eq!(roots.as_array().map(Vec::len), Some(1), "{roots}");
+    assert_eq!(roots[0]["id"], parent, "{roots}");
+    assert_eq!(roots[0]["runs"], json!(4));
+    assert_eq!(roots[0]["children_failed"], json!(1));
+    assert_eq!(roots[0]["attempts"], json!(1 + 1 + 2 + 2));
+    let table = harness(["report", "--by-root", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    assert!(table.stdout.contains("CHILDREN FAILED"), "{}", table.stdout);
 }
 
 /// The `harness audit --json` failure codes of run `id` in the journal of `dir`.
@@ -311,7 +327,7 @@ fn bad_delegate_calls_are_refused_with_the_fix_and_record_no_child() {
         "delegate: no profile \"wroker\" (did you mean `worker`?); the profiles are worker",
         "delegate: `task` is empty; say what the child should do",
         "delegate: the profile has its own verifier; add `checks` or `criteria` instead of `verify`",
-        "delegate: `checks[0]`: unknown field `colour`, expected one of `name`, `run`",
+        "delegate: `checks` run programs, and this delegation may not run programs itself (it has no `run_command`)",
     ]) {
         assert_eq!(result["is_error"], json!(true), "{result}");
         assert!(

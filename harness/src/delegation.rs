@@ -181,6 +181,11 @@ impl Delegation {
         self.tree = Some(tree);
     }
 
+    /// True when it offers the `delegate` tool: its delegate may run child delegations.
+    pub fn offers_delegate(&self) -> bool {
+        self.tree.is_some()
+    }
+
     /// How deep in a delegation tree it runs: 0 for a root (or a delegation that offers no
     /// `delegate`).
     pub fn depth(&self) -> u32 {

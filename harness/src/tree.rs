@@ -611,6 +611,9 @@ struct Making<'a> {
     verify_name: String,
     /// The time and tokens it may spend.
     budget: (Option<Duration>, Option<u64>),
+    /// The caller may run programs itself (`run_command`, or a caller outside the tree): only
+    /// then may its call give `checks` or command criteria, which run programs.
+    programs: bool,
 }
 
 /// The delegation `call` asks of `template`.
@@ -626,7 +629,9 @@ fn make(
         label,
         verify_name,
         budget: (time, tokens),
+        programs,
     } = making;
+    let mut overrides = overrides;
     let mut file = template.clone();
     file.task = call.task;
     file.parent_id.clone_from(&overrides.parent_id);
@@ -637,10 +642,16 @@ fn make(
         &mut file,
         &project.defaults,
         &label,
-        call.checks,
-        call.criteria,
+        (call.checks, call.criteria),
+        programs,
     )?;
     if let Some(text) = call.verify {
+        // A verifier the caller wrote reads the workspace and nothing else: no programs, no
+        // environment, no network the operator allowed for the scripts it wrote.
+        overrides.allow_exec.clear();
+        overrides.allow_env.clear();
+        overrides.allow_hosts.clear();
+        file.allow_hosts.clear();
         if file.verify.is_some() {
             return Err(
                 "the profile has its own verifier; add `checks` or `criteria` instead of `verify`"
@@ -707,6 +718,7 @@ fn build(
         ),
         verify_name: format!("{source}#delegate.verify"),
         budget,
+        programs: parent.tools().iter().any(|t| t == "run_command"),
     };
     let mut child = make(template, call, making)?;
     child.set_tree(Tree {
@@ -765,6 +777,7 @@ pub fn delegation_for(
         label: format!("delegate call (profile {name})"),
         verify_name: format!("{}#delegate.verify", policy.display()),
         budget: (None, None),
+        programs: true,
     };
     make(template, call, making)
 }
@@ -783,11 +796,19 @@ fn add_gates(
     file: &mut DelegationFile,
     defaults: &Gates,
     label: &str,
-    checks: Option<Vec<Value>>,
-    criteria: Option<Vec<Value>>,
+    (checks, criteria): (Option<Vec<Value>>, Option<Vec<Value>>),
+    programs: bool,
 ) -> std::result::Result<(), String> {
     if checks.is_none() && criteria.is_none() {
         return Ok(());
+    }
+    let refused = |what: &str| {
+        format!(
+            "{what} run programs, and this delegation may not run programs itself (it has no `run_command`): name checks in the profile (`delegates:`) instead, or give `criteria` such as \"file_exists:PATH\" and a `verify`"
+        )
+    };
+    if checks.is_some() && !programs {
+        return Err(refused("`checks`"));
     }
     let raw_checks = checks
         .map(|list| {
@@ -810,6 +831,9 @@ fn add_gates(
         },
     )
     .map_err(|e| e.message().to_owned())?;
+    if !programs && added.criteria.as_ref().is_some_and(|(c, _)| !c.is_empty()) {
+        return Err(refused("command criteria (`{command: …}`)"));
+    }
     if let Some(added) = added.checks {
         let mut checks = file
             .gates

@@ -857,6 +857,22 @@ impl Journal {
             .map_err(|e| self.error("cannot read", &e))
     }
 
+    /// The seal stored for run `id`, when it is recorded and sealed.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the journal cannot be read.
+    pub fn seal_of(&self, id: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT seal FROM delegations WHERE id = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row(params![id], |row| row.get(0))
+                    .optional()
+            })
+            .map(Option::flatten)
+            .map_err(|e| self.error("cannot read", &e))
+    }
+
     /// The runs whose Result names `id` as their parent (`parent_id`), oldest first: their ids
     /// and outcomes.
     ///

@@ -28,8 +28,8 @@ pub use authority::{
     canonical, review_state, review_status, reviewed_json,
 };
 pub use dashboard::{
-    CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, Spread, escape_html,
-    normalise,
+    CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, RootStats, Spread,
+    by_root, escape_html, normalise,
 };
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{Error, ErrorKind, Result};

@@ -32,8 +32,8 @@ pub struct Written {
     pub crashed: bool,
 }
 
-/// Told once a record is written (`Ok`) or refused (`Err` with why).
-type Done = Box<dyn FnOnce(std::result::Result<(), String>) + Send>;
+/// Told once a record is written (`Ok` with its seal) or refused (`Err` with why).
+type Done = Box<dyn FnOnce(std::result::Result<Option<String>, String>) + Send>;
 
 /// What the writer is sent: a run's start, or a finished run to record. Records are most of what
 /// it is sent, so they travel unboxed (a box each would be an allocation for nothing).
@@ -131,7 +131,9 @@ impl JournalWriter {
                         if let Some(done) = done {
                             done(match failed.iter().find(|(id, _)| *id == report.id) {
                                 Some((_, why)) => Err(why.clone()),
-                                None => Ok(()),
+                                None => journal
+                                    .seal_of(&report.id)
+                                    .map_err(|e| e.message().to_owned()),
                             });
                         }
                     }
@@ -179,6 +181,33 @@ impl JournalWriter {
             .is_some_and(|(_, sender)| sender.send(Item::Start(run)).is_ok())
     }
 
+    /// Queues the finished delegation `report`, recorded in `journal`, with that journal's
+    /// writer in this process when there is one, and calls `done` with its seal once it is
+    /// stored (or why not); gives the report back when there is none, for the caller to write.
+    ///
+    /// # Errors
+    /// `report` and `meta`, when `journal` has no writer in this process.
+    pub fn record_sealed(
+        journal: &Path,
+        report: Report,
+        meta: RecordMeta,
+        done: impl FnOnce(std::result::Result<Option<String>, String>) + Send + 'static,
+    ) -> std::result::Result<(), (Report, RecordMeta)> {
+        let writers = WRITERS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some((_, sender)) = writers.as_ref().and_then(|w| w.get(&key(journal))) else {
+            return Err((report, meta));
+        };
+        // The writer thread died: the record comes back, for the caller to write.
+        if let Err(mpsc::SendError(Item::Record(report, meta, _))) =
+            sender.send(Item::Record(report, meta, Some(Box::new(done))))
+        {
+            return Err((report, meta));
+        }
+        Ok(())
+    }
+
     /// Queues one finished delegation; it is written within moments.
     pub fn record(&self, report: Report, meta: RecordMeta) {
         // A send only fails when the writer thread died; `finish` reports that.
@@ -194,9 +223,9 @@ impl JournalWriter {
         meta: RecordMeta,
         done: impl FnOnce(std::result::Result<(), String>) + Send + 'static,
     ) {
-        if let Err(mpsc::SendError(Item::Record(_, _, Some(done)))) = self
-            .sender
-            .send(Item::Record(report, meta, Some(Box::new(done))))
+        let done: Done = Box::new(move |r| done(r.map(|_| ())));
+        if let Err(mpsc::SendError(Item::Record(_, _, Some(done)))) =
+            self.sender.send(Item::Record(report, meta, Some(done)))
         {
             done(Err(format!(
                 "the journal writer for {} has stopped",

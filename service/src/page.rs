@@ -36,6 +36,9 @@ form {{ display: inline-block; margin-right: 2em; padding: .6em; border: 1px sol
 ul.changes {{ list-style: none; padding-left: 0; font-family: monospace; }}
 .filters label {{ margin-right: 1em; }}
 td pre {{ margin: 0; padding: .3em; }}
+ul.tree, ul.tree ul {{ list-style: none; padding-left: 1.4em; border-left: 1px solid #ccc; }}
+ul.tree li.current {{ background: #f3f3ff; }}
+.outcome-failed, .outcome-error {{ color: #a00; }} .outcome-passed {{ color: #070; }}
 </style></head><body>
 <p><a href="/">Runs</a> · <a href="/report">Report</a></p>
 <h1>{title}</h1>
@@ -181,12 +184,8 @@ pub(super) async fn run_page(
         .contains_key(&id);
     let lookup = id.clone();
     // A run of this server's has a row from its start; while it runs, its events say more.
-    let (record, decided, children) = read(&app, move |j| {
-        Ok((
-            j.get(&lookup)?,
-            j.override_of(&lookup)?,
-            j.children(&lookup)?,
-        ))
+    let (record, decided, tree) = read(&app, move |j| {
+        Ok((j.get(&lookup)?, j.override_of(&lookup)?, j.tree(&lookup)?))
     })
     .await?;
     let record = record.filter(|r| !(r.outcome == "running" && running));
@@ -306,7 +305,7 @@ function summary(event) {{
             esc(message)
         ));
     }
-    body.push_str(&tree_view(&record, &children));
+    body.push_str(&tree_view(&record, tree.as_ref()));
     let refusals = refusals(&record.events);
     // The last attempt first: it is what is decided on.
     for attempt in record.attempts.iter().rev() {
@@ -336,33 +335,54 @@ function summary(event) {{
     Ok(page(&format!("Run {id}"), &body).into_response())
 }
 
-/// The run's place in a delegation tree: the parent it names (`parent_id`) and the runs that
-/// name it, each linked with its outcome.
-fn tree_view(record: &harness_records::Record, children: &[(String, String)]) -> String {
-    let parent = record
-        .attempts
-        .iter()
-        .rev()
-        .find_map(|a| a.result.as_ref()?["parent_id"].as_str());
+/// The run's place in a delegation tree (DESIGN §9): the parent it names (`parent_id`), and the
+/// whole tree from its root, each run linked with its outcome, this one marked; the runs this
+/// one delegated to are the list of class `children`.
+fn tree_view(record: &harness_records::Record, tree: Option<&harness_records::TreeNode>) -> String {
     let mut out = String::new();
-    if let Some(parent) = parent {
+    if let Some(parent) = record.parent_id() {
         out.push_str(&format!(
             "<p id=\"parent\">Delegated by <a href=\"/runs/{p}\">{p}</a></p>",
             p = esc(parent)
         ));
     }
-    if !children.is_empty() {
-        out.push_str("<p id=\"children\">Delegated to:</p><ul class=\"children\">");
-        for (id, outcome) in children {
-            out.push_str(&format!(
-                "<li><a href=\"/runs/{id}\">{id}</a> <span class=\"outcome-{outcome}\">{outcome}</span></li>",
-                id = esc(id),
-                outcome = esc(outcome)
-            ));
+    if let Some(tree) = tree.filter(|t| !t.children.is_empty()) {
+        out.push_str("<div id=\"tree\"><p>Delegation tree:</p><ul class=\"tree\">");
+        node(tree, &record.id, &mut out);
+        out.push_str("</ul></div>");
+    }
+    out
+}
+
+/// One run of a tree and the runs under it, as list items.
+fn node(tree: &harness_records::TreeNode, current: &str, out: &mut String) {
+    let outcome = match &tree.error_kind {
+        Some(kind) => format!("{} ({kind})", tree.outcome),
+        None => tree.outcome.clone(),
+    };
+    let here = tree.id == current;
+    out.push_str(&format!(
+        "<li{}><a href=\"/runs/{id}\">{id}</a> <span class=\"outcome-{class}\">{outcome}</span>, {attempts} attempt(s): {task}{}",
+        if here { " class=\"current\"" } else { "" },
+        if here { " <b>(this run)</b>" } else { "" },
+        id = esc(&tree.id),
+        class = esc(&tree.outcome),
+        outcome = esc(&outcome),
+        attempts = tree.attempts,
+        task = esc(tree.task.as_deref().unwrap_or_default()),
+    ));
+    if !tree.children.is_empty() {
+        out.push_str(if here {
+            "<ul class=\"children\">"
+        } else {
+            "<ul>"
+        });
+        for child in &tree.children {
+            node(child, current, out);
         }
         out.push_str("</ul>");
     }
-    out
+    out.push_str("</li>");
 }
 
 /// Why each refused tool call was refused (`ToolVerificationFailed` events: a per-tool verifier), by call id.

@@ -22,8 +22,12 @@ async fn report(args: &ReportArgs) -> Result<(), Failure> {
     let filter = settings::journal_filter(&args.select, None)?;
     let journal = settings::journal_to_read(args.select.journal.as_deref())?;
     let records = settings::read_journal(&journal, move |j| j.list(&filter)).await?;
-    let dashboard = Dashboard::build(&records);
     let scope = scope(args, &journal, records.len());
+    if args.by_root {
+        by_root(args, &journal, &records, &scope);
+        return Ok(());
+    }
+    let dashboard = Dashboard::build(&records);
     if let Some(file) = &args.html {
         let generated = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         let page = dashboard.to_html(&format!("{scope} · generated {generated}"), None);
@@ -45,6 +49,55 @@ async fn report(args: &ReportArgs) -> Result<(), Failure> {
         print!("{}", dashboard.to_table());
     }
     Ok(())
+}
+
+/// `--by-root`: one line (or JSON object) per delegation tree, newest first.
+fn by_root(args: &ReportArgs, journal: &Located, records: &[harness_records::Record], scope: &str) {
+    let trees = harness_records::by_root(records);
+    if args.json {
+        let roots: Vec<_> = trees
+            .iter()
+            .map(harness_records::RootStats::to_json)
+            .collect();
+        println!(
+            "{}",
+            json!({"roots": roots, "journal": journal.path.display().to_string(),
+                   "filter": {"since": args.select.since, "kind": args.select.kind}})
+        );
+        return;
+    }
+    println!("{scope}\n");
+    let mut rows = vec![[
+        "ROOT".to_owned(),
+        "OUTCOME".to_owned(),
+        "RUNS".to_owned(),
+        "CHILDREN FAILED".to_owned(),
+        "ATTEMPTS".to_owned(),
+        "TOKENS".to_owned(),
+        "TASK".to_owned(),
+    ]];
+    for tree in &trees {
+        let task: String = tree
+            .task
+            .as_deref()
+            .unwrap_or("-")
+            .chars()
+            .take(50)
+            .collect();
+        rows.push([
+            tree.id.clone(),
+            match &tree.kind {
+                Some(kind) => format!("{} ({kind})", tree.outcome),
+                None => tree.outcome.clone(),
+            },
+            tree.runs.to_string(),
+            tree.children_failed.to_string(),
+            tree.attempts.to_string(),
+            tree.tokens.to_string(),
+            task.split_whitespace().collect::<Vec<_>>().join(" "),
+        ]);
+    }
+    super::table::print(&rows);
 }
 
 /// Says what the report covers: the journal, how many delegations, and the filter.

@@ -40,9 +40,22 @@ pub async fn run(args: RunArgs) -> u8 {
             print_event(&delegation, event);
         }
     };
+    // A tree's runs start and end together: one writer records the children's starts and
+    // records, gathered, rather than a connection and a commit each.
+    let writer = delegation
+        .offers_delegate()
+        .then(|| delegation.journal())
+        .flatten()
+        .and_then(|journal| harness_records::JournalWriter::start(journal).ok());
     let report = runtime
         .run_until(&delegation, &observer, settings::shutdown_signal())
         .await;
+    if let Some(writer) = writer {
+        let written = tokio::task::spawn_blocking(move || writer.finish()).await;
+        for failure in written.map(|w| w.failures).unwrap_or_default() {
+            eprintln!("warning: a child run was not recorded: {failure}");
+        }
+    }
     if let Some(e) = events.finish() {
         eprintln!("warning: {e}");
     }

@@ -16,6 +16,8 @@ use harness::{Source, Usage};
 
 use crate::journal::Record;
 
+mod roots;
+pub use roots::{RootStats, by_root};
 mod html;
 pub use html::escape as escape_html;
 mod text;
