@@ -39,15 +39,15 @@ fn record_child(
             let _ = told.send(sealed);
         },
     );
-    match queued {
-        Ok(()) => stored
-            .recv()
-            .map_err(|_| "the journal writer stopped".to_owned())?
-            .and_then(|seal| {
-                seal.ok_or_else(|| format!("{} holds no seal for {}", journal.display(), report.id))
-            }),
-        Err(_) => record_run(journal, delegation, report).map_err(|e| e.message().to_owned()),
+    if !queued {
+        return record_run(journal, delegation, report).map_err(|e| e.message().to_owned());
     }
+    stored
+        .recv()
+        .map_err(|_| "the journal writer stopped".to_owned())?
+        .and_then(|seal| {
+            seal.ok_or_else(|| format!("{} holds no seal for {}", journal.display(), report.id))
+        })
 }
 
 /// What the journal records beside a run of `delegation`: its file and workspace, absolute.

@@ -85,8 +85,10 @@ pub(crate) async fn run(
     };
     // Children outlive nothing: whatever ended the run (an answer, a timeout, an error, a
     // cancel), those still running are stopped, and each is recorded before the parent is.
-    family.cancel(&format!("the parent run {} ended", report.id));
-    family.settle().await;
+    if delegation.offers_delegate() {
+        family.cancel(&format!("the parent run {} ended", report.id));
+        family.settle().await;
+    }
     epilogue(&mut report, ended, delegation, &events, &span);
     report.duration = clock.elapsed();
     report

@@ -183,29 +183,24 @@ impl JournalWriter {
 
     /// Queues the finished delegation `report`, recorded in `journal`, with that journal's
     /// writer in this process when there is one, and calls `done` with its seal once it is
-    /// stored (or why not); gives the report back when there is none, for the caller to write.
-    ///
-    /// # Errors
-    /// `report` and `meta`, when `journal` has no writer in this process.
+    /// stored (or why not). False when there is none (or it has stopped): the caller writes it.
     pub fn record_sealed(
         journal: &Path,
         report: Report,
         meta: RecordMeta,
         done: impl FnOnce(std::result::Result<Option<String>, String>) + Send + 'static,
-    ) -> std::result::Result<(), (Report, RecordMeta)> {
+    ) -> bool {
         let writers = WRITERS
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some((_, sender)) = writers.as_ref().and_then(|w| w.get(&key(journal))) else {
-            return Err((report, meta));
-        };
-        // The writer thread died: the record comes back, for the caller to write.
-        if let Err(mpsc::SendError(Item::Record(report, meta, _))) =
-            sender.send(Item::Record(report, meta, Some(Box::new(done))))
-        {
-            return Err((report, meta));
-        }
-        Ok(())
+        writers
+            .as_ref()
+            .and_then(|w| w.get(&key(journal)))
+            .is_some_and(|(_, sender)| {
+                sender
+                    .send(Item::Record(report, meta, Some(Box::new(done))))
+                    .is_ok()
+            })
     }
 
     /// Queues one finished delegation; it is written within moments.
