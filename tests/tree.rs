@@ -474,3 +474,70 @@ fn a_parent_that_times_out_cancels_its_children_and_records_them() {
         .any(|cmdline| cmdline == b"sleep\x0041.5\x00");
     assert!(!sleeping, "the child's command outlived the parent");
 }
+
+#[test]
+fn a_child_gets_no_more_tokens_than_its_parent_has_left() {
+    use harness_testkit::model::{ModelServer, answer, completion, tool_call};
+    // The parent delegates twice, one call a turn, then answers; a child's answer costs 200
+    // tokens and its verifier refuses it.
+    let server = ModelServer::start(|_, body| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let task = messages[0]["content"].as_str().unwrap_or_default();
+        let results = messages.iter().filter(|m| m["role"] == "tool").count();
+        if task.starts_with("Child") {
+            completion(
+                body,
+                json!({"role": "assistant", "content": "done"}),
+                "stop",
+                200,
+            )
+        } else if results < 2 {
+            let id = format!("call_{results}");
+            tool_call(
+                body,
+                &id,
+                "delegate",
+                &json!({"task": "Child: say done",
+                "verify": "def run(result):\n    return {\"verified\": False, \"reason\": \"not done\"}"}),
+            )
+        } else {
+            answer(body, "the children reported")
+        }
+    });
+    let dir = TempDir::new();
+    let model = format!(
+        "{{kind: openai, base_url: {:?}, model: fake, api_key_env: none, timeout_s: 30}}",
+        server.base_url()
+    );
+    dir.write(
+        "delegation.yaml",
+        format!(
+            "task: \"Parent: delegate the work\"\ndelegate: {model}\ntools: [delegate]\nlimits: {{max_tokens: 100}}\nmax_verify_retries: 0\nverify: |\n  def run(result):\n      return True\nworkdir: ws\n"
+        ),
+    );
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+    let report = run_project(&dir).json();
+    // The parent's first turn cost 10 + 7 tokens: its child was given the 83 left, spent 210 on
+    // its first attempt, and was stopped (`budget`) instead of retried.
+    let children = report["children"].as_array().expect("children");
+    assert_eq!(children.len(), 1, "{report}");
+    let all = runs(&dir);
+    let recorded = by_id(&all, &children[0]["id"]);
+    assert_eq!(recorded["error"]["kind"], json!("budget"), "{recorded}");
+    assert!(
+        recorded["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("more than limits.max_tokens = 83")),
+        "{recorded}"
+    );
+    // Its tokens count against the parent: nothing is left for a second child.
+    let second = &tool_results(&report)[1];
+    assert_eq!(second["is_error"], json!(true), "{second}");
+    assert!(
+        second["content"].as_str().is_some_and(
+            |c| c.contains("the parent's token budget (limits.max_tokens = 100) is spent")
+        ),
+        "{second}"
+    );
+    assert_eq!(all.len(), 2, "{all:?}");
+}
