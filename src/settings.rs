@@ -272,6 +272,38 @@ pub fn journal_to_read(
     Err(harness_records::Error::journal(looked))
 }
 
+/// A recorded run as `runs show`, the MCP server's `run_status` and the API give it: the record,
+/// a human's decision on it, and the delegation tree it belongs to (when that tree has
+/// children).
+pub type ShownRun = (
+    harness_records::Record,
+    Option<harness_records::Override>,
+    Option<harness_records::TreeNode>,
+);
+
+/// Reads run `id` of the journal at `located` with its decision and tree; `None` when the
+/// journal holds no such run.
+///
+/// # Errors
+/// The journal cannot be read.
+pub async fn read_run(
+    located: &harness_records::Located,
+    id: &str,
+) -> harness_records::Result<Option<ShownRun>> {
+    let id = id.to_owned();
+    read_journal(located, move |j| {
+        Ok(match j.get(&id)? {
+            Some(record) => {
+                let decided = j.override_of(&id)?;
+                let tree = j.tree(&id)?.filter(|t| !t.children.is_empty());
+                Some((record, decided, tree))
+            }
+            None => None,
+        })
+    })
+    .await
+}
+
 /// Opens the journal at `located` read-only on a blocking thread and runs `read` on it.
 pub async fn read_journal<T: Send + 'static>(
     located: &harness_records::Located,

@@ -506,7 +506,12 @@ fn the_review_page_in_a_real_browser() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Listed from its start (its row names its parent); its page is the full view once it ends.
     browser.goto(&format!("{}/runs/{child}", server.base));
+    browser.wait(
+        "the child's full view",
+        "!!document.getElementById('outcome')",
+    );
     assert!(
         browser.text("#parent").contains(&failed),
         "{}",

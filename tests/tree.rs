@@ -541,3 +541,70 @@ fn a_child_gets_no_more_tokens_than_its_parent_has_left() {
     );
     assert_eq!(all.len(), 2, "{all:?}");
 }
+
+#[test]
+fn a_parent_cannot_rewrite_a_childs_profile_nor_lend_its_verifier_the_operators_grants() {
+    let dir = TempDir::new();
+    // The parent tries to rewrite its child's script, then hands the child a verifier that reads
+    // the environment the operator allowed for their own scripts.
+    let calls = r#"CALLS = [
+    {"task": "report the secret", "profile": "worker",
+     "verify": "def run(result):\n    return {\"verified\": False, \"reason\": \"saw \" + str(env.get(\"HARNESS_TREE_SECRET\"))}",
+     "max_verify_retries": 0},
+]
+"#;
+    let parent = format!(
+        r#"{calls}
+def respond(request):
+    made = [m for m in request["messages"] if m["role"] == "tool"]
+    if not made:
+        return {{"tool_calls": [{{"name": "write_file", "arguments": {{"path": "../worker.star", "content": "def respond(request):\n    return 'owned'\n"}}}},
+                               {{"name": "write_file", "arguments": {{"path": "worker.star", "content": "x"}}}}]}}
+    if len(made) == 2:
+        return {{"tool_calls": [{{"name": "delegate", "arguments": CALLS[0]}}]}}
+    return "\n".join([m["content"] for m in made])
+"#
+    );
+    project(
+        &dir,
+        "delegate: {kind: scripted, script: parent.star}\ntools: [delegate, write_file]\ndelegates:\n  worker:\n    delegate: {kind: scripted, script: worker.star}\n",
+        &[
+            ("parent.star", &parent),
+            (
+                "worker.star",
+                "def respond(request):\n    return \"done\"\n",
+            ),
+        ],
+    );
+    let out = harness([
+        "run",
+        "--json",
+        "--allow-env",
+        "HARNESS_TREE_SECRET",
+        "--journal",
+    ])
+    .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+    .env("HARNESS_TREE_SECRET", "hunter2")
+    .run();
+    let report = out.json();
+    let results = tool_results(&report);
+    // The profile's script lies outside the workspace: the write is refused as an escape.
+    assert_eq!(results[0]["is_error"], json!(true), "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("worker.star"))
+            .ok()
+            .as_deref(),
+        Some("def respond(request):\n    return \"done\"\n")
+    );
+    // The child's verifier, written by the parent, does not get the operator's environment.
+    let child = report["children"][0]["id"].clone();
+    let all = runs(&dir);
+    let recorded = by_id(&all, &child);
+    assert!(
+        recorded["error"]["message"].as_str().is_some_and(
+            |m| m.contains("env.get: \"HARNESS_TREE_SECRET\" is not an allowed variable")
+        ),
+        "{recorded}"
+    );
+    assert!(!report.to_string().contains("hunter2"), "{report}");
+}

@@ -182,6 +182,25 @@ pub struct ProjectPolicy {
     pub(crate) profiles: crate::tree::PolicyProfiles,
 }
 
+/// Reads the scripts a policy names, relative to `base` (its directory), beneath it; `at` names
+/// the key's place in messages.
+pub(crate) fn script_reader<'a>(
+    base: &'a Path,
+    at: &'a str,
+) -> impl Fn(&str, &Path) -> Result<(std::path::PathBuf, String)> + 'a {
+    move |key: &str, rel: &Path| {
+        let full = base.join(rel);
+        harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
+            .map(|text| (full.clone(), text))
+            .map_err(|e| {
+                Error::config(format!(
+                    "{at}: `{key}`: cannot read {}: {e}",
+                    full.display()
+                ))
+            })
+    }
+}
+
 impl ProjectPolicy {
     /// Reads `<workspace>/.harness/policy.yaml`; a workspace without one gets the defaults.
     ///
@@ -229,17 +248,7 @@ impl ProjectPolicy {
         }
         let at = format!("project policy {file}: `verification_defaults`");
         let base = path.parent().unwrap_or(Path::new("."));
-        let read = |key: &str, rel: &Path| -> Result<(std::path::PathBuf, String)> {
-            let full = base.join(rel);
-            harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
-                .map(|text| (full.clone(), text))
-                .map_err(|e| {
-                    Error::config(format!(
-                        "{at}: `{key}`: cannot read {}: {e}",
-                        full.display()
-                    ))
-                })
-        };
+        let read = script_reader(base, &at);
         let critic = defaults
             .critic
             .map(|c| crate::checks::CriticSpec::parse(&at, c, &read, base))

@@ -216,17 +216,6 @@ impl DelegationFile {
         Self::from_raw(source, label.to_owned(), raw, base, read)
     }
 
-    /// Reads a child profile: delegation JSON whose `task` each call gives.
-    pub(crate) fn profile(
-        source: &Path,
-        label: &str,
-        value: Value,
-        base: &Path,
-        read: &ReadScript<'_>,
-    ) -> Result<Self> {
-        Self::from_json(source, label, value, base, read)
-    }
-
     /// This delegation as the profile its own `delegate` calls use by default: the same
     /// delegate, tools and hooks; none of what judges the parent (its checks, criteria,
     /// verifier, critic, scope, plan): a child is held to what its call asks for and to the

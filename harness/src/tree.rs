@@ -151,7 +151,7 @@ pub(crate) fn parse_profiles(
         }
         map.insert("task".to_owned(), Value::String(PROFILE_TASK.to_owned()));
         // A script the profile names is read by the file's reader, which names the file only.
-        let profile = DelegationFile::profile(source, &at, Value::Object(map), base, read)
+        let profile = DelegationFile::from_json(source, &at, Value::Object(map), base, read)
             .map_err(|e| match e.message().strip_prefix(&format!("{file}: ")) {
                 Some(rest) if !rest.starts_with('`') || !rest.contains("delegates.") => {
                     Error::config(format!("{at}: {rest}"))
@@ -182,17 +182,7 @@ impl PolicyProfiles {
         }
         let base = self.source.parent().unwrap_or(Path::new("."));
         let at = format!("project policy {}", self.source.display());
-        let read = |key: &str, rel: &Path| -> Result<(PathBuf, String)> {
-            let full = base.join(rel);
-            harness_builtins::read_named(base, rel, harness_builtins::MAX_SCRIPT_BYTES)
-                .map(|text| (full.clone(), text))
-                .map_err(|e| {
-                    Error::config(format!(
-                        "{at}: `{key}`: cannot read {}: {e}",
-                        full.display()
-                    ))
-                })
-        };
+        let read = crate::project::script_reader(base, &at);
         parse_profiles(&at, &self.source, self.named.clone(), base, &read)
     }
 }

@@ -172,13 +172,19 @@ impl JournalWriter {
     /// process, when there is one (it is written with the writer's next gathering, before any
     /// record sent after it); false when there is none, and the caller writes it itself.
     pub fn begin(journal: &Path, run: Started) -> bool {
+        Self::send(journal, Item::Start(run))
+    }
+
+    /// Sends `item` to the writer of `journal` in this process; false when there is none (or it
+    /// has stopped).
+    fn send(journal: &Path, item: Item) -> bool {
         let writers = WRITERS
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         writers
             .as_ref()
             .and_then(|w| w.get(&key(journal)))
-            .is_some_and(|(_, sender)| sender.send(Item::Start(run)).is_ok())
+            .is_some_and(|(_, sender)| sender.send(item).is_ok())
     }
 
     /// Queues the finished delegation `report`, recorded in `journal`, with that journal's
@@ -190,17 +196,7 @@ impl JournalWriter {
         meta: RecordMeta,
         done: impl FnOnce(std::result::Result<Option<String>, String>) + Send + 'static,
     ) -> bool {
-        let writers = WRITERS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        writers
-            .as_ref()
-            .and_then(|w| w.get(&key(journal)))
-            .is_some_and(|(_, sender)| {
-                sender
-                    .send(Item::Record(report, meta, Some(Box::new(done))))
-                    .is_ok()
-            })
+        Self::send(journal, Item::Record(report, meta, Some(Box::new(done))))
     }
 
     /// Queues one finished delegation; it is written within moments.

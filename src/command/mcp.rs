@@ -248,19 +248,7 @@ impl Server {
             Ok(id) => id,
             Err(e) => return failed(&e, None),
         };
-        let journal = self.located();
-        let wanted = id.clone();
-        let found = settings::read_journal(&journal, move |j| {
-            Ok(match j.get(&wanted)? {
-                Some(record) => {
-                    let decided = j.override_of(&wanted)?;
-                    let tree = j.tree(&wanted)?.filter(|t| !t.children.is_empty());
-                    Some((record, decided, tree))
-                }
-                None => None,
-            })
-        })
-        .await;
+        let found = settings::read_run(&self.located(), &id).await;
         match found {
             Ok(Some((record, decided, tree))) => {
                 let status = harness_records::review_status(&record, decided.as_ref());

@@ -63,19 +63,8 @@ async fn list(args: &RunsListArgs) -> Result<(), Failure> {
 }
 
 async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
-    let id = args.id.clone();
     let journal = settings::journal_to_read(args.journal.as_deref())?;
-    let found = settings::read_journal(&journal, move |j| {
-        Ok(match j.get(&id)? {
-            Some(record) => {
-                let decided = j.override_of(&id)?;
-                let tree = j.tree(&id)?.filter(|t| !t.children.is_empty());
-                Some((record, decided, tree))
-            }
-            None => None,
-        })
-    })
-    .await?;
+    let found = settings::read_run(&journal, &args.id).await?;
     let Some((record, decided, tree)) = found else {
         return Err(harness_records::Error::config(format!(
             "no delegation {} in the journal {journal} (`harness runs list` shows the recorded ids)",
