@@ -716,3 +716,34 @@ both_queues!(
     a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason,
     a_batch_resumed_after_its_submitter_died_records_each_delegation_once,
 );
+
+/// A queued delegation that offers `delegate`: its worker cannot record children in the
+/// submitter's journal, so every call is refused with the fix instead of losing the children.
+#[test]
+fn a_queued_tree_refuses_children_it_could_not_record() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("ws")).expect("workspace");
+    dir.write(
+        "parent.star",
+        "def respond(request):\n    made = [m for m in request[\"messages\"] if m[\"role\"] == \"tool\"]\n    if not made:\n        return {\"tool_calls\": [{\"name\": \"delegate\", \"arguments\": {\"task\": \"part\"}}]}\n    return made[0][\"content\"]\n",
+    );
+    let entry = json!({
+        "task": "split the work",
+        "delegate": {"kind": "scripted", "script": "parent.star"},
+        "tools": ["delegate"],
+        "workdir": "ws",
+        "verify": "def run(result):\n    return True\n",
+    });
+    dir.write("batch.jsonl", format!("{entry}\n"));
+    let queue = queue_url(&dir);
+    let _worker = Worker::start(&queue, &[]);
+    let (out, lines) = run_batch(&dir, &queue);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    let answer = lines[0]["result"]["response"].as_str().unwrap_or_default();
+    assert!(
+        answer.contains("this process cannot record child delegations"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(recorded(&dir).len(), 1, "the parent only");
+}

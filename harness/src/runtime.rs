@@ -113,6 +113,11 @@ impl Shared {
         }
     }
 
+    /// True when child runs are recorded ([`Runtime::record_children`] was called).
+    pub(crate) fn records_children(&self) -> bool {
+        self.children.get().is_some()
+    }
+
     /// Records the child run `report` of `delegation` with the [`ChildRecorder`]: the seal of its
     /// record, `None` when the run is not journalled, or why it could not be recorded.
     pub(crate) async fn finished(

@@ -498,6 +498,12 @@ pub(crate) async fn call(
     let Some(tree) = parent.tree() else {
         return refused("this delegation does not offer `delegate`".to_owned());
     };
+    // A child that could not be recorded where its parent is would be lost: refuse it.
+    if parent.journal().is_some() && !shared.records_children() {
+        return refused(
+            "this process cannot record child delegations where this run is recorded (a queue worker sends back its own report only): run delegation trees with `harness run`, `harness batch` or `harness serve`".to_owned(),
+        );
+    }
     let child = match family
         .budget()
         .and_then(|budget| build(parent, tree, parent_id, arguments, budget, &family.siblings))
