@@ -245,7 +245,12 @@ pub struct RunArgs {
 pub struct McpArgs {
     /// The project every delegation runs in: `file` and `workdir` are relative to it and must
     /// stay inside it [default: the current directory].
-    #[arg(long, value_name = "DIR", default_value = ".")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = ".",
+        hide_default_value = true
+    )]
     pub root: PathBuf,
     /// Record runs in this run journal [default: $HARNESS_JOURNAL, else the nearest
     /// .harness/runs.db from --root upward, else ROOT/.harness/runs.db].

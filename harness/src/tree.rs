@@ -484,9 +484,9 @@ struct Ended {
 
 /// Runs one `delegate` call of the run `parent_id` of `parent`: builds the child, runs it in a
 /// task of its own, and returns what the parent reads (what the child spent counts against the
-/// parent's budget). A call that
-/// cannot run (unknown argument or profile, too deep, no budget left) is an error result the
-/// parent reads; a child that ran is never one, however it ended.
+/// parent's budget). A call that cannot run (unknown argument or profile, too deep, no budget
+/// left, nowhere to record the child) is an error result the parent reads; a child that ran is
+/// never one, however it ended.
 pub(crate) async fn call(
     shared: &Arc<Shared>,
     parent: &Delegation,
