@@ -113,6 +113,13 @@ impl Adapter for Gemini {
                 }
             }
         }
+        // Gemini CLI writes its session file as it goes and may exit before the last write
+        // lands (seen under load): say what is known rather than record an empty result.
+        for call in &mut parsed.observed {
+            if call.content.is_empty() && !call.is_error {
+                call.content = "(no output: Gemini CLI reported the call succeeded, and its session file held no result for it)".to_owned();
+            }
+        }
         Ok(parsed)
     }
 }
@@ -215,4 +222,39 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
     parsed.usage.output_tokens = count(&stats["output_tokens"]);
     parsed.observed = log.calls;
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_result_is_read_from_the_sessions_file() {
+        let home = tempfile::tempdir().expect("a home");
+        let chats = home.path().join(".gemini/tmp/abc123/chats");
+        std::fs::create_dir_all(&chats).expect("chats");
+        let lines = [
+            serde_json::json!({"toolCalls": [{"id": "write_file__call_4", "status": "executing"}]}),
+            serde_json::json!({"toolCalls": [{"id": "write_file__call_4", "result": [
+                {"functionResponse": {"response": {"output": "Successfully created hello.txt"}}}]}]}),
+            serde_json::json!({"toolCalls": [{"id": "read_file__call_5", "result": [
+                {"functionResponse": {"response": {"error": "no such file"}}}]}]}),
+        ];
+        let text: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        std::fs::write(
+            chats.join("session-2026-11-26T10-00-1a2b3c4d.jsonl"),
+            text.join("\n"),
+        )
+        .expect("the session file");
+        let results = session_results(home.path(), "1a2b3c4d-0000-0000").expect("found");
+        assert_eq!(
+            results.get("write_file__call_4").map(String::as_str),
+            Some("Successfully created hello.txt")
+        );
+        assert_eq!(
+            results.get("read_file__call_5").map(String::as_str),
+            Some("no such file")
+        );
+        assert!(session_results(home.path(), "ffffffff-0000").is_none());
+    }
 }
