@@ -485,7 +485,8 @@ fn the_review_page_in_a_real_browser() {
     let child = submit(
         &server,
         &json!({
-            "task": "a part of the work",
+            // Markup in a task is text on every page that shows it, the tree included.
+            "task": "a part of the work <img src=x onerror=\"document.title='owned'\">",
             "parent_id": failed,
             "delegate": {"kind": "scripted", "script": "liar.star"},
             "tools": ["write_file"],
@@ -531,6 +532,12 @@ fn the_review_page_in_a_real_browser() {
         "{}",
         browser.text("#tree")
     );
+    assert!(
+        browser.text("#tree").contains("<img src=x onerror="),
+        "{}",
+        browser.text("#tree")
+    );
+    assert_ne!(browser.eval("document.title"), Some(json!("owned")));
 
     browser.goto(&format!("{}/", server.base));
     browser.screenshot("review-list.png");
