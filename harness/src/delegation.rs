@@ -466,18 +466,12 @@ impl Delegation {
             // No repository, or a `.git` file pointing elsewhere: none may appear or change.
             protected.push(git);
         }
-        let verifiers = self
-            .verify
-            .iter()
-            .chain(self.tool_verifiers.iter().map(|(_, v)| v));
-        protected.extend(verifiers.filter_map(|v| v.path.clone()));
-        let scripts = std::iter::once(&self.delegate)
-            .chain(self.critic.as_ref().and_then(|c| c.delegate.as_ref()));
-        for delegate in scripts {
-            if let DelegateConfig::Scripted { path, .. } = delegate {
-                protected.push(path.clone());
-            }
-        }
+        protected.extend(script_paths(
+            self.verify.as_ref(),
+            &self.tool_verifiers,
+            &self.delegate,
+            self.critic.as_ref(),
+        ));
         protected.extend(self.hooks.iter().flatten().cloned());
         protected.extend(self.extra_hooks.iter().cloned());
         protected.extend(self.tree.iter().flat_map(crate::tree::Tree::scripts));
@@ -540,4 +534,24 @@ impl Delegation {
         self.args = Value::Object(request.args);
         self.max_verify_retries = request.max_verify_retries;
     }
+}
+
+/// The script files a delegation (or a child profile) reads: its verifier, its per-tool
+/// verifiers, and the scripts of a scripted delegate and critic.
+pub(crate) fn script_paths(
+    verify: Option<&VerifySource>,
+    tool_verifiers: &[(String, VerifySource)],
+    delegate: &DelegateConfig,
+    critic: Option<&CriticSpec>,
+) -> Vec<PathBuf> {
+    let verifiers = verify
+        .into_iter()
+        .chain(tool_verifiers.iter().map(|(_, v)| v));
+    let mut paths: Vec<PathBuf> = verifiers.filter_map(|v| v.path.clone()).collect();
+    for delegate in std::iter::once(delegate).chain(critic.and_then(|c| c.delegate.as_ref())) {
+        if let DelegateConfig::Scripted { path, .. } = delegate {
+            paths.push(path.clone());
+        }
+    }
+    paths
 }

@@ -306,23 +306,18 @@ impl Tree {
 
     /// Scripts of every profile, which no delegate of the tree may change.
     pub(crate) fn scripts(&self) -> Vec<PathBuf> {
-        let mut paths = Vec::new();
-        for (_, profile) in &self.profiles.named {
-            if let DelegateConfig::Scripted { path, .. } = &profile.delegate {
-                paths.push(path.clone());
-            }
-            let verifiers = profile
-                .verify
-                .iter()
-                .chain(profile.tool_verifiers.iter().map(|(_, v)| v));
-            paths.extend(verifiers.filter_map(|v| v.path.clone()));
-            if let Some(DelegateConfig::Scripted { path, .. }) =
-                profile.critic.as_ref().and_then(|c| c.delegate.as_ref())
-            {
-                paths.push(path.clone());
-            }
-        }
-        paths
+        self.profiles
+            .named
+            .iter()
+            .flat_map(|(_, p)| {
+                crate::delegation::script_paths(
+                    p.verify.as_ref(),
+                    &p.tool_verifiers,
+                    &p.delegate,
+                    p.critic.as_ref(),
+                )
+            })
+            .collect()
     }
 
     /// The `delegate` tool as this delegation offers it: its profiles named in the schema.
