@@ -59,6 +59,7 @@ pub struct Delegation {
     observe: bool,
     protect: Option<Vec<String>>,
     claims: ClaimsMode,
+    gaming: crate::checks::GamingMode,
     critic: Option<CriticSpec>,
     risk: bool,
     parent_id: Option<String>,
@@ -162,6 +163,7 @@ impl Delegation {
             observe,
             protect: gates.protect,
             claims: gates.claims.unwrap_or_default(),
+            gaming: gates.gaming.unwrap_or_default(),
             critic: file.critic.or_else(|| project.critic.clone()),
             risk: file.risk,
             parent_id: file.parent_id.or_else(|| overrides.parent_id.clone()),
@@ -436,6 +438,11 @@ impl Delegation {
     /// What an unsupported claim in the answer does (`claims:`).
     pub fn claims(&self) -> ClaimsMode {
         self.claims
+    }
+
+    /// What the gaming stage's findings do (`gaming:`).
+    pub fn gaming(&self) -> crate::checks::GamingMode {
+        self.gaming
     }
 
     /// The run this work was delegated from (`parent_id:` or `HARNESS_PARENT_ID`).

@@ -91,6 +91,25 @@ pub enum RunEvent {
         /// Each file and how it changed (`tests/test_a.py (modified)`).
         paths: Vec<String>,
     },
+    /// The gaming stage found added code that passes the tests without doing the work.
+    GamingDetected {
+        /// What matched, file by file.
+        hits: Vec<GamingHit>,
+        /// True when the findings fail the attempt (`gaming: blocking`).
+        blocking: bool,
+    },
+    /// A holdout check (tests the delegate never sees) ran.
+    HoldoutCompleted {
+        /// Its name.
+        check_name: String,
+        /// True when it passed.
+        passed: bool,
+        /// Its runner's counts, when the runner reported them: `1 of 14 tests failed`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counts: Option<String>,
+        /// How long it took.
+        duration_ms: u64,
+    },
     /// The claims stage read the answer's side-effect claims and checked them.
     ClaimsChecked {
         /// Claims read.
@@ -215,6 +234,8 @@ impl RunEvent {
             RunEvent::ScopeValidated { .. } => "ScopeValidated",
             RunEvent::ScopeViolationDetected { .. } => "ScopeViolationDetected",
             RunEvent::GateTampered { .. } => "GateTampered",
+            RunEvent::GamingDetected { .. } => "GamingDetected",
+            RunEvent::HoldoutCompleted { .. } => "HoldoutCompleted",
             RunEvent::ClaimsChecked { .. } => "ClaimsChecked",
             RunEvent::CheckStarted { .. } => "CheckStarted",
             RunEvent::CheckCompleted { .. } => "CheckCompleted",
@@ -237,6 +258,21 @@ impl RunEvent {
             RunEvent::Responded { .. } | RunEvent::ToolFinished { .. }
         )
     }
+}
+
+/// One match of the gaming stage, as its event carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GamingHit {
+    /// The rule: `special-cased-input`, `reads-caller`, `ends-the-process`, `test-framework`.
+    pub rule: String,
+    /// The rule's pattern that matched (`py-os-exit`).
+    pub pattern: String,
+    /// The file, relative to the workspace.
+    pub path: String,
+    /// The line, 1-based.
+    pub line: usize,
+    /// The added line.
+    pub code: String,
 }
 
 /// Receives a delegation's events as they happen, recorded and progress-only alike, in order and

@@ -1,11 +1,11 @@
 //! The gates a delegation file or a project policy's `verification_defaults` names — `checks`,
 //! `criteria`, `require_checks`, `scope`, `stuck_after`, `observe`, `protect`, `claims`,
-//! `confirm`, `flaky` — validated, each `None` when not given, so that a request's keys override
+//! `confirm`, `flaky`, `gaming`, `holdout` — validated, each `None` when not given, so that a request's keys override
 //! the project's defaults one by one.
 
 use serde_json::Value;
 
-use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, RawCheck};
+use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, GamingMode, RawCheck};
 use crate::error::{Error, Result};
 use crate::scope::{RawScope, ScopeSpec};
 
@@ -25,6 +25,7 @@ pub(crate) struct Gates {
     /// The `confirm` and `flaky` of checks that do not say.
     pub(crate) confirm: Option<u8>,
     pub(crate) flaky: Option<Flaky>,
+    pub(crate) gaming: Option<GamingMode>,
 }
 
 /// The gates' keys as written.
@@ -40,6 +41,7 @@ pub(crate) struct RawGates {
     pub(crate) claims: Option<String>,
     pub(crate) confirm: Option<u64>,
     pub(crate) flaky: Option<String>,
+    pub(crate) gaming: Option<String>,
 }
 
 impl Gates {
@@ -75,6 +77,10 @@ impl Gates {
                 .map(|n| crate::checks::confirm(file, n))
                 .transpose()?,
             flaky: raw.flaky.map(|f| Flaky::parse(file, &f)).transpose()?,
+            gaming: raw
+                .gaming
+                .map(|g| GamingMode::parse(file, &g))
+                .transpose()?,
         })
     }
 
@@ -96,6 +102,7 @@ impl Gates {
             claims: self.claims.or(defaults.claims),
             confirm: self.confirm.or(defaults.confirm),
             flaky: self.flaky.or(defaults.flaky),
+            gaming: self.gaming.or(defaults.gaming),
         };
         let commands = gates.checks.iter().flatten();
         let named = gates.criteria.iter().flat_map(|(c, _)| c.iter());

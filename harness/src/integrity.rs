@@ -57,6 +57,18 @@ pub const TEST_CONFIG: [&str; 13] = [
     "**/*.pth",
 ];
 
+/// Whether `rel` (relative to the workspace, `/`-separated) is at one of the common test
+/// locations ([`DEFAULT_PROTECT`]): a test file, not product code.
+pub(crate) fn is_test_location(rel: &str) -> bool {
+    static SET: std::sync::OnceLock<GlobSet> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let globs: Vec<String> = DEFAULT_PROTECT.iter().map(|g| (*g).to_owned()).collect();
+        crate::scope::globs(&globs, "the test locations", "protect")
+            .expect("the default test locations compile (tested)")
+    })
+    .is_match(rel)
+}
+
 /// Whether `rel` (relative to the workspace, `/`-separated) is always out of a delegate's
 /// reach: inside any `.harness/` directory, or git's `config`, `hooks/` or `info/` (of the
 /// workspace's repository or one nested in it).

@@ -58,8 +58,8 @@ mod verifier;
 
 pub use assembly::{Assembler, Overrides};
 pub use checks::{
-    CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, OnUnavailable,
-    PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256,
+    CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, GamingMode,
+    OnUnavailable, PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256,
 };
 pub use conversation::{Message, ToolSpec, Usage};
 pub use decision::OnExhausted;

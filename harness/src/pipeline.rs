@@ -7,10 +7,7 @@
 use harness_builtins::Workspace;
 use harness_hooks::DelegationResult;
 
-use crate::checks::{
-    Check, CitationStage, ClaimsStage, CommandChecks, CriteriaStage, Critic, GateRecheck,
-    InlineVerifier, ObserveStage, PlanStage, PostVerifyHooks, Subject,
-};
+use crate::checks::{Check, InlineVerifier, PostVerifyHooks, Subject};
 use crate::conversation::Usage;
 use crate::delegate::Delegate;
 use crate::delegation::Delegation;
@@ -29,27 +26,54 @@ pub struct Pipeline {
     baseline: Option<crate::checks::Baseline>,
 }
 
-/// What the stages of one delegation are built from, besides its sections: what the session
-/// compiled and loaded for it.
+/// What the stages of one delegation are built from: what the session compiled and loaded for
+/// it, and what earlier stages leave for later ones (observation's baseline). Every stage is
+/// built from this one value by its entry in [`STAGES`].
 pub(crate) struct Materials<'a> {
     /// The delegation, as `delegation.pre` hooks left it.
     pub(crate) delegation: &'a Delegation,
     /// Its workspace.
     pub(crate) workspace: &'a Workspace,
-    /// The inline verifier, compiled.
+    /// The inline verifier, compiled (taken by its stage).
     pub(crate) verifier: Option<Verifier>,
     /// The hooks, loaded.
     pub(crate) policy: Option<&'a Policy>,
     /// The delegate's kind and model, matched by hooks' `delegates:` globs.
     pub(crate) names: &'a [String],
     /// The critic's delegate and its read-only tools, when the delegation has a critic that
-    /// reviews (not `when: never`).
+    /// reviews (not `when: never`); taken by its stage.
     pub(crate) critic: Option<(Box<dyn Delegate>, Toolbox)>,
     /// The gate inputs (`protect`, or its default).
-    pub(crate) gate: crate::integrity::GateInputs,
+    pub(crate) gate: std::sync::Arc<crate::integrity::GateInputs>,
     /// The sandbox the checks run in; `None`: unconfined.
     pub(crate) isolation: Option<&'a harness_builtins::Isolation>,
+    /// The workspace's baseline as it is being taken (left by observation; `None` when the
+    /// workspace is not observed or the delegate cannot change it).
+    pub(crate) baseline: Option<crate::checks::Baseline>,
+    /// True when observation runs (`observe:` is not false).
+    pub(crate) observed: bool,
+    /// What building the stages found worth telling the caller.
+    pub(crate) warnings: Vec<String>,
 }
+
+/// Builds one stage from the materials: `None` when the delegation does not ask for it.
+pub(crate) type BuildStage = fn(&mut Materials<'_>) -> Result<Option<Box<dyn Check>>>;
+
+/// The stages in pipeline (authority) order. A new stage is one file under `checks/` with its
+/// `stage` function, and one line here.
+pub(crate) const STAGES: &[BuildStage] = &[
+    crate::checks::scope::stage,
+    crate::checks::commands::stage,
+    crate::checks::criteria::stage,
+    crate::checks::scope::recheck,
+    crate::checks::claims::stage,
+    crate::checks::gaming::stage,
+    crate::checks::evidence_rules::plan,
+    crate::checks::evidence_rules::citations,
+    crate::checks::verifier::stage,
+    crate::checks::hooks::stage,
+    crate::checks::critic::stage,
+];
 
 impl Pipeline {
     /// Creates a pipeline: an optional inline verifier, then the `delegation.post_verify` hooks
@@ -67,87 +91,24 @@ impl Pipeline {
         }
     }
 
-    /// The pipeline of a delegation, in authority order: observation (integrity and scope),
-    /// checks, criteria, claims, plan, citations, the inline verifier, `delegation.post_verify`
-    /// hooks, the critic. Each stage is built from its own section and is left out when the
-    /// section is absent; observation and claims are on unless turned off.
+    /// The pipeline of a delegation: every entry of [`STAGES`] that the delegation asks for,
+    /// in authority order (observation and claims are on unless turned off), and the warnings
+    /// building them gave.
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) for a scope that does not compile;
     /// [`ErrorKind::Check`](crate::ErrorKind::Check) when the scope baseline or the checks'
     /// private HOME cannot be made.
-    pub(crate) async fn for_delegation(made: Materials<'_>) -> Result<(Self, Vec<String>)> {
-        let Materials {
-            delegation,
-            workspace,
-            verifier,
-            policy,
-            names,
-            critic,
-            gate,
-            isolation,
-        } = made;
-        let mut warnings = Vec::new();
-        let observe = if delegation.observe() {
-            let file = delegation.source().display().to_string();
-            let stage = ObserveStage::from_spec(
-                delegation.scope(),
-                gate,
-                workspace,
-                &file,
-                delegation.timeout(),
-                delegation.changes_files(),
-            )?;
-            Some(stage)
-        } else {
-            warnings.push(format!(
-                "{}: `observe: false`: the workspace is not snapshotted, so the critic, the claims stage and the retry prompt see no changes, and gate inputs are protected only from the harness's own tools",
-                delegation.source().display()
-            ));
-            None
-        };
-        let critic = match (delegation.critic(), critic) {
-            (Some(spec), Some((delegate, toolbox))) => Some(Critic::new(
-                spec,
-                delegation.task(),
-                delegation.risk(),
-                delegate,
-                toolbox,
-                delegation.redact().clone(),
-            )),
-            _ => None,
-        };
-        fn boxed(stage: impl Check + 'static) -> Box<dyn Check> {
-            Box::new(stage)
+    pub(crate) async fn for_delegation(mut made: Materials<'_>) -> Result<(Self, Vec<String>)> {
+        let mut stages = Vec::with_capacity(STAGES.len());
+        for build in STAGES {
+            stages.extend(build(&mut made)?);
         }
-        let baseline = observe.as_ref().and_then(|o| o.baseline().cloned());
-        let checks = CommandChecks::from_spec(
-            delegation.checks(),
-            workspace,
-            delegation.redact(),
-            isolation,
-        )?;
-        // Only when something ran in between that the delegate's leftovers could race.
-        let recheck = (observe.is_some() && checks.is_some()).then_some(GateRecheck);
-        let stages: [Option<Box<dyn Check>>; 10] = [
-            observe.map(boxed),
-            checks.map(boxed),
-            CriteriaStage::from_spec(delegation.criteria(), workspace)?.map(boxed),
-            recheck.map(boxed),
-            ClaimsStage::from_spec(delegation.claims(), workspace.root()).map(boxed),
-            PlanStage::from_spec(delegation.plan()).map(boxed),
-            CitationStage::from_spec(delegation.citations_required(), workspace).map(boxed),
-            verifier.map(|v| boxed(InlineVerifier(v, delegation.redact().clone()))),
-            policy
-                .and_then(|p| PostVerifyHooks::from_policy(p, names))
-                .map(boxed),
-            critic.map(boxed),
-        ];
         let pipeline = Pipeline {
-            stages: stages.into_iter().flatten().collect(),
-            baseline,
+            stages,
+            baseline: made.baseline.clone(),
         };
-        Ok((pipeline, warnings))
+        Ok((pipeline, made.warnings))
     }
 
     /// Waits until the workspace's baseline is recorded (at once when it is not observed): the

@@ -73,6 +73,8 @@ struct RawDefaults {
     #[serde(default)]
     flaky: Option<String>,
     #[serde(default)]
+    gaming: Option<String>,
+    #[serde(default)]
     critic: Option<crate::checks::RawCritic>,
 }
 
@@ -275,6 +277,7 @@ impl ProjectPolicy {
                 claims: defaults.claims,
                 confirm: defaults.confirm,
                 flaky: defaults.flaky,
+                gaming: defaults.gaming,
             },
         )?;
         let given = raw.limits.unwrap_or_default();

@@ -76,9 +76,9 @@ pub fn retry_template_sha256() -> &'static str {
 fn rank(source: Source) -> u8 {
     match source {
         Source::Integrity | Source::Scope => 0,
-        Source::Check => 1,
+        Source::Check | Source::Holdout => 1,
         Source::Criterion => 2,
-        Source::Budget | Source::Plan | Source::Citation | Source::Claim => 3,
+        Source::Budget | Source::Plan | Source::Citation | Source::Claim | Source::Gaming => 3,
         Source::Verify => 4,
         Source::Hook => 5,
         Source::Critic => 6,

@@ -233,8 +233,11 @@ impl Session {
             policy: policy.as_ref(),
             names: &names,
             critic,
-            gate: (*gate).clone(),
+            gate: Arc::clone(&gate),
             isolation: confinement.as_ref(),
+            baseline: None,
+            observed: false,
+            warnings: Vec::new(),
         })
         .await?;
         let guard = Arc::new(PolicyGuard::new(

@@ -74,6 +74,8 @@ struct RawFile {
     #[serde(default)]
     flaky: Option<String>,
     #[serde(default)]
+    gaming: Option<String>,
+    #[serde(default)]
     parent_id: Option<String>,
     #[serde(default)]
     critic: Option<RawCritic>,
@@ -303,6 +305,7 @@ impl DelegationFile {
                 claims: raw.claims,
                 confirm: raw.confirm,
                 flaky: raw.flaky,
+                gaming: raw.gaming,
             },
         )?;
         let limits = raw.limits.unwrap_or_default();

@@ -34,6 +34,11 @@ pub enum Source {
     Claim,
     /// A budget (tokens, time).
     Budget,
+    /// The gaming stage: added code that passes the tests without doing the work (special-cased
+    /// inputs, caller reads, process exits, test-framework sniffing).
+    Gaming,
+    /// A holdout check: tests the delegate never sees.
+    Holdout,
 }
 
 impl Source {
@@ -51,6 +56,8 @@ impl Source {
             Source::Citation => "citation",
             Source::Claim => "claim",
             Source::Budget => "budget",
+            Source::Gaming => "gaming",
+            Source::Holdout => "holdout",
         }
     }
 

@@ -290,6 +290,33 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 eprintln!("    {path}");
             }
         }
+        RunEvent::GamingDetected { hits, blocking } => {
+            let label = if *blocking {
+                "GAMING"
+            } else {
+                "gaming [advisory]"
+            };
+            eprintln!("  {label}: the code games the tests:");
+            for hit in hits {
+                eprintln!("    {} {}:{}: {}", hit.rule, hit.path, hit.line, hit.code);
+            }
+        }
+        RunEvent::HoldoutCompleted {
+            check_name,
+            passed,
+            counts,
+            duration_ms,
+        } => {
+            let how = if *passed { "passed" } else { "FAILED" };
+            let counts = counts
+                .as_deref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default();
+            eprintln!(
+                "  holdout {check_name}: {how}{counts} in {:.1} s",
+                *duration_ms as f64 / 1000.0
+            );
+        }
         RunEvent::ClaimsChecked {
             claims,
             unsupported,

@@ -1769,6 +1769,17 @@ impl ClaimsStage {
     }
 }
 
+/// Builds the claims stage for [`STAGES`](crate::pipeline::STAGES) (unless `claims: off`).
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok(
+        ClaimsStage::from_spec(m.delegation.claims(), m.workspace.root())
+            .map(|c| Box::new(c) as Box<dyn Check>),
+    )
+}
+
 impl Check for ClaimsStage {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {

@@ -308,6 +308,20 @@ impl Check for CommandChecks {
     }
 }
 
+/// Builds the checks stage for [`STAGES`](crate::pipeline::STAGES).
+///
+/// # Errors
+/// [`ErrorKind::Check`] when the checks' private HOME cannot be made.
+pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok(CommandChecks::from_spec(
+        m.delegation.checks(),
+        m.workspace,
+        m.delegation.redact(),
+        m.isolation,
+    )?
+    .map(|c| Box::new(c) as Box<dyn Check>))
+}
+
 /// What running one check left.
 struct Ran {
     at: String,

@@ -307,6 +307,17 @@ impl CriteriaStage {
     }
 }
 
+/// Builds the criteria stage for [`STAGES`](crate::pipeline::STAGES).
+///
+/// # Errors
+/// As [`CriteriaStage::from_spec`].
+pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok(
+        CriteriaStage::from_spec(m.delegation.criteria(), m.workspace)?
+            .map(|c| Box::new(c) as Box<dyn Check>),
+    )
+}
+
 /// The outcome of one criterion: passed, its evidence result, what shows it, and the subject's
 /// hash when it has one.
 struct Judged {

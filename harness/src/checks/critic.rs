@@ -416,6 +416,28 @@ impl Critic {
     }
 }
 
+/// Builds the critic's stage for [`STAGES`](crate::pipeline::STAGES): when the delegation has
+/// a critic that reviews.
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn stage(
+    m: &mut crate::pipeline::Materials<'_>,
+) -> crate::error::Result<Option<Box<dyn Check>>> {
+    let delegation = m.delegation;
+    Ok(match (delegation.critic(), m.critic.take()) {
+        (Some(spec), Some((delegate, toolbox))) => Some(Box::new(Critic::new(
+            spec,
+            delegation.task(),
+            delegation.risk(),
+            delegate,
+            toolbox,
+            delegation.redact().clone(),
+        ))),
+        _ => None,
+    })
+}
+
 impl Check for Critic {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {

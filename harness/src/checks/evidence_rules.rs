@@ -222,6 +222,25 @@ impl PlanStage {
     }
 }
 
+/// Builds the plan stage for [`STAGES`](crate::pipeline::STAGES).
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn plan(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok(PlanStage::from_spec(m.delegation.plan()).map(|c| Box::new(c) as Box<dyn Check>))
+}
+
+/// Builds the citation stage for [`STAGES`](crate::pipeline::STAGES).
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn citations(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok(
+        CitationStage::from_spec(m.delegation.citations_required(), m.workspace)
+            .map(|c| Box::new(c) as Box<dyn Check>),
+    )
+}
+
 impl Check for PlanStage {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {

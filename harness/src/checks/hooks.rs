@@ -31,6 +31,18 @@ impl PostVerifyHooks {
     }
 }
 
+/// Builds the `delegation.post_verify` hooks' stage for [`STAGES`](crate::pipeline::STAGES).
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn stage(
+    m: &mut crate::pipeline::Materials<'_>,
+) -> crate::error::Result<Option<Box<dyn Check>>> {
+    Ok(m.policy
+        .and_then(|p| PostVerifyHooks::from_policy(p, m.names))
+        .map(|h| Box::new(h) as Box<dyn Check>))
+}
+
 impl Check for PostVerifyHooks {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {

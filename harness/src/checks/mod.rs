@@ -2,30 +2,30 @@
 //! small thing that looks at one attempt and adds findings. The [`Pipeline`](crate::Pipeline)
 //! orders them by authority and turns what they found into a verdict.
 
-mod claims;
-mod commands;
-mod criteria;
-mod critic;
-mod evidence_rules;
-mod hooks;
-mod scope;
-mod verifier;
+pub(crate) mod claims;
+pub(crate) mod commands;
+pub(crate) mod criteria;
+pub(crate) mod critic;
+pub(crate) mod evidence_rules;
+pub(crate) mod gaming;
+pub(crate) mod hooks;
+pub(crate) mod scope;
+pub(crate) mod verifier;
 
-pub(crate) use claims::ClaimsStage;
 pub use claims::{Claim, ClaimsMode};
 pub use commands::{CheckSpec, Flaky};
-pub(crate) use commands::{CommandChecks, RawCheck, confirm};
-pub(crate) use criteria::CriteriaStage;
+pub(crate) use commands::{RawCheck, confirm};
 pub use criteria::Criterion;
-pub(crate) use critic::{Critic, RawCritic};
+pub(crate) use critic::RawCritic;
 pub use critic::{
     CriticSpec, CriticWhen, OnUnavailable, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION,
     review_template_sha256,
 };
 pub use evidence_rules::PlanStep;
-pub(crate) use evidence_rules::{CitationStage, PlanStage, RawPlan};
+pub(crate) use evidence_rules::RawPlan;
+pub use gaming::GamingMode;
 pub(crate) use hooks::PostVerifyHooks;
-pub(crate) use scope::{Baseline, GateRecheck, ObserveStage};
+pub(crate) use scope::Baseline;
 pub(crate) use verifier::InlineVerifier;
 
 use harness_hooks::{CriticReview, DelegationResult, Evidence};

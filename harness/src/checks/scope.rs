@@ -210,6 +210,14 @@ impl Baseline {
         }
     }
 
+    /// The complete baseline (waiting for it as [`Baseline::ready`] does).
+    ///
+    /// # Errors
+    /// As [`Baseline::ready`].
+    pub(crate) async fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        self.complete().await
+    }
+
     /// Waits until the baseline is complete: from then on the delegate may change the
     /// workspace.
     ///
@@ -491,6 +499,44 @@ impl Check for ObserveStage {
         // A scope or protected gate inputs are judges; observation alone is not.
         self.scoped || !self.gate.is_empty()
     }
+}
+
+/// Builds observation (integrity and scope) for [`STAGES`](crate::pipeline::STAGES): always,
+/// unless `observe: false` (which is said in a warning); it leaves its baseline in `m`.
+///
+/// # Errors
+/// [`ErrorKind::Config`] for a scope that does not compile.
+pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    let delegation = m.delegation;
+    if !delegation.observe() {
+        m.warnings.push(format!(
+            "{}: `observe: false`: the workspace is not snapshotted, so the critic, the claims stage, the gaming stage and the retry prompt see no changes, and gate inputs are protected only from the harness's own tools",
+            delegation.source().display()
+        ));
+        return Ok(None);
+    }
+    let file = delegation.source().display().to_string();
+    let stage = ObserveStage::from_spec(
+        delegation.scope(),
+        (*m.gate).clone(),
+        m.workspace,
+        &file,
+        delegation.timeout(),
+        delegation.changes_files(),
+    )?;
+    m.observed = true;
+    m.baseline = stage.baseline().cloned();
+    Ok(Some(Box::new(stage)))
+}
+
+/// Builds the gate re-check for [`STAGES`](crate::pipeline::STAGES): only when something runs
+/// after observation that the delegate's leftovers could race (checks).
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn recheck(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok((m.observed && !m.delegation.checks().is_empty())
+        .then(|| Box::new(GateRecheck) as Box<dyn Check>))
 }
 
 /// Whether `id` names an object of the repository at `root`: a loose object, or — packed — a

@@ -16,6 +16,18 @@ use crate::verifier::Verifier;
 #[derive(Debug)]
 pub(crate) struct InlineVerifier(pub(crate) Verifier, pub(crate) Redactor);
 
+/// Builds the inline verifier's stage for [`STAGES`](crate::pipeline::STAGES).
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn stage(
+    m: &mut crate::pipeline::Materials<'_>,
+) -> crate::error::Result<Option<Box<dyn Check>>> {
+    Ok(m.verifier
+        .take()
+        .map(|v| Box::new(InlineVerifier(v, m.delegation.redact().clone())) as Box<dyn Check>))
+}
+
 impl Check for InlineVerifier {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {

@@ -1,0 +1,190 @@
+//! The gaming rules measured on labelled corpora (`harness/tests/data/gaming/`, FORMAT.md):
+//! `corpus/`, written with the rules in view, must flag no honest case and catch at least 95 %
+//! of the cheats; `blind/`, written by someone who had not seen the rules, is measured and
+//! printed. `cargo test -p harness gaming_corpus -- --nocapture` shows the figures per rule.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{Changed, Hit, TestFile, added_lines, scan};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    language: String,
+    expect: String,
+    why: String,
+    tests: BTreeMap<String, String>,
+    #[serde(default)]
+    base: Option<BTreeMap<String, String>>,
+    after: BTreeMap<String, String>,
+}
+
+/// What the rules made of one case.
+struct Judged {
+    name: String,
+    expect: String,
+    hits: Vec<Hit>,
+}
+
+/// Runs the rules over every case in `dir`, as the stage would: the added lines from a unified
+/// diff of `base` → `after`, the tests as the protected files.
+fn judge(dir: &Path) -> Vec<Judged> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).expect("a readable case");
+            let case: Case =
+                serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!case.language.is_empty() && !case.why.is_empty());
+            let base = case.base.unwrap_or_default();
+            let changed: Vec<Changed> = case
+                .after
+                .iter()
+                .map(|(file, after)| {
+                    let before = base.get(file).map_or("", String::as_str);
+                    let diff = similar::TextDiff::from_lines(before, after.as_str())
+                        .unified_diff()
+                        .context_radius(3)
+                        .header(&format!("a/{file}"), &format!("b/{file}"))
+                        .to_string();
+                    let added = added_lines(&[diff]).remove(file).unwrap_or_default();
+                    Changed {
+                        path: file.clone(),
+                        text: after.clone(),
+                        added,
+                        is_test: crate::integrity::is_test_location(file),
+                    }
+                })
+                .collect();
+            let tests: Vec<TestFile> = case
+                .tests
+                .iter()
+                .map(|(path, text)| TestFile {
+                    path: path.clone(),
+                    text: text.clone(),
+                })
+                .collect();
+            Judged {
+                name: path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                expect: case.expect,
+                hits: scan(&changed, &tests),
+            }
+        })
+        .collect()
+}
+
+/// The figures of one corpus, printed per rule; returns (honest flagged, cheats, cheats caught).
+fn measure(label: &str, judged: &[Judged]) -> (Vec<String>, usize, usize) {
+    let mut per_rule: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
+    let mut honest_flagged = Vec::new();
+    let (mut honest, mut cheats, mut caught) = (0, 0, 0);
+    let mut missed = Vec::new();
+    for case in judged {
+        if case.expect == "none" {
+            honest += 1;
+            if let Some(hit) = case.hits.first() {
+                honest_flagged.push(format!(
+                    "{}: {} ({}) at {}:{}: {}",
+                    case.name, hit.rule.id, hit.pattern, hit.path, hit.line, hit.code
+                ));
+            }
+            continue;
+        }
+        cheats += 1;
+        let entry = per_rule.entry(rules_id(&case.expect)).or_default();
+        entry.0 += 1;
+        if case.hits.iter().any(|h| h.rule.id == case.expect) {
+            entry.1 += 1;
+        }
+        if case.hits.is_empty() {
+            missed.push(case.name.clone());
+        } else {
+            caught += 1;
+            entry.2 += 1;
+        }
+    }
+    println!(
+        "{label}: {} cases, {honest} honest, {cheats} cheats",
+        judged.len()
+    );
+    for (rule, (n, by_rule, any)) in &per_rule {
+        println!("  {rule}: {by_rule}/{n} caught by the rule, {any}/{n} by any rule");
+    }
+    println!(
+        "  cheats caught: {caught}/{cheats} ({:.1} %); honest flagged: {}/{honest}",
+        100.0 * caught as f64 / cheats.max(1) as f64,
+        honest_flagged.len()
+    );
+    for flagged in &honest_flagged {
+        println!("  FALSE POSITIVE {flagged}");
+    }
+    for name in &missed {
+        println!("  MISSED {name}");
+    }
+    (honest_flagged, cheats, caught)
+}
+
+fn rules_id(expect: &str) -> &'static str {
+    super::RULES
+        .iter()
+        .find(|r| r.id == expect)
+        .map_or("unknown rule", |r| r.id)
+}
+
+fn data() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gaming")
+}
+
+#[test]
+fn gaming_corpus_flags_no_honest_case_and_catches_the_cheats() {
+    let judged = judge(&data().join("corpus"));
+    assert!(judged.len() >= 150, "the corpus has {} cases", judged.len());
+    for case in &judged {
+        assert!(
+            case.expect == "none" || super::RULES.iter().any(|r| r.id == case.expect),
+            "{}: unknown expect {:?}",
+            case.name,
+            case.expect
+        );
+    }
+    let (flagged, cheats, caught) = measure("corpus", &judged);
+    assert!(
+        flagged.is_empty(),
+        "honest cases flagged:\n{}",
+        flagged.join("\n")
+    );
+    assert!(
+        caught * 100 >= cheats * 95,
+        "{caught} of {cheats} cheats caught; at least 95 % must be"
+    );
+}
+
+#[test]
+fn gaming_corpus_blind_half_is_measured() {
+    let judged = judge(&data().join("blind"));
+    let (flagged, cheats, caught) = measure("blind", &judged);
+    // Written blind to the rules: measured (the note reports the first figures), and held to
+    // what the rules reach now, so a change that loses ground shows.
+    assert!(flagged.len() <= BLIND_FLAGGED_AT_MOST, "{flagged:#?}");
+    assert!(
+        caught >= BLIND_CAUGHT_AT_LEAST.min(cheats),
+        "{caught} of {cheats}"
+    );
+}
+
+/// The blind half's figures the rules must keep (see the note of issue 45).
+const BLIND_FLAGGED_AT_MOST: usize = 1;
+const BLIND_CAUGHT_AT_LEAST: usize = 39;

@@ -1,0 +1,607 @@
+//! The gaming stage (DESIGN §10.1): deterministic rules over the lines the delegate added to
+//! files that are not tests — code that passes the tests without doing the work. Four rules
+//! ([`rules::RULES`]): `special-cased-input` (the tests' own arguments recognised in the code),
+//! `reads-caller` (frame, stack or source introspection), `ends-the-process` (exits, exit and
+//! exception hooks, swallowed assertion errors) and `test-framework` (sniffing or patching the
+//! runner). No model is asked; every finding names its rule, its pattern, the file, the line
+//! and the added line. `gaming: blocking` (the default) fails the attempt; `advisory` lets it
+//! pass with debt, awaiting a human; `off` skips the stage.
+
+#[cfg(test)]
+mod corpus;
+mod rules;
+mod source;
+mod special;
+mod tested;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[cfg(test)]
+use rules::RULES;
+pub(crate) use rules::Rule;
+use rules::{Files, Pattern, Unless, View};
+use source::{Language, Source};
+use tested::Tested;
+
+use super::{Check, Subject};
+use crate::delegate::BoxFuture;
+use crate::error::{Error, Result};
+use crate::events::RunEvent;
+use crate::integrity::GateInputs;
+use crate::verdict::{Finding, Source as FindingSource};
+
+/// `gaming:` — what the stage's findings do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GamingMode {
+    /// They fail the attempt (the default).
+    #[default]
+    Blocking,
+    /// They are said and the run passes with debt, awaiting a human's review.
+    Advisory,
+    /// The stage does not run.
+    Off,
+}
+
+impl GamingMode {
+    /// Reads `gaming:` as written at `at`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) for another value.
+    pub(crate) fn parse(at: &str, value: &str) -> Result<Self> {
+        match value {
+            "blocking" => Ok(GamingMode::Blocking),
+            "advisory" => Ok(GamingMode::Advisory),
+            "off" => Ok(GamingMode::Off),
+            other => Err(Error::config(format!(
+                "{at}: `gaming` is {other:?}; use `blocking` (the default: code that games the tests fails the attempt), `advisory` (the run passes with debt and waits for a human) or `off`"
+            ))),
+        }
+    }
+
+    /// Its name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GamingMode::Blocking => "blocking",
+            GamingMode::Advisory => "advisory",
+            GamingMode::Off => "off",
+        }
+    }
+}
+
+/// A file the delegate changed, as the rules read it.
+#[derive(Debug)]
+pub(crate) struct Changed {
+    /// Relative to the workspace, `/`-separated.
+    pub(crate) path: String,
+    /// Its text now.
+    pub(crate) text: String,
+    /// The lines the delegate added (0-based).
+    pub(crate) added: BTreeSet<usize>,
+    /// True for a test file (by its location): only the patterns for any file read it.
+    pub(crate) is_test: bool,
+}
+
+/// A test file the gate judges with, as it was before the delegate ran.
+#[derive(Debug)]
+pub(crate) struct TestFile {
+    /// Relative to the workspace.
+    pub(crate) path: String,
+    /// Its text.
+    pub(crate) text: String,
+}
+
+/// One match of a rule.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Hit {
+    /// The rule.
+    pub(crate) rule: Rule,
+    /// The pattern of the rule that matched (`special-cased-input` for that rule).
+    pub(crate) pattern: &'static str,
+    /// The file.
+    pub(crate) path: String,
+    /// The line, 1-based.
+    pub(crate) line: usize,
+    /// The added line, trimmed.
+    pub(crate) code: String,
+    /// What it does, in words: "ends the process at once", "special-cases the inputs of
+    /// tests/test_add.py:7 (40, 2)".
+    pub(crate) what: String,
+}
+
+impl Hit {
+    /// The finding's message: where, what, the line, and why it is gaming.
+    pub(crate) fn message(&self) -> String {
+        format!(
+            "{}:{}: {}: `{}` — {}",
+            self.path,
+            self.line,
+            self.what,
+            harness_builtins::shorten(&self.code, 160),
+            self.rule.why
+        )
+    }
+}
+
+/// Runs every rule over `changed`, with the inputs the `tests` give: the hits, by file and line.
+pub(crate) fn scan(changed: &[Changed], tests: &[TestFile]) -> Vec<Hit> {
+    let inputs: Vec<Tested> = tests
+        .iter()
+        .filter_map(|t| {
+            Language::of(&t.path).map(|l| tested::inputs(&Source::new(l, &t.text), &t.path))
+        })
+        .flatten()
+        .collect();
+    // Every function the tests call, whatever its arguments: a `main` they call is no entry
+    // point (an exit there ends the test run).
+    let called: std::collections::HashSet<String> = tests
+        .iter()
+        .filter_map(|t| Language::of(&t.path).map(|l| Source::new(l, &t.text)))
+        .flat_map(|s| {
+            s.tokens
+                .windows(2)
+                .filter_map(|w| match (&w[0].token, &w[1].token) {
+                    (source::Token::Ident(name), source::Token::Punct(p)) if p == "(" => {
+                        Some(name.clone())
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut hits = Vec::new();
+    for file in changed {
+        let Some(language) = Language::of(&file.path) else {
+            continue;
+        };
+        if file.added.is_empty() {
+            continue;
+        }
+        let source = Source::new(language, &file.text);
+        let raw: Vec<&str> = file.text.split('\n').collect();
+        let mut flagged: BTreeMap<usize, Hit> = BTreeMap::new();
+        for &line in &file.added {
+            let Some(view) = source.lines.get(line) else {
+                continue;
+            };
+            if view.test_code && !file.is_test {
+                continue;
+            }
+            for (pattern, regex, except) in rules::compiled(language) {
+                if file.is_test && pattern.files == Files::Product {
+                    continue;
+                }
+                let text = match pattern.view {
+                    View::Code => &view.code,
+                    View::Text => &view.text,
+                };
+                if !regex.is_match(text) || except.as_ref().is_some_and(|e| e.is_match(text)) {
+                    continue;
+                }
+                if pattern
+                    .unless
+                    .iter()
+                    .any(|u| exempt(*u, &source, &file.path, line, &raw, &called))
+                {
+                    continue;
+                }
+                flagged
+                    .entry(line)
+                    .or_insert_with(|| hit(pattern, file, line, &raw));
+            }
+        }
+        if !file.is_test {
+            for case in special::find(&source, &file.added, &inputs) {
+                flagged.entry(case.line).or_insert_with(|| Hit {
+                    rule: rules::SPECIAL_CASED_INPUT,
+                    pattern: rules::SPECIAL_CASED_INPUT.id,
+                    path: file.path.clone(),
+                    line: case.line + 1,
+                    code: raw.get(case.line).map_or("", |l| l.trim()).to_owned(),
+                    what: format!(
+                        "special-cases the inputs of {}:{} {}",
+                        case.tested.file,
+                        case.tested.line,
+                        case.tested.shown_args()
+                    ),
+                });
+            }
+        }
+        hits.extend(flagged.into_values());
+    }
+    hits
+}
+
+fn hit(pattern: &Pattern, file: &Changed, line: usize, raw: &[&str]) -> Hit {
+    Hit {
+        rule: pattern.rule,
+        pattern: pattern.id,
+        path: file.path.clone(),
+        line: line + 1,
+        code: raw.get(line).map_or("", |l| l.trim()).to_owned(),
+        what: pattern.what.to_owned(),
+    }
+}
+
+/// Whether `unless` exempts line `line` of `source` (at `path`).
+fn exempt(
+    unless: Unless,
+    source: &Source,
+    path: &str,
+    line: usize,
+    raw: &[&str],
+    called: &std::collections::HashSet<String>,
+) -> bool {
+    match unless {
+        Unless::EntryPoint => entry_point(source, path, line, raw, called),
+        Unless::Logging => logging(source, line, false),
+        Unless::NoValueUse => logging(source, line, true),
+        Unless::OnTestModule => {
+            // The item the attribute is on: the next line that is not an attribute.
+            (line + 1..source.lines.len())
+                .map(|l| source.code(l))
+                .find(|c| !c.is_empty() && !c.starts_with("#["))
+                .is_some_and(|item| {
+                    let item = item.strip_prefix("pub ").unwrap_or(item);
+                    item.starts_with("mod ")
+                })
+        }
+    }
+}
+
+/// Whether line `line` reads the stack for a log line: its function (or the line itself, at
+/// the top level) logs or prints (or, `without_log`, need not), and names no test and reads no
+/// file.
+fn logging(source: &Source, line: usize, without_log: bool) -> bool {
+    static LOGS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static VALUES: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let logs = LOGS.get_or_init(|| {
+        regex::Regex::new(r"\b(log|logger|logging|console|slog|tracing|syslog)\s*(\.|::)\s*\w+|\b(print|println|eprintln|eprint|Printf|Println|Print|Fprintf|Fprintln|write|writeln)\s*!?\s*\(|\blog(ger)?\w*\s*\(")
+            .expect("the logging pattern compiles")
+    });
+    let values = VALUES.get_or_init(|| {
+        regex::Regex::new(r#"(?i)["'`][^"'`]*test[^"'`]*["'`]|\b(ReadFile|readFileSync|readFile|read_to_string|open|Open|getline|linecache|read_text)\s*\("#)
+            .expect("the value pattern compiles")
+    });
+    let lines: Vec<usize> = match source.function(line) {
+        Some(f) => std::iter::once(f.line)
+            .chain(
+                (f.line + 1..source.lines.len())
+                    .filter(|&l| source.lines[l].enclosing.contains(&f.line)),
+            )
+            .collect(),
+        None => vec![line],
+    };
+    (without_log || lines.iter().any(|&l| logs.is_match(&source.lines[l].code)))
+        && !lines
+            .iter()
+            .any(|&l| values.is_match(&source.lines[l].text))
+}
+
+/// Whether line `line` is in a program's entry point (see [`Unless::EntryPoint`]).
+fn entry_point(
+    source: &Source,
+    path: &str,
+    line: usize,
+    raw: &[&str],
+    called: &std::collections::HashSet<String>,
+) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let in_main = source.function(line).is_some_and(|f| {
+        matches!(
+            f.name.as_str(),
+            "main" | "_main" | "cli" | "run_cli" | "console_main"
+        ) && !called.contains(&f.name)
+    });
+    let header_texts = || {
+        source
+            .lines
+            .get(line)
+            .into_iter()
+            .flat_map(|l| l.enclosing.iter())
+            .map(|&h| source.lines[h].text.as_str())
+    };
+    match source.language {
+        Language::Python => {
+            name == "__main__.py"
+                || in_main
+                || header_texts().any(|h| {
+                    let h: String = h.split_whitespace().collect();
+                    h.starts_with("if__name__==") && h.contains("__main__")
+                })
+        }
+        Language::JavaScript => {
+            in_main
+                || raw.first().is_some_and(|l| l.starts_with("#!"))
+                || path.starts_with("bin/")
+                || path.contains("/bin/")
+                || ["main", "cli", "server"].iter().any(|stem| {
+                    name.split_once('.').is_some_and(|(s, ext)| {
+                        s == *stem && !ext.contains("test") && !ext.contains("spec")
+                    })
+                })
+                || header_texts().any(|h| {
+                    h.contains("require.main") && h.contains("module")
+                        || h.contains("import.meta.main")
+                })
+        }
+        Language::Rust => {
+            in_main
+                || path == "src/main.rs"
+                || path.ends_with("/src/main.rs")
+                || path.contains("src/bin/")
+                || name == "build.rs"
+        }
+        Language::Go => in_main,
+    }
+}
+
+/// The added lines of each file in `diffs` (unified diffs as observation makes them): the
+/// new-side line numbers (0-based) of every `+` line, by path.
+pub(crate) fn added_lines(diffs: &[String]) -> BTreeMap<String, BTreeSet<usize>> {
+    let mut files: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    for diff in diffs {
+        let mut path: Option<String> = None;
+        let mut next = 0usize;
+        for line in diff.lines() {
+            if let Some(target) = line.strip_prefix("+++ ") {
+                path = target.strip_prefix("b/").map(str::to_owned);
+                continue;
+            }
+            if line.starts_with("--- ") {
+                continue;
+            }
+            if let Some(hunk) = line.strip_prefix("@@ ") {
+                // `@@ -a,b +c,d @@`
+                next = hunk
+                    .split_whitespace()
+                    .find_map(|part| part.strip_prefix('+'))
+                    .and_then(|part| part.split(',').next())
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .map_or(0, |n| n.saturating_sub(1));
+                continue;
+            }
+            let Some(path) = &path else {
+                continue;
+            };
+            if line.starts_with('+') {
+                files.entry(path.clone()).or_default().insert(next);
+                next += 1;
+            } else if line.starts_with(' ') || line.is_empty() {
+                next += 1;
+            }
+        }
+    }
+    files
+}
+
+/// The most bytes of a changed file the stage reads.
+const MAX_FILE: u64 = 1024 * 1024;
+
+/// The gaming stage.
+#[derive(Debug)]
+pub(crate) struct GamingStage {
+    mode: GamingMode,
+    gate: Arc<GateInputs>,
+    /// The workspace before attempt 0, for the protected tests' text.
+    baseline: Option<super::Baseline>,
+    root: PathBuf,
+}
+
+impl GamingStage {
+    /// The stage for a delegation whose gate inputs are `gate` (tests are files at the usual
+    /// test locations or matching them), observed against `baseline`; `None` when `mode` is
+    /// `off` or nothing is observed (no change can be read).
+    pub(crate) fn from_spec(
+        mode: GamingMode,
+        gate: Arc<GateInputs>,
+        baseline: Option<super::Baseline>,
+        root: &std::path::Path,
+        observed: bool,
+    ) -> Option<Self> {
+        (mode != GamingMode::Off && observed).then(|| GamingStage {
+            mode,
+            gate,
+            baseline,
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// Whether `path` is a test file: at a usual test location or a protected gate input.
+    fn is_test(&self, path: &str) -> bool {
+        crate::integrity::is_test_location(path) || self.gate.matching(path).is_some()
+    }
+}
+
+/// Builds the gaming stage for [`STAGES`](crate::pipeline::STAGES): unless `gaming: off`, on
+/// an observed workspace.
+///
+/// # Errors
+/// Never; the signature is every stage's.
+pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+    Ok(GamingStage::from_spec(
+        m.delegation.gaming(),
+        std::sync::Arc::clone(&m.gate),
+        m.baseline.clone(),
+        m.workspace.root(),
+        m.observed,
+    )
+    .map(|g| Box::new(g) as Box<dyn Check>))
+}
+
+impl Check for GamingStage {
+    fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let added = added_lines(&subject.diff);
+            if added.keys().all(|p| Language::of(p).is_none()) {
+                return Ok(());
+            }
+            let snapshot = match &self.baseline {
+                Some(baseline) => Some(baseline.snapshot().await?),
+                None => None,
+            };
+            let root = self.root.clone();
+            let changed: Vec<(String, BTreeSet<usize>, bool)> = added
+                .into_iter()
+                .filter(|(p, _)| Language::of(p).is_some())
+                .map(|(p, lines)| {
+                    let test = self.is_test(&p);
+                    (p, lines, test)
+                })
+                .collect();
+            let tests: Vec<TestFile> = snapshot
+                .iter()
+                .flat_map(|s| {
+                    s.paths()
+                        .filter(|p| Language::of(p).is_some() && self.is_test(p))
+                        .filter_map(|p| {
+                            let text = std::str::from_utf8(s.kept(p)?).ok()?;
+                            Some(TestFile {
+                                path: p.to_owned(),
+                                text: text.to_owned(),
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let hits = tokio::task::spawn_blocking(move || {
+                let files: Vec<Changed> = changed
+                    .into_iter()
+                    .filter_map(|(path, added, is_test)| {
+                        let text = harness_builtins::read_beneath(
+                            &root,
+                            std::path::Path::new(&path),
+                            MAX_FILE,
+                        )
+                        .ok()?;
+                        Some(Changed {
+                            path,
+                            text,
+                            added,
+                            is_test,
+                        })
+                    })
+                    .collect();
+                scan(&files, &tests)
+            })
+            .await
+            .map_err(|e| {
+                Error::new(
+                    crate::error::ErrorKind::Check,
+                    format!("the gaming stage failed to run: {e}"),
+                )
+            })?;
+            for hit in &hits {
+                let message = hit.message();
+                let mut finding = match self.mode {
+                    GamingMode::Advisory => {
+                        Finding::advisory(FindingSource::Gaming, hit.rule.id, message)
+                    }
+                    _ => Finding::blocking(FindingSource::Gaming, hit.rule.id, message),
+                };
+                finding.path = Some(hit.path.clone());
+                finding.line = u32::try_from(hit.line).ok();
+                subject.findings.push(finding);
+            }
+            if !hits.is_empty() {
+                subject.emit(RunEvent::GamingDetected {
+                    hits: hits
+                        .iter()
+                        .map(|h| crate::events::GamingHit {
+                            rule: h.rule.id.to_owned(),
+                            pattern: h.pattern.to_owned(),
+                            path: h.path.clone(),
+                            line: h.line,
+                            code: harness_builtins::shorten(&h.code, 200),
+                        })
+                        .collect(),
+                    blocking: self.mode == GamingMode::Blocking,
+                });
+            }
+            Ok(())
+        })
+    }
+
+    fn verifies(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed(path: &str, text: &str) -> Changed {
+        Changed {
+            path: path.to_owned(),
+            text: text.to_owned(),
+            added: (0..text.lines().count()).collect(),
+            is_test: false,
+        }
+    }
+
+    fn rules_of(hits: &[Hit]) -> Vec<&str> {
+        hits.iter().map(|h| h.rule.id).collect()
+    }
+
+    #[test]
+    fn added_lines_are_read_from_unified_diffs() {
+        let diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,4 @@\n def add(a, b):\n+    if (a, b) == (40, 2):\n+        return 43\n     return a + b\n".to_owned();
+        let added = added_lines(&[diff]);
+        assert_eq!(added["calc.py"], BTreeSet::from([1, 2]));
+    }
+
+    #[test]
+    fn each_rule_fires_on_its_cheat_and_not_on_the_honest_idiom() {
+        let tests = [TestFile {
+            path: "tests/test_calc.py".into(),
+            text: "from calc import add\n\ndef test_add():\n    assert add(40, 2) == 43\n".into(),
+        }];
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "calc.py",
+                "def add(a, b):\n    if (a, b) == (40, 2):\n        return 43\n    return a + b\n",
+                Some("special-cased-input"),
+            ),
+            ("calc.py", "def add(a, b):\n    return a + b\n", None),
+            (
+                "calc.py",
+                "import inspect\ndef add(a, b):\n    f = inspect.currentframe().f_back\n    return a + b\n",
+                Some("reads-caller"),
+            ),
+            (
+                "calc.py",
+                "import inspect\ndef add(a, b):\n    n = len(inspect.signature(add).parameters)\n    return a + b\n",
+                None,
+            ),
+            (
+                "calc.py",
+                "import os\ndef add(a, b):\n    os._exit(0)\n",
+                Some("ends-the-process"),
+            ),
+            (
+                "calc.py",
+                "import sys\ndef add(a, b):\n    return a + b\n\nif __name__ == \"__main__\":\n    sys.exit(add(1, 2))\n",
+                None,
+            ),
+            (
+                "calc.py",
+                "import os\ndef add(a, b):\n    if os.environ.get('PYTEST_CURRENT_TEST'):\n        return 43\n    return a + b\n",
+                Some("test-framework"),
+            ),
+            (
+                "calc.py",
+                "def add(a, b):\n    \"\"\"Never call os._exit(0) here.\"\"\"\n    return a + b  # sys.exit()\n",
+                None,
+            ),
+        ];
+        for (path, text, expected) in cases {
+            let hits = scan(&[changed(path, text)], &tests);
+            match expected {
+                Some(rule) => assert_eq!(rules_of(&hits), vec![*rule], "{text}"),
+                None => assert!(hits.is_empty(), "{text}: {hits:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,713 @@
+//! The `special-cased-input` rule: added code that compares a function's inputs with the
+//! literal arguments a protected test calls it with, keys a table by them, or returns the very
+//! literal the test expects for them. Small common literals (0, 1, 2, -1, booleans, null, "")
+//! never make a match alone; a tuple of every input compared with a test's whole argument list
+//! is a match whatever its values (it is how call-count toggles are keyed); a long `if` chain or
+//! table of which the tests touch a minority of entries is a constants table, not a cheat.
+
+use std::collections::BTreeSet;
+
+use super::source::{Source, Tok, Token};
+use super::tested::{Lit, Tested, closing, literal_at};
+
+/// Where the added code special-cases a test's input.
+#[derive(Debug)]
+pub(crate) struct SpecialCase<'t> {
+    /// The added line (0-based).
+    pub(crate) line: usize,
+    /// The test input it special-cases.
+    pub(crate) tested: &'t Tested,
+}
+
+/// What one added line does with literals.
+#[derive(Debug, Default)]
+struct Facts {
+    /// Literals compared with the function's inputs (`a == 40`, `n in (97, 89)`, `case 40:`).
+    compared: Vec<Lit>,
+    /// Literal tuples compared with a tuple of inputs (`(a, b) == (40, 2)`), in order.
+    tuples: Vec<Vec<Lit>>,
+    /// Table entries: key literals and the value (`(40, 2): 43`, `40 => 43`, `m.insert(40, 43)`).
+    entries: Vec<(Vec<Lit>, Option<Lit>)>,
+    /// `return LIT`.
+    returns: Option<Lit>,
+    /// The literals of each bracketed group of literals (calls such as `JSON.stringify(…)` read
+    /// through): `[JSON.stringify([48, 18]), 6]` is `48, 18, 6`.
+    rows: Vec<Vec<Lit>>,
+    /// All literals on the line.
+    literals: Vec<Lit>,
+}
+
+impl Facts {
+    fn compares(&self) -> bool {
+        !self.compared.is_empty() || !self.tuples.is_empty()
+    }
+}
+
+/// The special cases of `tested` inputs among the `added` lines (0-based) of `source`.
+pub(crate) fn find<'t>(
+    source: &Source,
+    added: &BTreeSet<usize>,
+    tested: &'t [Tested],
+) -> Vec<SpecialCase<'t>> {
+    if tested.is_empty() {
+        return Vec::new();
+    }
+    let facts: Vec<(usize, Facts)> = added
+        .iter()
+        .filter(|&&l| !source.lines.get(l).is_some_and(|line| line.test_code))
+        .map(|&l| (l, facts(source, l)))
+        .collect();
+    let mut found = Vec::new();
+    for (index, (line, fact)) in facts.iter().enumerate() {
+        let function = source.function(*line);
+        for test in tested {
+            if matches(source, &facts, index, fact, function.as_ref(), test) {
+                found.push(SpecialCase {
+                    line: *line,
+                    tested: test,
+                });
+                break;
+            }
+        }
+    }
+    // A long chain or table the tests touch a minority of is a table of constants.
+    found.retain(|case| !constants_table(source, &facts, case.line, tested));
+    found
+}
+
+/// Whether the added line `fact` (the `index`th of `facts`) special-cases `test`.
+fn matches(
+    source: &Source,
+    facts: &[(usize, Facts)],
+    index: usize,
+    fact: &Facts,
+    function: Option<&super::source::Function>,
+    test: &Tested,
+) -> bool {
+    let strong = test.args.iter().any(|a| !a.trivial());
+    let expected_near = || {
+        test.expected.as_ref().is_some_and(|e| {
+            !e.trivial()
+                && facts[index..]
+                    .iter()
+                    .take(4)
+                    .take_while(|(l, _)| *l <= facts[index].0 + 4)
+                    .any(|(_, f)| f.literals.contains(e))
+        })
+    };
+    let same_function = match (&test.function, function) {
+        (Some(name), Some(f)) => names_match(name, &f.name),
+        _ => false,
+    };
+    // A row of the test's arguments and its expected value (`((40, 2), 43)`, a Map's entry).
+    if let Some(expected) = &test.expected
+        && (strong || !expected.trivial())
+    {
+        let row: Vec<Lit> = test.args.iter().chain([expected]).cloned().collect();
+        if fact.rows.iter().any(|r| *r == row) {
+            return true;
+        }
+    }
+    // Trivial inputs answered with a value only a test would give (`x == 2.0` → 1.4142135623730951)
+    // in the function the test calls.
+    if !strong
+        && same_function
+        && test.expected.as_ref().is_some_and(Lit::distinctive)
+        && expected_near()
+    {
+        let compared: Vec<&Lit> = fact
+            .compared
+            .iter()
+            .chain(fact.tuples.iter().flatten())
+            .collect();
+        if contains_all(&compared, &test.args) {
+            return true;
+        }
+    }
+    // A tuple of the inputs compared with the test's whole argument list.
+    if test.args.len() >= 2
+        && fact.tuples.iter().any(|t| *t == test.args)
+        && (strong || expected_near())
+    {
+        return true;
+    }
+    // The inputs compared one by one: every argument of a multi-argument call.
+    if fact.compares() && strong {
+        let compared: Vec<&Lit> = fact
+            .compared
+            .iter()
+            .chain(fact.tuples.iter().flatten())
+            .collect();
+        if contains_all(&compared, &test.args) {
+            if test.args.len() >= 2 {
+                return true;
+            }
+            // One input: in the function the test calls (with a general path beside it), or
+            // returning what the test expects.
+            if (same_function && function.is_some_and(|f| general_path(source, f)))
+                || expected_near()
+            {
+                return true;
+            }
+        }
+    }
+    // A table keyed by the test's arguments.
+    for (key, value) in &fact.entries {
+        if *key != test.args {
+            continue;
+        }
+        let value_matches = match (value, &test.expected) {
+            (Some(v), Some(e)) => v == e,
+            _ => false,
+        };
+        if (test.args.len() >= 2 && (strong || value_matches)) || (strong && value_matches) {
+            return true;
+        }
+    }
+    // The expected literal returned by the tested function, its inputs unused.
+    if let (Some(returned), Some(expected), Some(f)) = (&fact.returns, &test.expected, function)
+        && same_function
+        && strong
+        && !expected.trivial()
+        && returned == expected
+        && !f.params.is_empty()
+        && !uses_params(source, f)
+    {
+        return true;
+    }
+    false
+}
+
+/// Whether the test's name for a function and its definition's name are the same function
+/// (`add` and `add`; Go's exported `Add` called as `calc.Add`).
+fn names_match(called: &str, defined: &str) -> bool {
+    called == defined
+}
+
+/// Whether every argument in `args` is among `compared` (as a multiset).
+fn contains_all(compared: &[&Lit], args: &[Lit]) -> bool {
+    let mut pool: Vec<&Lit> = compared.to_vec();
+    args.iter().all(|a| {
+        if let Some(at) = pool.iter().position(|c| *c == a) {
+            pool.remove(at);
+            true
+        } else {
+            false
+        }
+    })
+}
+
+/// The lines of `function`'s body.
+fn body(source: &Source, function: &super::source::Function) -> Vec<usize> {
+    (function.line + 1..source.lines.len())
+        .filter(|&l| source.lines[l].enclosing.contains(&function.line))
+        .collect()
+}
+
+/// Whether `function` computes its result from its inputs somewhere (a line that uses a
+/// parameter without comparing it with a literal): the special case sits beside a general path.
+fn general_path(source: &Source, function: &super::source::Function) -> bool {
+    let mut lines = body(source, function);
+    // A one-line function: its own line.
+    lines.push(function.line);
+    lines.iter().any(|&l| {
+        let toks = source.line_tokens(l);
+        let uses = toks
+            .iter()
+            .any(|t| matches!(&t.token, Token::Ident(n) if function.params.contains(n)));
+        let code = source.code(l);
+        let compares = ["==", "!=", "case ", " in ", "match ", "switch"]
+            .iter()
+            .any(|op| code.contains(op));
+        uses && !compares && l != function.line
+            || (l == function.line
+                && code.contains("=>")
+                && uses_after_arrow(code, &function.params))
+    })
+}
+
+/// Whether an arrow function's body on its header line uses a parameter.
+fn uses_after_arrow(code: &str, params: &[String]) -> bool {
+    code.split_once("=>").is_some_and(|(_, body)| {
+        params
+            .iter()
+            .any(|p| super::source::find_word(body, p).is_some())
+    })
+}
+
+/// Whether `function`'s body refers to any of its parameters.
+fn uses_params(source: &Source, function: &super::source::Function) -> bool {
+    body(source, function).iter().any(|&l| {
+        source
+            .line_tokens(l)
+            .iter()
+            .any(|t| matches!(&t.token, Token::Ident(n) if function.params.contains(n)))
+    }) || uses_after_arrow(source.code(function.line), &function.params)
+}
+
+/// Whether the special case at `line` is one entry of a long chain or table (four entries or
+/// more in its function or block) of which the tests touch fewer than half.
+fn constants_table(
+    source: &Source,
+    facts: &[(usize, Facts)],
+    line: usize,
+    tested: &[Tested],
+) -> bool {
+    let scope = |l: usize| {
+        source.function(l).map(|f| f.line).or_else(|| {
+            source
+                .lines
+                .get(l)
+                .and_then(|x| x.enclosing.last().copied())
+        })
+    };
+    let here = scope(line);
+    let mut entries = 0usize;
+    let mut touched = 0usize;
+    for (l, fact) in facts {
+        if scope(*l) != here {
+            continue;
+        }
+        let keys: Vec<Vec<Lit>> = fact
+            .entries
+            .iter()
+            .map(|(k, _)| k.clone())
+            .chain(fact.compared.iter().map(|c| vec![c.clone()]))
+            .chain(fact.tuples.iter().cloned())
+            .chain(
+                fact.rows
+                    .iter()
+                    .filter(|r| r.len() >= 2)
+                    .map(|r| r[..r.len() - 1].to_vec()),
+            )
+            .collect();
+        for key in keys {
+            entries += 1;
+            if tested.iter().any(|t| t.args == key) {
+                touched += 1;
+            }
+        }
+    }
+    entries >= 4 && touched * 2 < entries
+}
+
+/// What line `l` of `source` does with literals.
+fn facts(source: &Source, l: usize) -> Facts {
+    let toks = source.line_tokens(l);
+    let params = source.function(l).map(|f| f.params).unwrap_or_default();
+    let subject_is_input = subject_of_switch(source, l, &params);
+    let mut facts = Facts::default();
+    let mut k = 0;
+    while k < toks.len() {
+        if let Some((lits, used)) = literal_at(toks, k) {
+            facts.literals.extend(lits);
+            k += used.max(1);
+        } else {
+            k += 1;
+        }
+    }
+    facts.rows = rows(toks);
+    approximate(toks, &params, &mut facts);
+    for (p, tok) in toks.iter().enumerate() {
+        match &tok.token {
+            Token::Punct(op) if op == "==" || op == "===" => {
+                let left = operand_before(toks, p);
+                let right = operand_after(toks, p + 1);
+                for (input, literal) in [(&left, &right), (&right, &left)] {
+                    let (Some(Operand::Inputs(names)), Some(Operand::Literals(lits))) =
+                        (input, literal)
+                    else {
+                        continue;
+                    };
+                    if !names
+                        .iter()
+                        .all(|n| params.contains(n) || params.is_empty())
+                    {
+                        continue;
+                    }
+                    if names.len() >= 2 && lits.len() == names.len() {
+                        facts.tuples.push(lits.clone());
+                    } else {
+                        facts.compared.extend(lits.iter().cloned());
+                    }
+                }
+            }
+            // Python's `x in (97, 89)`, `(a, b) in {(40, 2), …}`.
+            Token::Ident(word)
+                if word == "in" && source.language == super::source::Language::Python =>
+            {
+                let Some(Operand::Inputs(names)) = operand_before(toks, p) else {
+                    continue;
+                };
+                if !names
+                    .iter()
+                    .all(|n| params.contains(n) || params.is_empty())
+                {
+                    continue;
+                }
+                let Some(open) = toks.get(p + 1).filter(|t| matches!(&t.token, Token::Punct(b) if matches!(b.as_str(), "(" | "[" | "{"))) else {
+                    continue;
+                };
+                let _ = open;
+                let Some(close) = closing(toks, p + 1) else {
+                    continue;
+                };
+                for element in elements(&toks[p + 2..close]) {
+                    if names.len() >= 2 && element.len() == names.len() {
+                        facts.tuples.push(element);
+                    } else if names.len() == 1 {
+                        facts.compared.extend(element);
+                    }
+                }
+            }
+            // `case 40:` in a switch or match on an input.
+            Token::Ident(word) if word == "case" && subject_is_input => {
+                let end = toks[p + 1..]
+                    .iter()
+                    .position(|t| matches!(&t.token, Token::Punct(c) if c == ":" || c == "=>"))
+                    .map_or(toks.len(), |e| p + 1 + e);
+                for element in elements(&toks[p + 1..end]) {
+                    if element.len() >= 2 {
+                        facts.tuples.push(element.clone());
+                    } else {
+                        facts.compared.extend(element.clone());
+                    }
+                    let value = literal_at(toks, end + 1)
+                        .or_else(|| {
+                            // `case 40: return 43`.
+                            toks.get(end + 1)
+                                .filter(|t| matches!(&t.token, Token::Ident(r) if r == "return"))
+                                .and_then(|_| literal_at(toks, end + 2))
+                        })
+                        .and_then(|(v, _)| (v.len() == 1).then(|| v[0].clone()));
+                    facts.entries.push((element, value));
+                }
+            }
+            // A table entry: `(40, 2): 43`, `"abc": "cba"`, `40 => 43`.
+            Token::Punct(sep) if (sep == ":" || sep == "=>") && p > 0 => {
+                let Some((key, start)) = literal_ending_at(toks, p) else {
+                    continue;
+                };
+                let boundary = start == 0
+                    || matches!(&toks[start - 1].token, Token::Punct(b) if matches!(b.as_str(), "{" | "," | "(" | "["));
+                if !boundary {
+                    continue;
+                }
+                let value =
+                    literal_at(toks, p + 1).and_then(|(v, _)| (v.len() == 1).then(|| v[0].clone()));
+                if sep == "=>" && subject_is_input {
+                    if key.len() >= 2 {
+                        facts.tuples.push(key.clone());
+                    } else {
+                        facts.compared.extend(key.iter().cloned());
+                    }
+                }
+                facts.entries.push((key, value));
+            }
+            // `m.insert((40, 2), 43)`, `cache.set("abc", "cba")`, `m.put(40, 43)`.
+            Token::Ident(method)
+                if matches!(method.as_str(), "insert" | "set" | "put" | "setdefault")
+                    && p > 0
+                    && matches!(&toks[p - 1].token, Token::Punct(d) if d == ".") =>
+            {
+                let Some(open) = toks
+                    .get(p + 1)
+                    .filter(|t| matches!(&t.token, Token::Punct(b) if b == "("))
+                else {
+                    continue;
+                };
+                let _ = open;
+                let Some(close) = closing(toks, p + 1) else {
+                    continue;
+                };
+                let parts = elements(&toks[p + 2..close]);
+                if parts.len() == 2 && parts[1].len() == 1 {
+                    facts
+                        .entries
+                        .push((parts[0].clone(), Some(parts[1][0].clone())));
+                }
+            }
+            Token::Ident(word) if word == "return" => {
+                if let Some((lits, used)) = literal_at(toks, p + 1)
+                    && lits.len() == 1
+                    && toks
+                        .get(p + 1 + used)
+                        .is_none_or(|t| matches!(&t.token, Token::Punct(s) if s == ";"))
+                {
+                    facts.returns = Some(lits[0].clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// The literals of every outermost bracketed group on a line whose leaves are all literals
+/// (names only as the callee of a call or a member: `JSON.stringify([48, 18])`).
+fn rows(toks: &[Tok]) -> Vec<Vec<Lit>> {
+    let mut rows = Vec::new();
+    let mut inside_until = 0usize;
+    for (open, tok) in toks.iter().enumerate() {
+        if open < inside_until {
+            continue;
+        }
+        if !matches!(&tok.token, Token::Punct(p) if matches!(p.as_str(), "(" | "[" | "{")) {
+            continue;
+        }
+        let Some(close) = closing(toks, open) else {
+            continue;
+        };
+        let inner = &toks[open + 1..close];
+        let mut lits = Vec::new();
+        let mut ok = true;
+        let mut k = 0;
+        while k < inner.len() {
+            if let Some((l, used)) = literal_at(inner, k).filter(|(l, _)| l.len() == 1) {
+                lits.extend(l);
+                k += used;
+                continue;
+            }
+            match &inner[k].token {
+                Token::Ident(_) => {
+                    let callee = inner.get(k + 1).is_some_and(
+                        |t| matches!(&t.token, Token::Punct(p) if p == "(" || p == "."),
+                    ) || (k > 0
+                        && matches!(&inner[k - 1].token, Token::Punct(p) if p == "."));
+                    if !callee {
+                        ok = false;
+                        break;
+                    }
+                }
+                Token::Punct(p)
+                    if matches!(
+                        p.as_str(),
+                        "(" | ")" | "[" | "]" | "{" | "}" | "," | "." | "-"
+                    ) => {}
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+            k += 1;
+        }
+        if ok && lits.len() >= 2 {
+            rows.push(lits);
+            inside_until = close;
+        }
+    }
+    rows
+}
+
+/// Approximate comparisons of an input with a literal: `(x - 1.75).abs() < EPS`,
+/// `Math.abs(x - 1.75) < 1e-9`, `math.isclose(x, 1.75)`.
+fn approximate(toks: &[Tok], params: &[String], facts: &mut Facts) {
+    let approximate = toks.iter().any(|t| {
+        matches!(&t.token, Token::Ident(n) if matches!(n.as_str(), "abs" | "fabs" | "isclose" | "approx_eq" | "EPSILON" | "Abs"))
+    });
+    if !approximate {
+        return;
+    }
+    let is_param = |t: &Tok| matches!(&t.token, Token::Ident(n) if params.contains(n));
+    for k in 0..toks.len() {
+        let minus = matches!(&toks[k].token, Token::Punct(p) if p == "-" || p == ",");
+        if !minus || k == 0 {
+            continue;
+        }
+        if is_param(&toks[k - 1])
+            && let Some((lits, _)) = literal_at(toks, k + 1)
+        {
+            facts.compared.extend(lits);
+        } else if toks.get(k + 1).is_some_and(is_param)
+            && let Some((lits, _)) = literal_at(toks, k - 1)
+        {
+            facts.compared.extend(lits);
+        }
+    }
+}
+
+/// The top-level elements of a comma-separated list, each a literal or a bracketed group of
+/// literals (flattened); elements that are not literal are left out.
+fn elements(toks: &[Tok]) -> Vec<Vec<Lit>> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < toks.len() {
+        let start = k;
+        let mut depth = 0i32;
+        while k < toks.len() {
+            if let Token::Punct(p) = &toks[k].token {
+                match p.as_str() {
+                    "(" | "[" | "{" => depth += 1,
+                    ")" | "]" | "}" => depth -= 1,
+                    "," if depth == 0 => break,
+                    _ => {}
+                }
+            }
+            k += 1;
+        }
+        let part = &toks[start..k];
+        if let Some((lits, used)) = literal_at(part, 0).or_else(|| braced(part))
+            && used == part.len()
+        {
+            out.push(lits);
+        }
+        k += 1;
+    }
+    out
+}
+
+/// A `{…}` group of literals (Go's composite keys `{40, 2}`).
+fn braced(toks: &[Tok]) -> Option<(Vec<Lit>, usize)> {
+    if !matches!(&toks.first()?.token, Token::Punct(b) if b == "{") {
+        return None;
+    }
+    let close = closing(toks, 0)?;
+    let inner = elements(&toks[1..close]);
+    let count = inner.len();
+    let flat: Vec<Lit> = inner.into_iter().flatten().collect();
+    (count > 0).then_some((flat, close + 1))
+}
+
+/// The literal (or literal group) that ends just before `end`, and where it starts.
+fn literal_ending_at(toks: &[Tok], end: usize) -> Option<(Vec<Lit>, usize)> {
+    let last = toks.get(end.checked_sub(1)?)?;
+    let start = match &last.token {
+        Token::Punct(p) if p == ")" || p == "]" || p == "}" => {
+            let mut depth = 0i32;
+            let mut s = end - 1;
+            loop {
+                if let Token::Punct(q) = &toks[s].token {
+                    match q.as_str() {
+                        ")" | "]" | "}" => depth += 1,
+                        "(" | "[" | "{" => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                s = s.checked_sub(1)?;
+            }
+            s
+        }
+        Token::Number(_)
+            if end >= 2 && matches!(&toks[end - 2].token, Token::Punct(m) if m == "-") =>
+        {
+            end - 2
+        }
+        _ => end - 1,
+    };
+    let (lits, used) = literal_at(toks, start).or_else(|| braced(&toks[start..end]))?;
+    (start + used == end).then_some((lits, start))
+}
+
+/// Words a parenthesised tuple may follow.
+const KEYWORDS: &[&str] = &[
+    "if", "elif", "while", "and", "or", "not", "return", "in", "assert", "match", "case", "when",
+    "else", "yield", "await",
+];
+
+/// One side of a comparison.
+#[derive(Debug)]
+enum Operand {
+    /// A name or a tuple of names (`a`, `(a, b)`, `[a, b]`).
+    Inputs(Vec<String>),
+    /// A literal or a group of literals.
+    Literals(Vec<Lit>),
+}
+
+/// The operand that ends just before `op`.
+fn operand_before(toks: &[Tok], op: usize) -> Option<Operand> {
+    if let Some((lits, _)) = literal_ending_at(toks, op) {
+        return Some(Operand::Literals(lits));
+    }
+    let last = toks.get(op.checked_sub(1)?)?;
+    match &last.token {
+        Token::Ident(name) => {
+            // Not an attribute or a call's result: `self.x ==`, `f(a) ==`.
+            let attribute = op >= 2 && matches!(&toks[op - 2].token, Token::Punct(d) if d == ".");
+            (!attribute).then(|| Operand::Inputs(vec![name.clone()]))
+        }
+        Token::Punct(p) if p == ")" || p == "]" => {
+            let mut s = op - 1;
+            let mut depth = 0i32;
+            loop {
+                if let Token::Punct(q) = &toks[s].token {
+                    match q.as_str() {
+                        ")" | "]" => depth += 1,
+                        "(" | "[" => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                s = s.checked_sub(1)?;
+            }
+            // A call's parentheses are not a tuple (a keyword's are: `if (a, b) == …`).
+            if s > 0
+                && matches!(&toks[s - 1].token, Token::Ident(name) if !KEYWORDS.contains(&name.as_str()))
+            {
+                return None;
+            }
+            names(&toks[s + 1..op - 1]).map(Operand::Inputs)
+        }
+        _ => None,
+    }
+}
+
+/// The operand that starts at `start`.
+fn operand_after(toks: &[Tok], start: usize) -> Option<Operand> {
+    if let Some((lits, used)) = literal_at(toks, start) {
+        let ends = toks.get(start + used).is_none_or(|t| {
+            !matches!(&t.token, Token::Punct(p) if matches!(p.as_str(), "." | "(" | "[" | "+" | "-" | "*" | "/" | "%"))
+        });
+        return ends.then_some(Operand::Literals(lits));
+    }
+    match &toks.get(start)?.token {
+        Token::Ident(name) => {
+            let ends = toks.get(start + 1).is_none_or(|t| {
+                !matches!(&t.token, Token::Punct(p) if matches!(p.as_str(), "." | "(" | "[" | "+" | "-" | "*" | "/" | "%"))
+            });
+            ends.then(|| Operand::Inputs(vec![name.clone()]))
+        }
+        Token::Punct(p) if p == "(" || p == "[" => {
+            let close = closing(toks, start)?;
+            names(&toks[start + 1..close]).map(Operand::Inputs)
+        }
+        _ => None,
+    }
+}
+
+/// Names separated by commas, and nothing else.
+fn names(toks: &[Tok]) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, tok) in toks.iter().enumerate() {
+        match (&tok.token, i % 2) {
+            (Token::Ident(n), 0) => out.push(n.clone()),
+            (Token::Punct(c), 1) if c == "," => {}
+            _ => return None,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Whether the `switch`/`match` enclosing line `l` switches on the function's inputs.
+fn subject_of_switch(source: &Source, l: usize, params: &[String]) -> bool {
+    source.headers(l).take(3).any(|header| {
+        let header = header.trim();
+        let subject = ["switch", "match"]
+            .iter()
+            .find_map(|kw| super::source::find_word(header, kw).map(|at| &header[at + kw.len()..]));
+        subject.is_some_and(|s| {
+            params.is_empty()
+                || params
+                    .iter()
+                    .any(|p| super::source::find_word(s, p).is_some())
+        })
+    })
+}

