@@ -171,10 +171,21 @@ pub(crate) fn decide(
         }
     } else if verdict.blocking().next().is_none() {
         verdict.decision = Decision::Pass;
-        Next::Deliver {
-            outcome: Outcome::Passed,
-            debt: critic_findings(&verdict),
-        }
+        let mut debt = critic_findings(&verdict);
+        // `gaming: advisory`: code that games the tests is no failure, but never a plain pass.
+        let gaming: Vec<Finding> = verdict
+            .findings
+            .iter()
+            .filter(|f| f.source == Source::Gaming)
+            .cloned()
+            .collect();
+        let outcome = if gaming.is_empty() {
+            Outcome::Passed
+        } else {
+            Outcome::PassedWithDebt
+        };
+        debt.extend(gaming);
+        Next::Deliver { outcome, debt }
     } else if last && verdict.blocking().all(|f| f.source == Source::Critic) {
         // The budget is spent and only the critic still objects.
         match rules.on_exhausted {
@@ -463,6 +474,27 @@ mod tests {
                 "advisory check failed",
                 vec![Finding::advisory(Source::Check, "fmt", "exit 1")],
                 Expect::Deliver(Outcome::Passed, 0),
+            ),
+            // `gaming: advisory` → every check green, but the run passes with the gaming
+            // findings as debt and waits for a human.
+            row(
+                "advisory gaming finding",
+                vec![Finding::advisory(
+                    Source::Gaming,
+                    "special-cased-input",
+                    "calc.py:2: special-cases the inputs of tests/test_calc.py:4 (40, 2)",
+                )],
+                Expect::Deliver(Outcome::PassedWithDebt, 1),
+            ),
+            // `gaming: blocking` → retry with the finding.
+            row(
+                "blocking gaming finding",
+                vec![Finding::blocking(
+                    Source::Gaming,
+                    "ends-the-process",
+                    "calc.py:3: ends the process at once: `os._exit(0)`",
+                )],
+                Expect::Retry,
             ),
             // Critic HARD_FAIL → failed, critic_rejected, whatever the budget.
             Row {

@@ -58,8 +58,9 @@ mod verifier;
 
 pub use assembly::{Assembler, Overrides};
 pub use checks::{
-    CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, GamingMode,
-    OnUnavailable, PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256,
+    BaseTests, CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, GamingMode,
+    OnUnavailable, PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, Runner, RunnerSetting,
+    TestCounts, review_template_sha256,
 };
 pub use conversation::{Message, ToolSpec, Usage};
 pub use decision::OnExhausted;

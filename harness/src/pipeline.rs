@@ -24,6 +24,8 @@ pub struct Pipeline {
     stages: Vec<Box<dyn Check>>,
     /// The workspace's baseline as it is being taken, when the delegation observes it.
     baseline: Option<crate::checks::Baseline>,
+    /// The base collection, when one runs (the delegate waits for it as for the baseline).
+    collection: Option<crate::checks::runner::Collection>,
 }
 
 /// What the stages of one delegation are built from: what the session compiled and loaded for
@@ -52,6 +54,9 @@ pub(crate) struct Materials<'a> {
     pub(crate) baseline: Option<crate::checks::Baseline>,
     /// True when observation runs (`observe:` is not false).
     pub(crate) observed: bool,
+    /// The base collection (the untouched workspace's tests, by the checks' runners), when one
+    /// was started: the baseline and the checks wait on it.
+    pub(crate) collection: Option<crate::checks::runner::Collection>,
     /// What building the stages found worth telling the caller.
     pub(crate) warnings: Vec<String>,
 }
@@ -62,6 +67,7 @@ pub(crate) type BuildStage = fn(&mut Materials<'_>) -> Result<Option<Box<dyn Che
 /// The stages in pipeline (authority) order. A new stage is one file under `checks/` with its
 /// `stage` function, and one line here.
 pub(crate) const STAGES: &[BuildStage] = &[
+    crate::checks::runner::collect,
     crate::checks::scope::stage,
     crate::checks::commands::stage,
     crate::checks::criteria::stage,
@@ -88,6 +94,7 @@ impl Pipeline {
         Pipeline {
             stages: stages.into_iter().flatten().collect(),
             baseline: None,
+            collection: None,
         }
     }
 
@@ -107,6 +114,7 @@ impl Pipeline {
         let pipeline = Pipeline {
             stages,
             baseline: made.baseline.clone(),
+            collection: made.collection.clone(),
         };
         Ok((pipeline, made.warnings))
     }
@@ -119,6 +127,9 @@ impl Pipeline {
     /// snapshot within `limits.timeout_s`; [`ErrorKind::Check`](crate::ErrorKind::Check) when
     /// the walk failed.
     pub(crate) async fn baseline_ready(&self) -> Result<()> {
+        if let Some(collection) = &self.collection {
+            collection.wait().await;
+        }
         match &self.baseline {
             Some(baseline) => baseline.ready().await,
             None => Ok(()),

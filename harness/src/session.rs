@@ -237,6 +237,7 @@ impl Session {
             isolation: confinement.as_ref(),
             baseline: None,
             observed: false,
+            collection: None,
             warnings: Vec::new(),
         })
         .await?;

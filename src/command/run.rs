@@ -338,6 +338,17 @@ fn print_summary(report: &Report, answer: bool) {
     let plural = if attempts == 1 { "" } else { "s" };
     match report.outcome {
         Outcome::Passed => eprintln!("passed: verified on attempt {attempts} ({})", report.id),
+        Outcome::PassedWithDebt
+            if report
+                .debt
+                .iter()
+                .any(|f| f.source == harness::Source::Gaming) =>
+        {
+            eprintln!(
+                "passed_with_debt: every check passed but the code may game the tests (gaming: advisory); a human should review it (harness review) ({})",
+                report.id
+            )
+        }
         Outcome::PassedWithDebt => eprintln!(
             "passed_with_debt: every check passed but the critic still objects after {attempts} attempt{plural}; a human should review it (harness review) ({})",
             report.id

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
+use super::runner::{self, TestCounts};
 use super::{Check, Subject};
 use crate::config::{seconds, string_only};
 use crate::delegate::BoxFuture;
@@ -52,6 +53,11 @@ pub struct CheckSpec {
     /// What a check that failed and then passed on a re-run counts as; `None` when the entry
     /// does not say (the project default, else `fail`).
     pub flaky: Option<Flaky>,
+    /// The test runner whose own report judges it (`runner: auto`, the default, recognises
+    /// pytest, `cargo test`, nextest, `go test`, jest, vitest, `node --test` and mocha).
+    pub runner: super::RunnerSetting,
+    /// Fewer passing tests than this fail it (`min_tests: N`).
+    pub min_tests: Option<u64>,
 }
 
 /// What a flaky check — failed, then passed when re-run (`confirm`) — counts as.
@@ -121,6 +127,10 @@ pub(crate) struct RawCheck {
     confirm: Option<u64>,
     #[serde(default)]
     flaky: Option<String>,
+    #[serde(default)]
+    runner: Option<String>,
+    #[serde(default)]
+    min_tests: Option<u64>,
 }
 
 impl CheckSpec {
@@ -136,6 +146,8 @@ impl CheckSpec {
             parallel: false,
             confirm: None,
             flaky: None,
+            runner: super::RunnerSetting::Auto,
+            min_tests: None,
         }
     }
 
@@ -198,6 +210,21 @@ impl CheckSpec {
                 .flaky
                 .map(|f| Flaky::parse(&format!("{at} ({name})"), &f))
                 .transpose()?;
+            let runner = check
+                .runner
+                .map(|r| super::RunnerSetting::parse(&format!("{at} ({name})"), &r))
+                .transpose()?
+                .unwrap_or_default();
+            if check.min_tests == Some(0) {
+                return Err(Error::config(format!(
+                    "{at} ({name}): `min_tests` must be at least 1 (leave it out for no minimum)"
+                )));
+            }
+            if check.min_tests.is_some() && runner == super::RunnerSetting::None {
+                return Err(Error::config(format!(
+                    "{at} ({name}): `min_tests` needs the runner's report; it cannot be used with `runner: none`"
+                )));
+            }
             specs.push(CheckSpec {
                 name,
                 argv,
@@ -208,6 +235,8 @@ impl CheckSpec {
                 parallel: check.parallel.unwrap_or(false),
                 confirm: check.confirm.map(|n| confirm(&at, n)).transpose()?,
                 flaky,
+                runner,
+                min_tests: check.min_tests,
             });
         }
         Ok(specs)
@@ -228,79 +257,126 @@ impl CheckSpec {
 #[derive(Debug)]
 pub(crate) struct CommandChecks {
     checks: Vec<CheckSpec>,
-    /// The workspace root: the checks' working directory.
-    root: PathBuf,
-    /// The checks' private HOME, removed with the delegation.
-    home: Arc<tempfile::TempDir>,
+    /// Each check's test runner, when it runs a known one.
+    runners: Vec<Option<runner::Found>>,
+    /// Where and how they run.
+    launcher: Arc<Launcher>,
     /// Scrubs output before it is kept or quoted.
     redact: Redactor,
-    /// The sandbox the checks run in; `None`: unconfined.
-    isolation: Option<harness_builtins::Isolation>,
+    /// The tests the untouched workspace holds, by each check's runner (collected before
+    /// attempt 0).
+    base: Option<runner::Collection>,
 }
 
 impl CommandChecks {
-    /// The stage running `checks` in `workspace`; `None` when there are none.
+    /// The stage running `checks` in `workspace`; `None` when there are none. `base` is the
+    /// collection of the untouched workspace's tests, when one was started.
     ///
     /// # Errors
-    /// [`ErrorKind::Check`] when the checks' private HOME cannot be made.
+    /// [`ErrorKind::Check`] when the checks' private HOME cannot be made;
+    /// [`ErrorKind::Config`] for `min_tests` on a check whose runner is not known.
     pub(crate) fn from_spec(
         checks: &[CheckSpec],
         workspace: &harness_builtins::Workspace,
         redact: &Redactor,
         isolation: Option<&harness_builtins::Isolation>,
+        base: Option<runner::Collection>,
     ) -> Result<Option<Self>> {
         if checks.is_empty() {
             return Ok(None);
         }
-        // Not the HOME `run_command` children get: a delegate could plant configuration there
-        // (`.gitconfig`, `.cargo/config.toml`, `.npmrc`) that changes what its judges do.
-        let home = tempfile::Builder::new()
-            .prefix("harness-check-home-")
-            .tempdir()
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Check,
-                    format!("cannot make the private HOME for checks: {e}"),
-                )
-            })?;
+        let runners = runners(checks, workspace.root())?;
         Ok(Some(CommandChecks {
             checks: checks.to_vec(),
-            root: workspace.root().to_path_buf(),
-            home: Arc::new(home),
+            runners,
+            launcher: Arc::new(Launcher::new(workspace.root(), isolation, Vec::new())?),
             redact: redact.clone(),
-            isolation: isolation.cloned(),
+            base,
         }))
     }
+}
+
+/// Each check's runner; a config error for `min_tests` where no runner is known.
+///
+/// # Errors
+/// [`ErrorKind::Config`] naming the check.
+pub(crate) fn runners(
+    checks: &[CheckSpec],
+    root: &std::path::Path,
+) -> Result<Vec<Option<runner::Found>>> {
+    checks
+        .iter()
+        .map(|check| {
+            let found = runner::find(check.runner, &check.argv, root);
+            if check.min_tests.is_some() && found.is_none() {
+                return Err(Error::config(format!(
+                    "check {}: `min_tests` needs the runner's count, and `{}` runs no test runner harness recognises; name it with `runner:` (one of pytest, cargo, nextest, go, jest, vitest, node, mocha)",
+                    check.name,
+                    check.method()
+                )));
+            }
+            Ok(found)
+        })
+        .collect()
 }
 
 impl Check for CommandChecks {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let mut rest = self.checks.as_slice();
-            while let Some(first) = rest.first() {
+            let base = match &self.base {
+                Some(collection) => Some(collection.wait().await),
+                None => None,
+            };
+            let base_of = |name: &str| {
+                base.as_ref()
+                    .and_then(|b| b.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()))
+            };
+            let indexed: Vec<usize> = (0..self.checks.len()).collect();
+            let mut rest = indexed.as_slice();
+            while let Some(&first) = rest.first() {
                 // A run of consecutive `parallel: true` checks runs at once; the rest one by one.
-                let together = if first.parallel {
-                    rest.iter().take_while(|c| c.parallel).count()
+                let together = if self.checks[first].parallel {
+                    rest.iter()
+                        .take_while(|&&i| self.checks[i].parallel)
+                        .count()
                 } else {
                     1
                 };
                 let (group, after) = rest.split_at(together);
                 rest = after;
-                for check in group {
+                for &i in group {
                     subject.emit(RunEvent::CheckStarted {
-                        check_name: check.name.clone(),
-                        required: check.required,
+                        check_name: self.checks[i].name.clone(),
+                        required: self.checks[i].required,
                     });
                 }
                 let runs = if group.len() == 1 {
-                    let span = tracing::info_span!("check", check.name = group[0].name.as_str());
-                    vec![self.execute(&group[0]).instrument(span).await]
+                    let i = group[0];
+                    let span =
+                        tracing::info_span!("check", check.name = self.checks[i].name.as_str());
+                    vec![
+                        self.launcher
+                            .run(&self.checks[i], self.runners[i].as_ref())
+                            .instrument(span)
+                            .await,
+                    ]
                 } else {
                     self.execute_together(group).await
                 };
-                for (check, run) in group.iter().zip(runs) {
-                    let runs = self.confirmed(check, run?).await?;
-                    self.record(check, runs, subject);
+                for (&i, run) in group.iter().zip(runs) {
+                    let check = &self.checks[i];
+                    let base = base_of(&check.name);
+                    let runs = confirmed(
+                        &self.launcher,
+                        check,
+                        self.runners[i].as_ref(),
+                        base.as_ref().and_then(|b| b.as_ref().ok()),
+                        run?,
+                    )
+                    .await?;
+                    let recorded =
+                        record(check, &self.runners[i], base.as_ref(), runs, &self.redact);
+                    recorded.apply(subject, Source::Check, check);
                 }
             }
             Ok(())
@@ -311,49 +387,33 @@ impl Check for CommandChecks {
 /// Builds the checks stage for [`STAGES`](crate::pipeline::STAGES).
 ///
 /// # Errors
-/// [`ErrorKind::Check`] when the checks' private HOME cannot be made.
+/// As [`CommandChecks::from_spec`].
 pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
     Ok(CommandChecks::from_spec(
         m.delegation.checks(),
         m.workspace,
         m.delegation.redact(),
         m.isolation,
+        m.collection.clone(),
     )?
     .map(|c| Box::new(c) as Box<dyn Check>))
 }
 
-/// What running one check left.
-struct Ran {
-    at: String,
-    run: harness_builtins::ProgramRun,
-}
-
 impl CommandChecks {
-    /// Runs `check` in the workspace, scrubbed, in its own process group.
-    async fn execute(&self, check: &CheckSpec) -> Result<Ran> {
-        execute(check, &self.root, self.home.path(), self.isolation.as_ref()).await
-    }
-
-    /// Runs `group` at once, each on its own task; results in the group's order. Dropping the
-    /// future (a cancel, a timeout) aborts the tasks, which kills their process groups.
-    async fn execute_together(&self, group: &[CheckSpec]) -> Vec<Result<Ran>> {
+    /// Runs the checks at `group` at once, each on its own task; results in the group's order.
+    /// Dropping the future (a cancel, a timeout) aborts the tasks, which kills their process
+    /// groups.
+    async fn execute_together(&self, group: &[usize]) -> Vec<Result<Ran>> {
         let mut tasks = tokio::task::JoinSet::new();
-        for (index, check) in group.iter().enumerate() {
-            let (check, root, home, isolation) = (
-                check.clone(),
-                self.root.clone(),
-                Arc::clone(&self.home),
-                self.isolation.clone(),
+        for (index, &i) in group.iter().enumerate() {
+            let (check, found, launcher) = (
+                self.checks[i].clone(),
+                self.runners[i].clone(),
+                Arc::clone(&self.launcher),
             );
             let span = tracing::info_span!("check", check.name = check.name.as_str());
             tasks.spawn(
-                async move {
-                    (
-                        index,
-                        execute(&check, &root, home.path(), isolation.as_ref()).await,
-                    )
-                }
-                .instrument(span),
+                async move { (index, launcher.run(&check, found.as_ref()).await) }.instrument(span),
             );
         }
         let mut runs: Vec<Option<Result<Ran>>> = group.iter().map(|_| None).collect();
@@ -363,10 +423,10 @@ impl CommandChecks {
                 Err(e) => {
                     return group
                         .iter()
-                        .map(|c| {
+                        .map(|&i| {
                             Err(Error::new(
                                 ErrorKind::Check,
-                                format!("check {}: its task failed: {e}", c.name),
+                                format!("check {}: its task failed: {e}", self.checks[i].name),
                             ))
                         })
                         .collect();
@@ -384,135 +444,413 @@ impl CommandChecks {
             })
             .collect()
     }
+}
 
-    /// Re-runs `check` when its first run failed and it asks for `confirm` re-runs, on the same
-    /// workspace state, until one passes: every run, the first one first.
-    async fn confirmed(&self, check: &CheckSpec, first: Ran) -> Result<Vec<Ran>> {
-        let mut runs = vec![first];
-        let reruns = check.confirm.unwrap_or(0);
-        for _ in 0..reruns {
-            if runs.last().is_some_and(|r| passed(&r.run)) {
-                break;
-            }
-            let span = tracing::info_span!(
-                "check",
-                check.name = check.name.as_str(),
-                check.rerun = true
-            );
-            runs.push(self.execute(check).instrument(span).await?);
-        }
-        Ok(runs)
+/// Where checks run and how: the working directory (the workspace), a private HOME, a private
+/// directory for the runners' reports (outside the workspace, writable in the sandbox), the
+/// sandbox, and variables every run gets (a holdout's `HARNESS_HOLDOUT`).
+#[derive(Debug)]
+pub(crate) struct Launcher {
+    root: PathBuf,
+    /// Not the HOME `run_command` children get: a delegate could plant configuration there
+    /// (`.gitconfig`, `.cargo/config.toml`, `.npmrc`) that changes what its judges do.
+    home: tempfile::TempDir,
+    reports: tempfile::TempDir,
+    isolation: Option<harness_builtins::Isolation>,
+    env: Vec<(String, String)>,
+    runs: std::sync::atomic::AtomicU64,
+}
+
+impl Launcher {
+    /// A launcher running in `root`, confined by `isolation` (with its reports directory made
+    /// writable there), with `env` set for every run.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Check`] when the private directories cannot be made.
+    pub(crate) fn new(
+        root: &std::path::Path,
+        isolation: Option<&harness_builtins::Isolation>,
+        env: Vec<(String, String)>,
+    ) -> Result<Self> {
+        let private = |prefix: &str| {
+            tempfile::Builder::new()
+                .prefix(prefix)
+                .tempdir()
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Check,
+                        format!("cannot make the checks' private directory: {e}"),
+                    )
+                })
+        };
+        let reports = private("harness-check-reports-")?;
+        Ok(Launcher {
+            root: root.to_path_buf(),
+            home: private("harness-check-home-")?,
+            isolation: isolation.map(|i| i.clone().writable(reports.path())),
+            reports,
+            env,
+            runs: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
-    /// Turns what `check` did into its evidence record, its event, and a finding unless it
-    /// passed. `runs` are its runs: one, or the first failing one and its re-runs (`confirm`).
-    fn record(&self, check: &CheckSpec, mut runs: Vec<Ran>, subject: &mut Subject<'_>) {
-        let exit_codes: Vec<Option<i32>> = if runs.len() > 1 {
-            runs.iter().map(|r| r.run.exit_code).collect()
-        } else {
-            Vec::new()
-        };
-        let failures = runs.iter().filter(|r| !passed(&r.run)).count();
-        let total = runs.len();
-        // The evidence shows the last run (the one that passed, for a flaky check), and the
-        // first failure's output is what the delegate reads.
-        let flaky = total > 1 && passed(&runs[total - 1].run);
-        let first_failure = (flaky && !runs.is_empty()).then(|| runs.remove(0));
-        let Ran { at, run } = runs.pop().expect("a check ran at least once");
-        let seconds = run.duration.as_secs_f64();
-        let (result, proof) = match (run.timed_out, run.exit_code) {
-            (true, _) => (
-                EvidenceResult::Timeout,
-                format!(
-                    "killed after its timeout of {} s",
-                    check.timeout.as_secs_f64()
-                ),
-            ),
-            (false, Some(0)) => (EvidenceResult::Pass, format!("exit 0 in {seconds:.1} s")),
-            (false, Some(code)) => (
-                EvidenceResult::Fail,
-                format!("exit {code} in {seconds:.1} s"),
-            ),
-            (false, None) => (
-                EvidenceResult::Fail,
-                format!("killed by a signal after {seconds:.1} s"),
-            ),
-        };
-        let (result, proof) = if flaky {
-            (
-                EvidenceResult::Flaky,
-                format!(
-                    "flaky: failed {failures} of {total} runs on the same workspace (exit codes {}), then {proof}",
-                    codes(&exit_codes)
-                ),
-            )
-        } else if total > 1 {
-            (
-                result,
-                format!(
-                    "{proof}; failed all {total} runs (confirm: {}, exit codes {})",
-                    total - 1,
-                    codes(&exit_codes)
-                ),
-            )
-        } else {
-            (result, proof)
-        };
-        // A flaky check's output worth reading is its failing run's.
-        let shown = first_failure.as_ref().map_or(&run, |f| &f.run);
-        let mut output = shown.stdout.clone();
-        if !shown.stderr.is_empty() {
-            if !output.is_empty() && !output.ends_with('\n') {
-                output.push('\n');
-            }
-            output.push_str(&shown.stderr);
+    /// Runs `check` (asking `found`, its runner, for its report).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Check`] when it cannot start.
+    pub(crate) async fn run(
+        &self,
+        check: &CheckSpec,
+        found: Option<&runner::Found>,
+    ) -> Result<Ran> {
+        let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let plan = found.map(|f| f.plan(self.reports.path(), &format!("run-{n}"), &check.env));
+        let argv = plan
+            .as_ref()
+            .map_or(check.argv.as_slice(), |p| p.argv.as_slice());
+        let mut env = check.env.clone();
+        env.extend(self.env.iter().cloned());
+        if let Some(plan) = &plan {
+            env.retain(|(k, _)| !plan.env.iter().any(|(p, _)| p == k));
+            env.extend(plan.env.iter().cloned());
         }
-        self.redact.scrub_string(&mut output);
-        let tail_start = output
-            .char_indices()
-            .rev()
-            .nth(TAIL_CHARS.saturating_sub(1))
-            .map_or(0, |(i, _)| i);
-        let source = if check.criterion {
-            Source::Criterion
-        } else {
-            Source::Check
+        let run = execute(
+            &check.name,
+            argv,
+            &env,
+            check.timeout,
+            &self.root,
+            self.home.path(),
+            self.isolation.as_ref(),
+        )
+        .await?;
+        Ok(Ran {
+            at: run.0,
+            run: run.1,
+            plan,
+            verdict: None,
+        })
+    }
+
+    /// Lists the tests of the workspace as it is with `found`'s list mode (the base), for
+    /// `check`: what the runner listed, or why it could not.
+    pub(crate) async fn list(
+        &self,
+        check: &CheckSpec,
+        found: &runner::Found,
+    ) -> std::result::Result<runner::BaseTests, String> {
+        let Some((argv, list_env)) = found.list() else {
+            return Err(format!(
+                "{} has no list mode harness can ask for here",
+                found.runner.as_str()
+            ));
         };
-        let duration_ms = u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX);
-        let mut evidence = Evidence {
-            method: Some(check.method()),
-            required: check.required,
-            proof: Some(proof.clone()),
-            exit_code: run.exit_code.map(i64::from),
-            duration_ms: Some(duration_ms),
-            output_tail: Some(output[tail_start..].to_owned()),
-            at: Some(at),
-            ..Evidence::new(check.name.clone(), source.as_str(), result)
-        };
-        if !exit_codes.is_empty() {
-            evidence.extra.insert(
-                "exit_codes".to_owned(),
-                Value::Array(
-                    exit_codes
-                        .iter()
-                        .map(|c| c.map_or(Value::Null, Value::from))
-                        .collect(),
-                ),
-            );
+        let mut env = check.env.clone();
+        env.extend(self.env.iter().cloned());
+        env.retain(|(k, _)| !list_env.iter().any(|(p, _)| p == k));
+        env.extend(list_env);
+        let started = std::time::Instant::now();
+        let (_, run) = execute(
+            &check.name,
+            &argv,
+            &env,
+            check.timeout,
+            &self.root,
+            self.home.path(),
+            self.isolation.as_ref(),
+        )
+        .await
+        .map_err(|e| e.message().to_owned())?;
+        if run.timed_out {
+            return Err(format!(
+                "listing the tests took longer than the check's timeout of {} s",
+                check.timeout.as_secs_f64()
+            ));
         }
-        subject.evidence.push(evidence);
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match runner::parse_list(found.runner, &run.stdout) {
+            Some((count, names, unit)) => Ok(runner::BaseTests {
+                count,
+                names,
+                unit: unit.to_owned(),
+                duration_ms,
+            }),
+            None => Err(format!(
+                "its list mode printed nothing harness could read (exit {})",
+                run.exit_code
+                    .map_or_else(|| "by a signal".to_owned(), |c| c.to_string())
+            )),
+        }
+    }
+}
+
+/// What running one check left.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    at: String,
+    run: harness_builtins::ProgramRun,
+    /// How its runner's report was asked for.
+    plan: Option<runner::Plan>,
+    /// What its runner reported, judged (set once the run is judged).
+    verdict: Option<runner::Verdict>,
+}
+
+impl Ran {
+    /// Judges the run by its runner's report against `base` and `min_tests`.
+    fn judged(mut self, base: Option<&runner::BaseTests>, min_tests: Option<u64>) -> Self {
+        if let Some(plan) = &self.plan {
+            self.verdict = Some(runner::judge(
+                plan,
+                &self.run.stdout,
+                &self.run.stderr,
+                self.run.exit_code,
+                base,
+                min_tests,
+            ));
+        }
+        self
+    }
+
+    /// Whether it passed: exit 0, in time, and its runner (when known) reported every test it
+    /// should have run passing.
+    fn passed(&self) -> bool {
+        !self.run.timed_out
+            && self.run.exit_code == Some(0)
+            && self.verdict.as_ref().is_none_or(|v| v.failure.is_none())
+    }
+}
+
+/// Re-runs `check` when its first run failed and it asks for `confirm` re-runs, on the same
+/// workspace state, until one passes: every run, the first one first, each judged.
+async fn confirmed(
+    launcher: &Launcher,
+    check: &CheckSpec,
+    found: Option<&runner::Found>,
+    base: Option<&runner::BaseTests>,
+    first: Ran,
+) -> Result<Vec<Ran>> {
+    let mut runs = vec![first.judged(base, check.min_tests)];
+    let reruns = check.confirm.unwrap_or(0);
+    for _ in 0..reruns {
+        if runs.last().is_some_and(Ran::passed) {
+            break;
+        }
+        let span = tracing::info_span!(
+            "check",
+            check.name = check.name.as_str(),
+            check.rerun = true
+        );
+        let run = launcher.run(check, found).instrument(span).await?;
+        runs.push(run.judged(base, check.min_tests));
+    }
+    Ok(runs)
+}
+
+/// What a check's runs come to: its evidence, its event, and its finding unless it passed.
+pub(crate) struct Recorded {
+    pub(crate) evidence: Evidence,
+    pub(crate) passed: bool,
+    pub(crate) flaky: bool,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) exit_codes: Vec<Option<i32>>,
+    pub(crate) duration_ms: u64,
+    /// The finding's message (the failure and the output's tail), when it did not pass.
+    pub(crate) message: Option<String>,
+    /// Whether that finding blocks.
+    pub(crate) blocking: bool,
+    /// The runner's counts, when it reported.
+    pub(crate) counts: Option<TestCounts>,
+}
+
+impl Recorded {
+    /// Adds the evidence, the `CheckCompleted` event and the finding (of `source`) to `subject`.
+    fn apply(self, subject: &mut Subject<'_>, source: Source, check: &CheckSpec) {
+        subject.evidence.push(self.evidence);
         subject.emit(RunEvent::CheckCompleted {
             check_name: check.name.clone(),
-            passed: result == EvidenceResult::Pass,
-            exit_code: run.exit_code,
-            duration_ms,
+            passed: self.passed,
+            exit_code: self.exit_code,
+            duration_ms: self.duration_ms,
             required: check.required,
-            exit_codes,
-            flaky,
+            exit_codes: self.exit_codes,
+            flaky: self.flaky,
         });
-        if result == EvidenceResult::Pass {
-            return;
+        if let Some(message) = self.message {
+            subject.findings.push(if self.blocking {
+                Finding::blocking(source, &check.name, message)
+            } else {
+                Finding::advisory(source, &check.name, message)
+            });
         }
+    }
+}
+
+/// Turns what `check` did into its evidence record and, unless it passed, its finding's
+/// message. `runs` are its runs: one, or the first failing one and its re-runs (`confirm`);
+/// `found` its runner and `base` the tests the untouched workspace held.
+pub(crate) fn record(
+    check: &CheckSpec,
+    found: &Option<runner::Found>,
+    listed: Option<&std::result::Result<runner::BaseTests, String>>,
+    mut runs: Vec<Ran>,
+    redact: &Redactor,
+) -> Recorded {
+    let base = listed.and_then(|b| b.as_ref().ok());
+    let exit_codes: Vec<Option<i32>> = if runs.len() > 1 {
+        runs.iter().map(|r| r.run.exit_code).collect()
+    } else {
+        Vec::new()
+    };
+    let failures = runs.iter().filter(|r| !r.passed()).count();
+    let total = runs.len();
+    // The evidence shows the last run (the one that passed, for a flaky check), and the first
+    // failure's output is what the delegate reads.
+    let flaky = total > 1 && runs[total - 1].passed();
+    let first_failure = (flaky && !runs.is_empty()).then(|| runs.remove(0));
+    let last = runs.pop().expect("a check ran at least once");
+    let runner_failure = last.verdict.as_ref().and_then(|v| v.failure.clone());
+    let Ran {
+        at, run, verdict, ..
+    } = last;
+    let seconds = run.duration.as_secs_f64();
+    let (result, proof) = match (run.timed_out, run.exit_code, runner_failure) {
+        (true, _, _) => (
+            EvidenceResult::Timeout,
+            format!(
+                "killed after its timeout of {} s",
+                check.timeout.as_secs_f64()
+            ),
+        ),
+        (false, Some(0), Some(why)) => (
+            EvidenceResult::Fail,
+            format!("exit 0 in {seconds:.1} s, but {why}"),
+        ),
+        (false, Some(0), None) => (EvidenceResult::Pass, format!("exit 0 in {seconds:.1} s")),
+        (false, Some(code), _) => (
+            EvidenceResult::Fail,
+            format!("exit {code} in {seconds:.1} s"),
+        ),
+        (false, None, _) => (
+            EvidenceResult::Fail,
+            format!("killed by a signal after {seconds:.1} s"),
+        ),
+    };
+    let report = verdict.as_ref().and_then(|v| v.report.as_ref());
+    // The runner's own count, after the exit status: `pytest: 14 passed, 0 failed, 0 skipped
+    // (base 14)`.
+    let counted = match (found, report) {
+        (Some(found), Some(report)) => format!(
+            "; {}: {}{}",
+            found.runner.as_str(),
+            report.counts,
+            base.filter(|b| b.unit == "tests")
+                .map(|b| format!(" (base {})", b.count))
+                .unwrap_or_default()
+        ),
+        _ => String::new(),
+    };
+    let proof = format!("{proof}{counted}");
+    let (result, proof) = if flaky {
+        (
+            EvidenceResult::Flaky,
+            format!(
+                "flaky: failed {failures} of {total} runs on the same workspace (exit codes {}), then {proof}",
+                codes(&exit_codes)
+            ),
+        )
+    } else if total > 1 {
+        (
+            result,
+            format!(
+                "{proof}; failed all {total} runs (confirm: {}, exit codes {})",
+                total - 1,
+                codes(&exit_codes)
+            ),
+        )
+    } else {
+        (result, proof)
+    };
+    // A flaky check's output worth reading is its failing run's.
+    let shown = first_failure.as_ref().map_or(&run, |f| &f.run);
+    let mut output = runner_output(found, &shown.stdout);
+    if !shown.stderr.is_empty() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&shown.stderr);
+    }
+    redact.scrub_string(&mut output);
+    let tail_start = output
+        .char_indices()
+        .rev()
+        .nth(TAIL_CHARS.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    let source = if check.criterion {
+        Source::Criterion
+    } else {
+        Source::Check
+    };
+    let duration_ms = u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX);
+    let mut evidence = Evidence {
+        method: Some(check.method()),
+        required: check.required,
+        proof: Some(proof.clone()),
+        exit_code: run.exit_code.map(i64::from),
+        duration_ms: Some(duration_ms),
+        output_tail: Some(output[tail_start..].to_owned()),
+        at: Some(at),
+        ..Evidence::new(check.name.clone(), source.as_str(), result)
+    };
+    if !exit_codes.is_empty() {
+        evidence.extra.insert(
+            "exit_codes".to_owned(),
+            Value::Array(
+                exit_codes
+                    .iter()
+                    .map(|c| c.map_or(Value::Null, Value::from))
+                    .collect(),
+            ),
+        );
+    }
+    match found {
+        Some(found) => {
+            evidence
+                .extra
+                .insert("runner".to_owned(), Value::from(found.runner.as_str()));
+            if let Some(report) = report {
+                evidence.extra.insert(
+                    "tests".to_owned(),
+                    serde_json::to_value(report.counts).unwrap_or_default(),
+                );
+                evidence
+                    .extra
+                    .insert("report".to_owned(), Value::from(report.source));
+            }
+            match listed {
+                Some(Ok(base)) => {
+                    evidence.extra.insert(
+                        "base".to_owned(),
+                        serde_json::json!({"tests": base.count, "unit": base.unit, "duration_ms": base.duration_ms}),
+                    );
+                }
+                Some(Err(why)) => {
+                    evidence
+                        .extra
+                        .insert("base".to_owned(), serde_json::json!({"unavailable": why}));
+                }
+                None => {}
+            }
+        }
+        // `runner: auto` found none: judged by its exit code, and said so.
+        None if check.runner == runner::RunnerSetting::Auto => {
+            evidence
+                .extra
+                .insert("runner".to_owned(), Value::from("unknown"));
+        }
+        None => {}
+    }
+    let passed = result == EvidenceResult::Pass;
+    let message = (!passed).then(|| {
         let lines: Vec<&str> = output.lines().collect();
         let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
         let mut message = if flaky {
@@ -530,18 +868,45 @@ impl CommandChecks {
                 if flaky { "the failing run's " } else { "its " }
             ));
         }
-        let blocking = check.required && !(flaky && check.flaky == Some(Flaky::Advisory));
-        subject.findings.push(if blocking {
-            Finding::blocking(source, &check.name, message)
-        } else {
-            Finding::advisory(source, &check.name, message)
-        });
+        message
+    });
+    Recorded {
+        blocking: check.required && !(flaky && check.flaky == Some(Flaky::Advisory)),
+        counts: report.map(|r| r.counts),
+        evidence,
+        passed,
+        flaky,
+        exit_code: run.exit_code,
+        exit_codes,
+        duration_ms,
+        message,
     }
 }
 
-/// Whether a run passed: exit 0, in time.
-fn passed(run: &harness_builtins::ProgramRun) -> bool {
-    !run.timed_out && run.exit_code == Some(0)
+/// A run's output as a person reads it: `go test -json`'s events turned back into the text
+/// they carry.
+fn runner_output(found: &Option<runner::Found>, stdout: &str) -> String {
+    if !found
+        .as_ref()
+        .is_some_and(|f| f.runner == runner::Runner::Go)
+    {
+        return stdout.to_owned();
+    }
+    let mut text = String::new();
+    for line in stdout.lines() {
+        match serde_json::from_str::<Value>(line) {
+            Ok(event) => {
+                if let Some(output) = event.get("Output").and_then(Value::as_str) {
+                    text.push_str(output);
+                }
+            }
+            Err(_) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    text
 }
 
 /// Exit codes as a list: `[1, 0]` (`signal` for a run a signal ended).
@@ -553,37 +918,40 @@ fn codes(codes: &[Option<i32>]) -> String {
     format!("[{}]", shown.join(", "))
 }
 
-/// Runs `check` with `root` as its working directory and `home` as its HOME, in `isolation`
-/// when given.
+/// Runs `argv` (check `name`'s) with `root` as its working directory and `home` as its HOME, in
+/// `isolation` when given: when it started, and how it ran.
 async fn execute(
-    check: &CheckSpec,
+    name: &str,
+    argv: &[String],
+    env: &[(String, String)],
+    timeout: Duration,
     root: &std::path::Path,
     home: &std::path::Path,
     isolation: Option<&harness_builtins::Isolation>,
-) -> Result<Ran> {
+) -> Result<(String, harness_builtins::ProgramRun)> {
     let at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
     let launch = harness_builtins::Launch {
         cwd: root,
-        env: &check.env,
+        env,
         home: Some(home),
         hidden: Some(root),
-        timeout: check.timeout,
+        timeout,
         cap: MAX_OUTPUT,
         isolation,
         inherit_env: false,
         stdin: None,
         stop_on: None,
     };
-    let run = harness_builtins::run_program(&check.argv, &launch)
+    let run = harness_builtins::run_program(argv, &launch)
         .await
         .map_err(|e| {
             Error::new(
                 ErrorKind::Check,
                 format!(
-                    "check {}: cannot start {:?}: {e} (a check that cannot run never passes)",
-                    check.name, check.argv[0]
+                    "check {name}: cannot start {:?}: {e} (a check that cannot run never passes)",
+                    argv[0]
                 ),
             )
         })?;
-    Ok(Ran { at, run })
+    Ok((at, run))
 }

@@ -9,6 +9,7 @@ pub(crate) mod critic;
 pub(crate) mod evidence_rules;
 pub(crate) mod gaming;
 pub(crate) mod hooks;
+pub(crate) mod runner;
 pub(crate) mod scope;
 pub(crate) mod verifier;
 
@@ -25,6 +26,7 @@ pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::RawPlan;
 pub use gaming::GamingMode;
 pub(crate) use hooks::PostVerifyHooks;
+pub use runner::{BaseTests, Runner, RunnerSetting, TestCounts};
 pub(crate) use scope::Baseline;
 pub(crate) use verifier::InlineVerifier;
 

@@ -156,13 +156,14 @@ impl Baseline {
         first: impl Fn(&str) -> bool + Send + 'static,
         limit: Option<Duration>,
         label: String,
+        after: Option<crate::checks::runner::Collection>,
     ) -> Self {
         let (send, phase) = tokio::sync::watch::channel(None);
         let stop = Arc::new(AtomicBool::new(false));
         let stopper = Arc::clone(&stop);
         // A walk that panics drops the sender: the waiters then see the channel closed, a failed
         // baseline, never a silent empty one.
-        drop(tokio::task::spawn_blocking(move || {
+        let walk = move || {
             let mut snapshot = scope.walk_baseline(&stopper);
             if stopper.load(Ordering::Relaxed) {
                 return;
@@ -171,7 +172,15 @@ impl Baseline {
             scope.keep_contents(&mut snapshot, &first);
             std::thread::sleep(SETTLE);
             let _ = send.send(Some(Arc::new(snapshot)));
-        }));
+        };
+        match after {
+            // The base collection first: what listing the tests writes is the baseline's.
+            Some(collection) => drop(tokio::spawn(async move {
+                collection.wait().await;
+                let _ = tokio::task::spawn_blocking(walk).await;
+            })),
+            None => drop(tokio::task::spawn_blocking(walk)),
+        }
         Baseline {
             phase,
             deadline: limit.map(|l| tokio::time::Instant::now() + l),
@@ -245,6 +254,7 @@ impl ObserveStage {
         file: &str,
         limit: Option<Duration>,
         can_write: bool,
+        after: Option<crate::checks::runner::Collection>,
     ) -> Result<Self> {
         let spec = scope.cloned().unwrap_or_default();
         let compiled = Arc::new(Scope::compile(&spec, workspace.root(), file)?);
@@ -260,6 +270,7 @@ impl ObserveStage {
                 },
                 limit,
                 format!("{file} (workspace {})", workspace.root().display()),
+                after,
             )
         });
         Ok(ObserveStage {
@@ -523,6 +534,7 @@ pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box
         &file,
         delegation.timeout(),
         delegation.changes_files(),
+        m.collection.clone(),
     )?;
     m.observed = true;
     m.baseline = stage.baseline().cloned();

@@ -379,6 +379,15 @@ pub(crate) fn added_lines(diffs: &[String]) -> BTreeMap<String, BTreeSet<usize>>
 /// The most bytes of a changed file the stage reads.
 const MAX_FILE: u64 = 1024 * 1024;
 
+/// The text of `rel` beneath `root`, no link followed, at most [`MAX_FILE`] bytes; `None` for
+/// what cannot be read as text.
+pub(crate) fn read_text(root: &std::path::Path, rel: &str) -> Option<String> {
+    let file = harness_builtins::open_read_beneath(root, std::path::Path::new(rel)).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE), &mut bytes).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// The gaming stage.
 #[derive(Debug)]
 pub(crate) struct GamingStage {
@@ -469,12 +478,7 @@ impl Check for GamingStage {
                 let files: Vec<Changed> = changed
                     .into_iter()
                     .filter_map(|(path, added, is_test)| {
-                        let text = harness_builtins::read_beneath(
-                            &root,
-                            std::path::Path::new(&path),
-                            MAX_FILE,
-                        )
-                        .ok()?;
+                        let text = read_text(&root, &path)?;
                         Some(Changed {
                             path,
                             text,
