@@ -60,6 +60,7 @@ pub struct Delegation {
     protect: Option<Vec<String>>,
     claims: ClaimsMode,
     gaming: crate::checks::GamingMode,
+    holdouts: Vec<crate::checks::HoldoutSpec>,
     critic: Option<CriticSpec>,
     risk: bool,
     parent_id: Option<String>,
@@ -99,6 +100,13 @@ impl Delegation {
         for check in &mut checks {
             check.confirm = check.confirm.or(gates.confirm);
             check.flaky = check.flaky.or(gates.flaky);
+        }
+        let holdouts = gates.holdout.unwrap_or_default();
+        crate::checks::holdout::check_outside(label, &holdouts, &workdir)?;
+        if !holdouts.is_empty() && !project.commands.confines() {
+            return Err(Error::config(format!(
+                "{label}: `holdout:` needs the programs a delegation runs confined by bubblewrap (commands.isolation is `none`, or bubblewrap is not installed or cannot make namespaces here): unconfined, the code under test could read the holdout's files during a visible check and leave them for the delegate; install bubblewrap, or leave `holdout:` out"
+            )));
         }
         let observe = gates.observe.unwrap_or(true);
         if !observe {
@@ -164,6 +172,7 @@ impl Delegation {
             protect: gates.protect,
             claims: gates.claims.unwrap_or_default(),
             gaming: gates.gaming.unwrap_or_default(),
+            holdouts,
             critic: file.critic.or_else(|| project.critic.clone()),
             risk: file.risk,
             parent_id: file.parent_id.or_else(|| overrides.parent_id.clone()),
@@ -321,7 +330,11 @@ impl Delegation {
             protected.extend(path.canonicalize().ok().filter(|real| *real != path));
             protected.push(path);
         }
-        let isolation = harness_builtins::Isolation::new(root, &protected);
+        let mut isolation = harness_builtins::Isolation::new(root, &protected);
+        // The holdouts' files: under an empty mount wherever they lie.
+        for holdout in &self.holdouts {
+            isolation = isolation.masked(&holdout.files);
+        }
         // The project: scripts beside the delegation file (`command: [sh, ../agent.sh]`).
         let project = std::path::absolute(&self.source)
             .ok()
@@ -338,6 +351,7 @@ impl Delegation {
     fn starts_programs(&self) -> bool {
         self.changes_files_itself()
             || !self.checks.is_empty()
+            || !self.holdouts.is_empty()
             || !self.allow_exec.is_empty()
             || self
                 .critic
@@ -438,6 +452,11 @@ impl Delegation {
     /// What an unsupported claim in the answer does (`claims:`).
     pub fn claims(&self) -> ClaimsMode {
         self.claims
+    }
+
+    /// Checks whose tests the delegate never sees (`holdout:`).
+    pub fn holdouts(&self) -> &[crate::checks::HoldoutSpec] {
+        &self.holdouts
     }
 
     /// What the gaming stage's findings do (`gaming:`).

@@ -143,6 +143,10 @@ pub enum RunEvent {
         /// True when it failed and then passed on a re-run.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         flaky: bool,
+        /// What its test runner reported (`pytest: 14 passed, 0 failed, 0 skipped (base 14)`),
+        /// or why a run that exited 0 did not pass (`pytest exited 0 without its report …`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runner: Option<String>,
     },
     /// The pipeline began judging an attempt.
     VerificationStarted,

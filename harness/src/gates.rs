@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, GamingMode, RawCheck};
+use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, GamingMode, HoldoutSpec, RawCheck};
 use crate::error::{Error, Result};
 use crate::scope::{RawScope, ScopeSpec};
 
@@ -26,6 +26,8 @@ pub(crate) struct Gates {
     pub(crate) confirm: Option<u8>,
     pub(crate) flaky: Option<Flaky>,
     pub(crate) gaming: Option<GamingMode>,
+    /// Checks whose tests the delegate never sees.
+    pub(crate) holdout: Option<Vec<HoldoutSpec>>,
 }
 
 /// The gates' keys as written.
@@ -42,15 +44,16 @@ pub(crate) struct RawGates {
     pub(crate) confirm: Option<u64>,
     pub(crate) flaky: Option<String>,
     pub(crate) gaming: Option<String>,
+    pub(crate) holdout: Option<Vec<Value>>,
 }
 
 impl Gates {
     /// Validates the raw keys, each by the module that owns it; `file` names where they were
-    /// written in messages.
+    /// written in messages, and paths in them are relative to `base`.
     ///
     /// # Errors
     /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the key at fault.
-    pub(crate) fn parse(file: &str, raw: RawGates) -> Result<Self> {
+    pub(crate) fn parse(file: &str, base: &std::path::Path, raw: RawGates) -> Result<Self> {
         Ok(Gates {
             checks: raw
                 .checks
@@ -81,6 +84,10 @@ impl Gates {
                 .gaming
                 .map(|g| GamingMode::parse(file, &g))
                 .transpose()?,
+            holdout: raw
+                .holdout
+                .map(|h| HoldoutSpec::parse_list(file, base, h))
+                .transpose()?,
         })
     }
 
@@ -103,14 +110,16 @@ impl Gates {
             confirm: self.confirm.or(defaults.confirm),
             flaky: self.flaky.or(defaults.flaky),
             gaming: self.gaming.or(defaults.gaming),
+            holdout: self.holdout.or_else(|| defaults.holdout.clone()),
         };
         let commands = gates.checks.iter().flatten();
         let named = gates.criteria.iter().flat_map(|(c, _)| c.iter());
+        let holdouts = gates.holdout.iter().flatten().map(|h| &h.check);
         let mut seen = std::collections::HashSet::new();
-        for check in commands.chain(named) {
+        for check in commands.chain(named).chain(holdouts) {
             if !seen.insert(check.name.as_str()) {
                 return Err(Error::config(format!(
-                    "{file}: a check and a command criterion are both named {:?} (with the defaults of {defaults_file}); names must be unique",
+                    "{file}: two of the checks, command criteria and holdouts are named {:?} (with the defaults of {defaults_file}); names must be unique",
                     check.name
                 )));
             }

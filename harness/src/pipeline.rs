@@ -57,6 +57,8 @@ pub(crate) struct Materials<'a> {
     /// The base collection (the untouched workspace's tests, by the checks' runners), when one
     /// was started: the baseline and the checks wait on it.
     pub(crate) collection: Option<crate::checks::runner::Collection>,
+    /// The holdouts, prepared by the base collection (their bases are listed with the checks').
+    pub(crate) holdouts: Option<Vec<crate::checks::holdout::Prepared>>,
     /// What building the stages found worth telling the caller.
     pub(crate) warnings: Vec<String>,
 }
@@ -72,6 +74,7 @@ pub(crate) const STAGES: &[BuildStage] = &[
     crate::checks::commands::stage,
     crate::checks::criteria::stage,
     crate::checks::scope::recheck,
+    crate::checks::holdout::stage,
     crate::checks::claims::stage,
     crate::checks::gaming::stage,
     crate::checks::evidence_rules::plan,

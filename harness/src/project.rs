@@ -75,6 +75,8 @@ struct RawDefaults {
     #[serde(default)]
     gaming: Option<String>,
     #[serde(default)]
+    holdout: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
     critic: Option<crate::checks::RawCritic>,
 }
 
@@ -266,6 +268,7 @@ impl ProjectPolicy {
         };
         let gates = crate::gates::Gates::parse(
             &at,
+            base,
             crate::gates::RawGates {
                 checks: defaults.checks,
                 criteria: defaults.criteria,
@@ -278,6 +281,7 @@ impl ProjectPolicy {
                 confirm: defaults.confirm,
                 flaky: defaults.flaky,
                 gaming: defaults.gaming,
+                holdout: defaults.holdout,
             },
         )?;
         let given = raw.limits.unwrap_or_default();

@@ -238,6 +238,7 @@ impl Session {
             baseline: None,
             observed: false,
             collection: None,
+            holdouts: None,
             warnings: Vec::new(),
         })
         .await?;

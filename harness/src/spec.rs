@@ -76,6 +76,8 @@ struct RawFile {
     #[serde(default)]
     gaming: Option<String>,
     #[serde(default)]
+    holdout: Option<Vec<Value>>,
+    #[serde(default)]
     parent_id: Option<String>,
     #[serde(default)]
     critic: Option<RawCritic>,
@@ -294,6 +296,7 @@ impl DelegationFile {
         )?;
         let gates = Gates::parse(
             &file,
+            base,
             RawGates {
                 checks: raw.checks,
                 criteria: raw.criteria,
@@ -306,6 +309,7 @@ impl DelegationFile {
                 confirm: raw.confirm,
                 flaky: raw.flaky,
                 gaming: raw.gaming,
+                holdout: raw.holdout,
             },
         )?;
         let limits = raw.limits.unwrap_or_default();

@@ -815,6 +815,7 @@ fn add_gates(
         .transpose()?;
     let added = Gates::parse(
         label,
+        std::path::Path::new("."),
         RawGates {
             checks: raw_checks,
             criteria,
@@ -866,7 +867,7 @@ fn answer(ended: &Ended) -> ToolOutput {
         "attempts": report.attempts.len(),
         "answer": report.result().map(|r| r.response.as_str()),
         "findings": verdict.map(|v| v.findings.iter().filter(|f| f.blocking).collect::<Vec<_>>()),
-        "evidence": verdict.map(|v| &v.evidence),
+        "evidence": verdict.map(|v| crate::checks::shareable_evidence(&v.evidence)),
     });
     if let Some(error) = &report.error {
         object["error"] = json!({"kind": error.kind().as_str(), "message": error.message()});

@@ -477,7 +477,9 @@ fn outcome_json(report: &Report) -> Value {
     let findings: Vec<&harness::Finding> = verdict
         .map(|v| v.findings.iter().filter(|f| f.blocking).collect())
         .unwrap_or_default();
-    let evidence = verdict.map(|v| v.evidence.as_slice()).unwrap_or_default();
+    let evidence = verdict
+        .map(|v| harness::shareable_evidence(&v.evidence))
+        .unwrap_or_default();
     let attempts = report.attempts.len();
     let summary = match report.outcome {
         Outcome::Passed | Outcome::PassedWithDebt => {

@@ -263,6 +263,7 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
             required,
             exit_codes,
             flaky,
+            runner,
         } => {
             let runs = exit_codes
                 .iter()
@@ -279,8 +280,12 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 (false, None) => "failed".to_owned(),
             };
             let advisory = if *required { "" } else { " [advisory]" };
+            let said = runner
+                .as_deref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default();
             eprintln!(
-                "  check {check_name}: {how} in {:.1} s{advisory}",
+                "  check {check_name}: {how} in {:.1} s{advisory}{said}",
                 *duration_ms as f64 / 1000.0
             );
         }

@@ -201,6 +201,9 @@ pub struct Isolation {
     pub visible: Vec<PathBuf>,
     /// Keep the host's network (an agent CLI talks to its model); otherwise there is none.
     pub network: bool,
+    /// Directories hidden under an empty mount, wherever they are (a holdout's test files:
+    /// the rest of the file system is visible, read-only).
+    pub masked: Vec<PathBuf>,
 }
 
 impl Isolation {
@@ -211,7 +214,15 @@ impl Isolation {
             read_only: protected.to_vec(),
             visible: Vec::new(),
             network: false,
+            masked: Vec::new(),
         }
+    }
+
+    /// The same with `path` hidden under an empty mount.
+    #[must_use]
+    pub fn masked(mut self, path: &Path) -> Self {
+        self.masked.push(path.to_path_buf());
+        self
     }
 
     /// The same with `path` writable too.
@@ -276,6 +287,9 @@ impl Isolation {
         }
         for path in self.read_only.iter().filter(|p| p.exists()) {
             bind("--ro-bind", path);
+        }
+        for path in self.masked.iter().filter(|p| p.exists()) {
+            args.extend(["--tmpfs".into(), path.into()]);
         }
         args.extend(["--chdir".into(), launch.cwd.into(), "--".into()]);
         args

@@ -158,9 +158,21 @@ impl CheckSpec {
     /// [`ErrorKind::Config`]: an empty or repeated name, neither or both of `run` and `argv`, a
     /// bad timeout or environment variable.
     pub(crate) fn parse_list(file: &str, raw: Vec<RawCheck>) -> Result<Vec<CheckSpec>> {
+        Self::parse_entries(file, "checks", raw)
+    }
+
+    /// [`CheckSpec::parse_list`] for the entries of `key` (`checks`, `holdout`).
+    ///
+    /// # Errors
+    /// As [`CheckSpec::parse_list`].
+    pub(crate) fn parse_entries(
+        file: &str,
+        key: &str,
+        raw: Vec<RawCheck>,
+    ) -> Result<Vec<CheckSpec>> {
         let mut specs: Vec<CheckSpec> = Vec::new();
         for (i, check) in raw.into_iter().enumerate() {
-            let at = format!("{file}: `checks[{i}]`");
+            let at = format!("{file}: `{key}[{i}]`");
             let name = check.name.trim().to_owned();
             if name.is_empty() {
                 return Err(Error::config(format!(
@@ -597,7 +609,11 @@ pub(crate) struct Ran {
 
 impl Ran {
     /// Judges the run by its runner's report against `base` and `min_tests`.
-    fn judged(mut self, base: Option<&runner::BaseTests>, min_tests: Option<u64>) -> Self {
+    pub(crate) fn judged(
+        mut self,
+        base: Option<&runner::BaseTests>,
+        min_tests: Option<u64>,
+    ) -> Self {
         if let Some(plan) = &self.plan {
             self.verdict = Some(runner::judge(
                 plan,
@@ -660,6 +676,8 @@ pub(crate) struct Recorded {
     pub(crate) blocking: bool,
     /// The runner's counts, when it reported.
     pub(crate) counts: Option<TestCounts>,
+    /// What the runner said, in a line: its counts, or why an exit 0 did not pass.
+    pub(crate) runner_line: Option<String>,
 }
 
 impl Recorded {
@@ -674,6 +692,7 @@ impl Recorded {
             required: check.required,
             exit_codes: self.exit_codes,
             flaky: self.flaky,
+            runner: self.runner_line,
         });
         if let Some(message) = self.message {
             subject.findings.push(if self.blocking {
@@ -870,7 +889,20 @@ pub(crate) fn record(
         }
         message
     });
+    let runner_line = match (found, report, &runner_failure_of(&verdict)) {
+        (_, _, Some(why)) => Some(why.clone()),
+        (Some(found), Some(report), None) => Some(format!(
+            "{}: {}{}",
+            found.runner.as_str(),
+            report.counts,
+            base.filter(|b| b.unit == "tests")
+                .map(|b| format!(" (base {})", b.count))
+                .unwrap_or_default()
+        )),
+        _ => None,
+    };
     Recorded {
+        runner_line,
         blocking: check.required && !(flaky && check.flaky == Some(Flaky::Advisory)),
         counts: report.map(|r| r.counts),
         evidence,
@@ -881,6 +913,11 @@ pub(crate) fn record(
         duration_ms,
         message,
     }
+}
+
+/// Why the run's runner says an exit 0 did not pass, if it does.
+fn runner_failure_of(verdict: &Option<runner::Verdict>) -> Option<String> {
+    verdict.as_ref().and_then(|v| v.failure.clone())
 }
 
 /// A run's output as a person reads it: `go test -json`'s events turned back into the text

@@ -394,6 +394,7 @@ impl Check for CriteriaStage {
                     required: true,
                     exit_codes: Vec::new(),
                     flaky: false,
+                    runner: None,
                 });
                 let (method, target) = criterion.method_and_target();
                 subject.evidence.push(Evidence {

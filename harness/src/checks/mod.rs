@@ -8,6 +8,7 @@ pub(crate) mod criteria;
 pub(crate) mod critic;
 pub(crate) mod evidence_rules;
 pub(crate) mod gaming;
+pub(crate) mod holdout;
 pub(crate) mod hooks;
 pub(crate) mod runner;
 pub(crate) mod scope;
@@ -25,6 +26,7 @@ pub use critic::{
 pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::RawPlan;
 pub use gaming::GamingMode;
+pub use holdout::{HoldoutSpec, shareable_evidence};
 pub(crate) use hooks::PostVerifyHooks;
 pub use runner::{BaseTests, Runner, RunnerSetting, TestCounts};
 pub(crate) use scope::Baseline;
@@ -112,10 +114,17 @@ impl<'e> Subject<'e> {
         if shared == self.evidence.len() {
             return;
         }
+        // Scripts (a caller's verifier among them) never read a holdout's output.
         fn json(records: &[Evidence]) -> impl Iterator<Item = Value> + '_ {
-            records
-                .iter()
-                .map(|e| serde_json::to_value(e).expect("evidence always serialises"))
+            records.iter().map(|e| {
+                let mut value = serde_json::to_value(e).expect("evidence always serialises");
+                if e.source == crate::verdict::Source::Holdout.as_str()
+                    && let Some(object) = value.as_object_mut()
+                {
+                    object.insert("output_tail".to_owned(), Value::Null);
+                }
+                value
+            })
         }
         let Some(object) = self.value.as_object_mut() else {
             return;

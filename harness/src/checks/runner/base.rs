@@ -21,13 +21,13 @@ pub(crate) struct Collection {
 }
 
 impl Collection {
-    /// Starts listing the tests of `jobs` (each a check and its runner), one after another, in
-    /// the workspace `launcher` runs in.
-    pub(crate) fn start(jobs: Vec<(CheckSpec, Found)>, launcher: Launcher) -> Self {
+    /// Starts listing the tests of `jobs` (each a check, its runner and where it runs), one
+    /// after another.
+    pub(crate) fn start(jobs: Vec<(CheckSpec, Found, Arc<Launcher>)>) -> Self {
         let (send, done) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
             let mut listed = Vec::with_capacity(jobs.len());
-            for (check, found) in jobs {
+            for (check, found, launcher) in jobs {
                 let span = tracing::info_span!("check.base", check.name = check.name.as_str());
                 let base =
                     tracing::Instrument::instrument(launcher.list(&check, &found), span).await;
@@ -63,19 +63,35 @@ pub(crate) fn collect(
         return Ok(None);
     }
     let root = m.workspace.root();
-    let jobs: Vec<(CheckSpec, Found)> = m
+    let launcher = Arc::new(Launcher::new(root, m.isolation, Vec::new())?);
+    let mut jobs: Vec<(CheckSpec, Found, Arc<Launcher>)> = m
         .delegation
         .checks()
         .iter()
         .filter_map(|check| {
             let found = super::find(check.runner, &check.argv, root)?;
-            found.list().is_some().then(|| (check.clone(), found))
+            found
+                .list()
+                .is_some()
+                .then(|| (check.clone(), found, Arc::clone(&launcher)))
         })
         .collect();
-    if jobs.is_empty() {
-        return Ok(None);
+    // The holdouts' tests too, each where it runs (its files visible, the workspace read-only).
+    if !m.delegation.holdouts().is_empty() {
+        let prepared = crate::checks::holdout::prepare(m.delegation.holdouts(), root, m.isolation)?;
+        for holdout in &prepared {
+            if let Some(found) = holdout.runner.clone().filter(|f| f.list().is_some()) {
+                jobs.push((
+                    holdout.spec.check.clone(),
+                    found,
+                    Arc::clone(&holdout.launcher),
+                ));
+            }
+        }
+        m.holdouts = Some(prepared);
     }
-    let launcher = Launcher::new(root, m.isolation, Vec::new())?;
-    m.collection = Some(Collection::start(jobs, launcher));
+    if !jobs.is_empty() {
+        m.collection = Some(Collection::start(jobs));
+    }
     Ok(None)
 }
