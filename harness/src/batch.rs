@@ -168,9 +168,13 @@ impl Iterator for BatchReader {
     }
 }
 
+/// The largest YAML batch file read, bytes.
+const MAX_BATCH_YAML: u64 = 64 * 1024 * 1024;
+
 /// Expands a YAML template batch into its delegations.
 fn fan_out(assembler: &Assembler, path: &Path, name: &str, base: &Path) -> Result<Vec<BatchItem>> {
-    let text = std::fs::read_to_string(path)
+    // Read as the policy is: a FIFO, a device or a link out is refused at once, the size capped.
+    let text = harness_builtins::read_regular(path, MAX_BATCH_YAML)
         .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
     let doc: Value = serde_norway::from_str(&text)
         .map_err(|e| Error::config(format!("{name}: {}", crate::plain::plain(&e.to_string()))))?;

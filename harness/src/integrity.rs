@@ -213,18 +213,29 @@ pub(crate) fn scripts_differ(before: &[u8], after: &[u8]) -> bool {
     }
 }
 
-/// Workspace files a check's command names: `(path, true)` for a file protected whole (a
-/// script it runs, a `Makefile`), `(path, false)` for a `package.json` whose `scripts` it runs.
+/// Programs that run a script named as their first argument that is not an option.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "python", "python2", "python3", "node", "deno", "bun",
+    "ruby", "perl", "php", "Rscript", "tsx", "ts-node", "lua", "tclsh", "pwsh",
+];
+
+/// Commands that run the command after them (with their own options first).
+const WRAPPERS: &[&str] = &[
+    "env", "exec", "time", "nice", "nohup", "command", "timeout", "xvfb-run",
+];
+
+/// Workspace files a check's command *runs*: `(path, true)` for a file protected whole (a
+/// program or script it runs, a script that one sources, a `Makefile`), `(path, false)` for a
+/// `package.json` whose `scripts` it runs. A file a check only reads (`grep -q x src/app.py`) is
+/// the work being judged, not the judge: it is not named here.
 fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
     let words: Vec<String> = match argv {
         [sh, c, script] if sh == "sh" && c == "-c" => shell_words(script),
         argv => argv.to_vec(),
     };
     let mut files = Vec::new();
-    let mut at_command = true;
     // Where the command runs, relative to the workspace: `cd ci && sh verify.sh`.
     let mut cwd = String::new();
-    let mut previous = "";
     let within = |dir: &str, name: &str| -> Option<String> {
         let rel = if dir.is_empty() {
             name.trim_start_matches("./").to_owned()
@@ -234,70 +245,112 @@ fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
         let ok = !rel.is_empty() && !rel.starts_with('/') && !rel.split('/').any(|p| p == "..");
         ok.then_some(rel)
     };
-    let mut runner = "";
-    for word in &words {
-        if matches!(word.as_str(), "&&" | "||" | ";" | "|" | "&") {
-            at_command = true;
-            runner = "";
-            continue;
-        }
-        let program = std::mem::replace(&mut at_command, false);
-        if program {
-            runner = word.rsplit('/').next().unwrap_or(word);
-            match runner {
-                "make" | "gmake" => {
-                    for name in ["Makefile", "makefile", "GNUmakefile"] {
-                        if let Some(rel) = within(&cwd, name).filter(|r| root.join(r).is_file()) {
-                            files.push((rel, true));
-                        }
-                    }
-                }
-                "npm" | "yarn" | "pnpm" | "bun" => {
-                    if let Some(rel) =
-                        within(&cwd, "package.json").filter(|r| root.join(r).is_file())
-                    {
-                        files.push((rel, false));
-                    }
-                }
-                _ => {}
-            }
-            previous = word;
-            continue;
-        }
-        if runner == "cd"
-            && let Some(dir) = within(&cwd, word).filter(|d| root.join(d).is_dir())
-        {
-            cwd = dir;
-        }
-        // `make -C backend` reads backend/Makefile.
-        if matches!(runner, "make" | "gmake") && previous == "-C" {
-            for name in ["Makefile", "makefile", "GNUmakefile"] {
-                if let Some(rel) = within(word, name).and_then(|r| within(&cwd, &r))
-                    && root.join(&rel).is_file()
-                {
-                    files.push((rel, true));
-                }
+    let is_file = |rel: &str| root.join(rel).symlink_metadata().is_ok_and(|m| m.is_file());
+    // A file the check runs, and the helpers a shell script of it sources.
+    let runs = |rel: String, files: &mut Vec<(String, bool)>| {
+        let full = root.join(&rel);
+        for sourced in sourced_files(&full) {
+            let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+            if let Some(helper) = within(dir, &sourced).filter(|h| is_file(h)) {
+                files.push((helper, true));
             }
         }
-        previous = word;
-        if word.starts_with('-') || word.contains('=') {
-            continue;
+        files.push((rel, true));
+    };
+    for command in words.split(|w| matches!(w.as_str(), "&&" | "||" | ";" | "|" | "&")) {
+        // Past variable assignments and wrappers to the program.
+        let mut i = 0;
+        while let Some(word) = command.get(i) {
+            let base = word.rsplit('/').next().unwrap_or(word);
+            if word.contains('=') && !word.starts_with('-') {
+                i += 1;
+            } else if WRAPPERS.contains(&base) {
+                i += 1;
+                while command.get(i).is_some_and(|w| w.starts_with('-')) {
+                    i += 1;
+                }
+                if base == "timeout" {
+                    i += 1;
+                }
+            } else {
+                break;
+            }
         }
-        let Some(rel) = within(&cwd, word) else {
+        let Some(program) = command.get(i) else {
             continue;
         };
-        // Only what exists, as a regular file, inside the workspace: a word is not a path
-        // because it could be one.
-        let full = root.join(&rel);
-        if full.symlink_metadata().is_ok_and(|m| m.is_file()) {
-            // A shell script's own `. ./helpers.sh` and `source lib.sh` are part of the test.
-            for sourced in sourced_files(&full) {
-                let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
-                if let Some(helper) = within(dir, &sourced).filter(|h| root.join(h).is_file()) {
-                    files.push((helper, true));
+        let args = &command[i + 1..];
+        let base = program.rsplit('/').next().unwrap_or(program);
+        match base {
+            "cd" => {
+                if let Some(dir) = args
+                    .first()
+                    .and_then(|d| within(&cwd, d))
+                    .filter(|d| root.join(d).is_dir())
+                {
+                    cwd = dir;
                 }
             }
-            files.push((rel, true));
+            "make" | "gmake" => {
+                // `make -C backend` reads backend/Makefile.
+                let dir = args
+                    .iter()
+                    .position(|a| a == "-C")
+                    .and_then(|at| args.get(at + 1))
+                    .and_then(|d| within(&cwd, d))
+                    .unwrap_or_else(|| cwd.clone());
+                for name in ["Makefile", "makefile", "GNUmakefile"] {
+                    if let Some(rel) = within(&dir, name).filter(|r| is_file(r)) {
+                        files.push((rel, true));
+                    }
+                }
+            }
+            "npm" | "yarn" | "pnpm" | "bun" => {
+                if let Some(rel) = within(&cwd, "package.json").filter(|r| is_file(r)) {
+                    files.push((rel, false));
+                }
+            }
+            "." | "source" => {
+                if let Some(rel) = args
+                    .first()
+                    .and_then(|a| within(&cwd, a))
+                    .filter(|r| is_file(r))
+                {
+                    runs(rel, &mut files);
+                }
+            }
+            _ => {
+                // A program in the workspace (`./run-tests`, `ci/check.sh`).
+                if program.contains('/')
+                    && let Some(rel) = within(&cwd, program).filter(|r| is_file(r))
+                {
+                    runs(rel, &mut files);
+                }
+                // An interpreter's script: its first argument that is not an option (`-m
+                // module` and `-c code` run no file).
+                let interpreter = INTERPRETERS.contains(&base)
+                    || base.starts_with("python3.")
+                    || base.starts_with("python2.");
+                if interpreter {
+                    let mut k = 0;
+                    while let Some(arg) = args.get(k) {
+                        if matches!(
+                            arg.as_str(),
+                            "-m" | "-c" | "-e" | "--eval" | "-p" | "--print"
+                        ) {
+                            break;
+                        }
+                        if arg.starts_with('-') {
+                            k += 1;
+                            continue;
+                        }
+                        if let Some(rel) = within(&cwd, arg).filter(|r| is_file(r)) {
+                            runs(rel, &mut files);
+                        }
+                        break;
+                    }
+                }
+            }
         }
     }
     files
@@ -432,6 +485,31 @@ mod tests {
         }
         assert_eq!(inputs.matching("src/parser.rs"), None);
         assert_eq!(inputs.matching("README.md"), None);
+        // A file a check only reads is the work, not the judge.
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/app.py"), "value = 3\n").expect("write");
+        let reads = GateInputs::for_checks(
+            None,
+            &[
+                check("grep -q 'value = 3' src/app.py || exit 1"),
+                check("cat src/app.py | wc -l"),
+            ],
+            root,
+        )
+        .expect("compiles");
+        assert_eq!(reads.matching("src/app.py"), None);
+        // What a check runs, through wrappers and `cd`, is.
+        std::fs::create_dir_all(root.join("ci")).expect("mkdir");
+        std::fs::write(root.join("ci/verify.sh"), ". ./helpers.sh\n").expect("write");
+        std::fs::write(root.join("ci/helpers.sh"), "true\n").expect("write");
+        let runs = GateInputs::for_checks(
+            None,
+            &[check("cd ci && timeout 60 env CI=1 bash verify.sh")],
+            root,
+        )
+        .expect("compiles");
+        assert_eq!(runs.matching("ci/verify.sh"), Some("ci/verify.sh"));
+        assert_eq!(runs.matching("ci/helpers.sh"), Some("ci/helpers.sh"));
         assert!(inputs.guards_scripts("package.json"));
         assert!(inputs.refuses_new("sub/conftest.py"));
         assert!(!inputs.refuses_new("tests/test_new.py"));

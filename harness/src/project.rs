@@ -152,11 +152,18 @@ impl CommandIsolation {
         }
     }
 
-    /// What a run that starts programs says when `auto` found no working bubblewrap.
+    /// What a run that starts programs says when they run unconfined: `auto` found no working
+    /// bubblewrap, or the policy chose `none` (one line, so a person reading the run knows).
     pub fn warning(self) -> Option<&'static str> {
-        (self == CommandIsolation::Auto && !self.confines()).then_some(
-            "commands run unconfined: bubblewrap (`bwrap`) is not installed or cannot make namespaces here, so a delegate's commands, an agent CLI and the tests your checks run can act as you (install bubblewrap, or set `commands.isolation: none` in .harness/policy.yaml to accept it)",
-        )
+        match self {
+            CommandIsolation::Auto if !self.confines() => Some(
+                "commands run unconfined: bubblewrap (`bwrap`) is not installed or cannot make namespaces here, so a delegate's commands, an agent CLI and the tests your checks run can act as you (install bubblewrap, or set `commands.isolation: none` in .harness/policy.yaml to accept it)",
+            ),
+            CommandIsolation::None => Some(
+                "commands run unconfined (`commands.isolation: none` in .harness/policy.yaml): a delegate's commands, an agent CLI and the tests your checks run act as you",
+            ),
+            _ => None,
+        }
     }
 }
 

@@ -276,6 +276,8 @@ async fn attempts(
             attempt = i64::from(attempt),
             verify.passed = Empty,
             verify.reasons = Empty,
+            { telemetry::attr::RETRY_TEMPLATE_VERSION } = RETRY_TEMPLATE_VERSION,
+            { telemetry::attr::RETRY_TEMPLATE_SHA256 } = crate::retry::retry_template_sha256(),
         );
         span.in_scope(|| events.emit(RunEvent::AttemptStarted));
         report.attempts.push(AttemptRecord::new(attempt));

@@ -606,6 +606,24 @@ impl ignore::ParallelVisitor for Visitor<'_> {
                         return ignore::WalkState::Continue;
                     }
                 }
+                // A FIFO, socket or device is recorded (its coming and going is a change), its
+                // contents never read: said, so nobody takes it for snapshotted text.
+                use std::os::unix::fs::FileTypeExt as _;
+                let kind = meta.file_type();
+                let special = if kind.is_fifo() {
+                    Some("a FIFO")
+                } else if kind.is_socket() {
+                    Some("a socket")
+                } else if kind.is_char_device() || kind.is_block_device() {
+                    Some("a device")
+                } else {
+                    None
+                };
+                if let Some(what) = special {
+                    self.problems.push(format!(
+                        "scope: {rel} is {what}: recorded, its contents not read"
+                    ));
+                }
                 self.batch.push((rel.into_owned().into_boxed_str(), now));
                 if self.batch.len() >= BATCH {
                     self.flush();

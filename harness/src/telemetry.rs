@@ -32,6 +32,8 @@ pub mod attr {
     pub const OUTCOME: &str = "delegation.outcome";
     /// The retry template's version.
     pub const RETRY_TEMPLATE_VERSION: &str = "delegation.retry_template.version";
+    /// The SHA-256 of the retry template's words (on every attempt's span).
+    pub const RETRY_TEMPLATE_SHA256: &str = "delegation.retry_template.sha256";
     /// The error kind on failure.
     pub const ERROR_TYPE: &str = "error.type";
 }

@@ -320,7 +320,8 @@ fn visible(
     };
     for dir in path.map(std::env::split_paths).into_iter().flatten() {
         if let Some(prefix) = prefix_of(&dir) {
-            wanted.extend(["lib", "lib64", "libexec"].map(|part| prefix.join(part)));
+            // A virtualenv on PATH: `pyvenv.cfg` beside its `bin/` is how Python finds it.
+            wanted.extend(["lib", "lib64", "libexec", "pyvenv.cfg"].map(|part| prefix.join(part)));
         } else if dir.file_name().is_some_and(|name| name == "shims") {
             // A version manager's shims (pyenv, rbenv, asdf) run what its own root holds.
             wanted.extend(dir.parent().map(Path::to_path_buf));

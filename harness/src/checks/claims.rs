@@ -391,10 +391,17 @@ fn as_path(word: &Word<'_>) -> Option<String> {
     if word.raw.contains('(') && !word.raw.starts_with('(') {
         return None;
     }
-    let text = word
-        .raw
-        .trim_matches(|c: char| "*_\"'()[]{}<>,;:!?".contains(c))
-        .trim_end_matches('.');
+    // Punctuation glued on either side, as often as it comes (`hello.txt).`, `>>notes.txt`).
+    let mut text = word.raw;
+    loop {
+        let trimmed = text
+            .trim_matches(|c: char| "*_\"'()[]{}<>,;:!?|&…".contains(c))
+            .trim_end_matches('.');
+        if trimmed == text {
+            break;
+        }
+        text = trimmed;
+    }
     if text.is_empty()
         || text.contains("://")
         || text.contains(char::is_whitespace)
@@ -2082,5 +2089,22 @@ mod tests {
             eprintln!("  missed {miss}");
         }
         (honest, flagged, lies, caught)
+    }
+    #[test]
+    fn a_path_glued_to_punctuation_is_the_path() {
+        for (raw, path) in [
+            ("hello.txt),", "hello.txt"),
+            ("hello.txt).", "hello.txt"),
+            ("src/notes.txt>>", "src/notes.txt"),
+            (">>src/notes.txt", "src/notes.txt"),
+            ("(src/a.rs:42);", "src/a.rs"),
+        ] {
+            let word = Word {
+                raw,
+                start: 0,
+                code: false,
+            };
+            assert_eq!(as_path(&word).as_deref(), Some(path), "{raw}");
+        }
     }
 }

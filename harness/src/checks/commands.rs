@@ -298,10 +298,16 @@ impl CommandChecks {
             return Ok(None);
         }
         let runners = runners(checks, workspace.root())?;
+        let reports = runners.iter().any(Option::is_some);
         Ok(Some(CommandChecks {
             checks: checks.to_vec(),
             runners,
-            launcher: Arc::new(Launcher::new(workspace.root(), isolation, Vec::new())?),
+            launcher: Arc::new(Launcher::new(
+                workspace.root(),
+                isolation,
+                Vec::new(),
+                reports,
+            )?),
             redact: redact.clone(),
             base,
         }))
@@ -388,7 +394,7 @@ impl Check for CommandChecks {
                     .await?;
                     let recorded =
                         record(check, &self.runners[i], base.as_ref(), runs, &self.redact);
-                    recorded.apply(subject, Source::Check, check);
+                    recorded.apply(subject, check);
                 }
             }
             Ok(())
@@ -467,15 +473,16 @@ pub(crate) struct Launcher {
     /// Not the HOME `run_command` children get: a delegate could plant configuration there
     /// (`.gitconfig`, `.cargo/config.toml`, `.npmrc`) that changes what its judges do.
     home: tempfile::TempDir,
-    reports: tempfile::TempDir,
+    /// Where runners write their reports (made only when a check has a known runner).
+    reports: Option<tempfile::TempDir>,
     isolation: Option<harness_builtins::Isolation>,
     env: Vec<(String, String)>,
     runs: std::sync::atomic::AtomicU64,
 }
 
 impl Launcher {
-    /// A launcher running in `root`, confined by `isolation` (with its reports directory made
-    /// writable there), with `env` set for every run.
+    /// A launcher running in `root`, confined by `isolation`, with `env` set for every run; with
+    /// a reports directory (writable in the sandbox) when `reports`.
     ///
     /// # Errors
     /// [`ErrorKind::Check`] when the private directories cannot be made.
@@ -483,6 +490,7 @@ impl Launcher {
         root: &std::path::Path,
         isolation: Option<&harness_builtins::Isolation>,
         env: Vec<(String, String)>,
+        reports: bool,
     ) -> Result<Self> {
         let private = |prefix: &str| {
             tempfile::Builder::new()
@@ -495,11 +503,18 @@ impl Launcher {
                     )
                 })
         };
-        let reports = private("harness-check-reports-")?;
+        let reports = if reports {
+            Some(private("harness-check-reports-")?)
+        } else {
+            None
+        };
         Ok(Launcher {
             root: root.to_path_buf(),
             home: private("harness-check-home-")?,
-            isolation: isolation.map(|i| i.clone().writable(reports.path())),
+            isolation: isolation.map(|i| match &reports {
+                Some(dir) => i.clone().writable(dir.path()),
+                None => i.clone(),
+            }),
             reports,
             env,
             runs: std::sync::atomic::AtomicU64::new(0),
@@ -516,7 +531,12 @@ impl Launcher {
         found: Option<&runner::Found>,
     ) -> Result<Ran> {
         let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let plan = found.map(|f| f.plan(self.reports.path(), &format!("run-{n}"), &check.env));
+        let plan = match (found, &self.reports) {
+            (Some(found), Some(dir)) => {
+                Some(found.plan(dir.path(), &format!("run-{n}"), &check.env))
+            }
+            _ => None,
+        };
         let argv = plan
             .as_ref()
             .map_or(check.argv.as_slice(), |p| p.argv.as_slice());
@@ -681,8 +701,13 @@ pub(crate) struct Recorded {
 }
 
 impl Recorded {
-    /// Adds the evidence, the `CheckCompleted` event and the finding (of `source`) to `subject`.
-    fn apply(self, subject: &mut Subject<'_>, source: Source, check: &CheckSpec) {
+    /// Adds the evidence, the `CheckCompleted` event and the finding to `subject`.
+    fn apply(self, subject: &mut Subject<'_>, check: &CheckSpec) {
+        let source = if check.criterion {
+            Source::Criterion
+        } else {
+            Source::Check
+        };
         subject.evidence.push(self.evidence);
         subject.emit(RunEvent::CheckCompleted {
             check_name: check.name.clone(),

@@ -221,7 +221,7 @@ pub(crate) fn prepare(
             Ok(Prepared {
                 spec: spec.clone(),
                 runner,
-                launcher: Arc::new(Launcher::new(root, Some(&confined), env)?),
+                launcher: Arc::new(Launcher::new(root, Some(&confined), env, true)?),
             })
         })
         .collect()

@@ -63,19 +63,24 @@ pub(crate) fn collect(
         return Ok(None);
     }
     let root = m.workspace.root();
-    let launcher = Arc::new(Launcher::new(root, m.isolation, Vec::new())?);
-    let mut jobs: Vec<(CheckSpec, Found, Arc<Launcher>)> = m
+    let listed: Vec<(CheckSpec, Found)> = m
         .delegation
         .checks()
         .iter()
         .filter_map(|check| {
             let found = super::find(check.runner, &check.argv, root)?;
-            found
-                .list()
-                .is_some()
-                .then(|| (check.clone(), found, Arc::clone(&launcher)))
+            found.list().is_some().then(|| (check.clone(), found))
         })
         .collect();
+    let mut jobs: Vec<(CheckSpec, Found, Arc<Launcher>)> = Vec::new();
+    if !listed.is_empty() {
+        let launcher = Arc::new(Launcher::new(root, m.isolation, Vec::new(), false)?);
+        jobs.extend(
+            listed
+                .into_iter()
+                .map(|(check, found)| (check, found, Arc::clone(&launcher))),
+        );
+    }
     // The holdouts' tests too, each where it runs (its files visible, the workspace read-only).
     if !m.delegation.holdouts().is_empty() {
         let prepared = crate::checks::holdout::prepare(m.delegation.holdouts(), root, m.isolation)?;
