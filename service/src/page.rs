@@ -465,8 +465,11 @@ fn attempt_view(
             ));
         }
         out.push_str("</table>");
+        out.push_str(&runners_view(evidence));
     }
     out.push_str("</div></div>");
+    out.push_str(&gaming_view(findings));
+    out.push_str(&holdouts_view(evidence));
     if let Some(result) = result {
         out.push_str(&tool_calls_view(result, refusals));
         out.push_str(&changes_view(&result["changes"]));
@@ -504,6 +507,118 @@ fn attempt_view(
         ));
     }
     out.push_str("</section>");
+    out
+}
+
+/// A line per check whose test runner reported: `tests — pytest: 14 passed, 0 failed, 0 skipped
+/// (base 14)`, or why a run that exited 0 did not pass.
+fn runners_view(evidence: &[harness::Evidence]) -> String {
+    let mut out = String::new();
+    for e in evidence {
+        let Some(runner) = e.extra.get("runner").and_then(|r| r.as_str()) else {
+            continue;
+        };
+        let counts = e.extra.get("tests").map(|t| {
+            let n = |k: &str| t.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            format!(
+                "{} passed, {} failed, {} skipped{}",
+                n("passed"),
+                n("failed"),
+                n("skipped"),
+                if n("errors") > 0 {
+                    format!(", {} errors", n("errors"))
+                } else {
+                    String::new()
+                }
+            )
+        });
+        let base = e.extra.get("base").map(|b| {
+            match (
+                b.get("tests").and_then(serde_json::Value::as_u64),
+                b.get("unavailable"),
+            ) {
+                (Some(n), _) => format!(
+                    " (base {n}{})",
+                    b.get("unit")
+                        .and_then(|u| u.as_str())
+                        .filter(|u| *u != "tests")
+                        .map(|u| format!(" {u}"))
+                        .unwrap_or_default()
+                ),
+                (None, Some(why)) => format!(" (no base: {})", why.as_str().unwrap_or("")),
+                _ => String::new(),
+            }
+        });
+        let said = match (runner, counts) {
+            ("unknown", _) => "no known test runner: judged by its exit code".to_owned(),
+            (runner, Some(counts)) => format!("{runner}: {counts}{}", base.unwrap_or_default()),
+            (runner, None) => format!("{runner}: no report{}", base.unwrap_or_default()),
+        };
+        out.push_str(&format!(
+            "<p class=\"runner\"><b>{}</b> — {}</p>",
+            esc(&e.criterion),
+            esc(&said)
+        ));
+    }
+    out
+}
+
+/// The gaming stage's findings: each rule, where, and the added line.
+fn gaming_view(findings: &[harness::Finding]) -> String {
+    let gaming: Vec<&harness::Finding> = findings
+        .iter()
+        .filter(|f| f.source == harness::Source::Gaming)
+        .collect();
+    if gaming.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h3>Gaming</h3><table class=\"gaming\"><tr><th>Rule</th><th>Where</th><th>What</th></tr>",
+    );
+    for f in gaming {
+        let place = match (&f.path, f.line) {
+            (Some(path), Some(line)) => format!("{path}:{line}"),
+            (Some(path), None) => path.clone(),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if f.blocking { "blocking" } else { "advisory" },
+            esc(&f.name),
+            esc(&place),
+            esc(&f.message)
+        ));
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// The holdout checks: each with its result and, for the reviewer only, its output (the
+/// delegate was told only which holdout failed and its counts).
+fn holdouts_view(evidence: &[harness::Evidence]) -> String {
+    let holdouts: Vec<&harness::Evidence> = evidence
+        .iter()
+        .filter(|e| e.source == harness::Source::Holdout.as_str())
+        .collect();
+    if holdouts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h3>Holdouts</h3>");
+    for e in holdouts {
+        out.push_str(&format!(
+            "<p class=\"holdout\"><b>{}</b>: <span class=\"{}\">{}</span> — {}</p>",
+            esc(&e.criterion),
+            if e.passed() { "ok" } else { "blocking" },
+            esc(e.result.as_str()),
+            esc(e.proof.as_deref().unwrap_or(""))
+        ));
+        if let Some(output) = e.output_tail.as_deref().filter(|o| !o.trim().is_empty()) {
+            out.push_str(&format!(
+                "<details class=\"holdout-output\"><summary>Its output (for the reviewer: never shown to the delegate)</summary><pre>{}</pre></details>",
+                esc(output)
+            ));
+        }
+    }
     out
 }
 

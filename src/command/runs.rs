@@ -174,8 +174,48 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
             print_changes(changes);
         }
         print_evidence(attempt.evidence());
+        if let Some(verdict) = &attempt.verdict {
+            print_gaming(&verdict.findings);
+        }
+        print_holdouts(attempt.evidence());
     }
     Ok(())
+}
+
+/// Prints what the gaming stage flagged: each rule, where, and the added line.
+fn print_gaming(findings: &[harness::Finding]) {
+    let gaming: Vec<&harness::Finding> = findings
+        .iter()
+        .filter(|f| f.source == harness::Source::Gaming)
+        .collect();
+    if gaming.is_empty() {
+        return;
+    }
+    println!("     gaming:");
+    for finding in gaming {
+        let advisory = if finding.blocking { "" } else { " (advisory)" };
+        let first = finding.message.lines().next().unwrap_or_default();
+        println!("       {} {first}{advisory}", finding.name);
+    }
+}
+
+/// Prints each holdout that failed with the end of its output: the operator's to read (the
+/// delegate was told only its counts).
+fn print_holdouts(evidence: &[harness::Evidence]) {
+    for record in evidence
+        .iter()
+        .filter(|e| e.source == harness::Source::Holdout.as_str() && !e.passed())
+    {
+        println!(
+            "     holdout {} (its output, never shown to the delegate):",
+            record.criterion
+        );
+        let tail = record.output_tail.as_deref().unwrap_or_default();
+        let lines: Vec<&str> = tail.lines().collect();
+        for line in &lines[lines.len().saturating_sub(12)..] {
+            println!("       | {line}");
+        }
+    }
 }
 
 /// Prints what the attempt changed, as `+added ~modified -deleted: paths`.
@@ -229,6 +269,11 @@ fn print_evidence(evidence: &[harness::Evidence]) {
             name = name.chars().take(width - 1).collect::<String>() + "…";
         }
         let advisory = if record.required { "" } else { " (advisory)" };
+        let advisory = if record.source == harness::Source::Holdout.as_str() {
+            format!("{advisory} (holdout)")
+        } else {
+            advisory.to_owned()
+        };
         println!(
             "     {name:<width$}  {:<7}  {}{advisory}",
             record.result.as_str(),

@@ -99,6 +99,12 @@ impl Dashboard {
                 for (kind, count) in &integrity.unsupported_claims {
                     row("unsupported claim", kind, *count);
                 }
+                for (rule, count) in &integrity.gaming {
+                    row("gaming", rule, *count);
+                }
+                for (name, count) in &integrity.holdout_failures {
+                    row("holdout failed", name, *count);
+                }
                 for check in &integrity.flaky_checks {
                     row("flaky check", &check.check, check.count);
                 }

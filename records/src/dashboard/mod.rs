@@ -201,6 +201,10 @@ pub struct IntegrityStats {
     pub unsupported_claims: BTreeMap<String, usize>,
     /// Checks whose result was `flaky` (failed, then passed on a re-run), most often first.
     pub flaky_checks: Vec<CheckCount>,
+    /// Gaming findings by rule (`special-cased-input`, `reads-caller`, …), attempts.
+    pub gaming: BTreeMap<String, usize>,
+    /// Holdout checks that failed, by name, attempts.
+    pub holdout_failures: BTreeMap<String, usize>,
 }
 
 impl IntegrityStats {
@@ -210,6 +214,8 @@ impl IntegrityStats {
             && self.tampered_files.is_empty()
             && self.unsupported_claims.is_empty()
             && self.flaky_checks.is_empty()
+            && self.gaming.is_empty()
+            && self.holdout_failures.is_empty()
     }
 
     /// One line for the text table, or `None` when nothing fired.
@@ -224,8 +230,27 @@ impl IntegrityStats {
             .map(|(kind, n)| format!("{kind} {n}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let gaming: usize = self.gaming.values().sum();
+        let by_rule = self
+            .gaming
+            .iter()
+            .map(|(rule, n)| format!("{rule} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let holdouts: usize = self.holdout_failures.values().sum();
+        // The v4 guards are said when they fired (older journals' lines stay as they were).
+        let gaming = if gaming > 0 {
+            format!(" · {gaming} gaming finding(s) ({by_rule})")
+        } else {
+            String::new()
+        };
+        let holdouts = if holdouts > 0 {
+            format!(" · {holdouts} holdout failure(s)")
+        } else {
+            String::new()
+        };
         Some(format!(
-            "gate integrity: {} run(s) gate_tampered ({} file(s)) · {claims} unsupported claim(s){} · {} flaky check(s)",
+            "gate integrity: {} run(s) gate_tampered ({} file(s)) · {claims} unsupported claim(s){}{gaming}{holdouts} · {} flaky check(s)",
             self.tampered_runs,
             self.tampered_files.len(),
             if by_kind.is_empty() {
@@ -415,6 +440,20 @@ impl KindStats {
                                     .entry(finding.name.clone())
                                     .or_default() += 1;
                             }
+                            Source::Gaming => {
+                                *stats
+                                    .integrity
+                                    .gaming
+                                    .entry(finding.name.clone())
+                                    .or_default() += 1;
+                            }
+                            Source::Holdout => {
+                                *stats
+                                    .integrity
+                                    .holdout_failures
+                                    .entry(finding.name.clone())
+                                    .or_default() += 1;
+                            }
                             _ => {}
                         }
                     }
@@ -497,6 +536,8 @@ impl KindStats {
                     "path": c.check, "count": c.count,
                 })).collect::<Vec<_>>(),
                 "unsupported_claims": self.integrity.unsupported_claims,
+                "gaming": self.integrity.gaming,
+                "holdout_failures": self.integrity.holdout_failures,
                 "flaky_checks": self.integrity.flaky_checks.iter().map(|c| json!({
                     "check": c.check, "count": c.count,
                 })).collect::<Vec<_>>(),

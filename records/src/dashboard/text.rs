@@ -94,6 +94,12 @@ impl Dashboard {
                 for file in stats.integrity.tampered_files.iter().take(TOP_IN_TABLE) {
                     let _ = writeln!(out, "  {:>5}  tampered: {}", file.count, file.check);
                 }
+                for (rule, count) in &stats.integrity.gaming {
+                    let _ = writeln!(out, "  {count:>5}  gaming: {rule}");
+                }
+                for (name, count) in &stats.integrity.holdout_failures {
+                    let _ = writeln!(out, "  {count:>5}  holdout failed: {name}");
+                }
                 for check in stats.integrity.flaky_checks.iter().take(TOP_IN_TABLE) {
                     let _ = writeln!(out, "  {:>5}  flaky: {}", check.count, check.check);
                 }
