@@ -55,5 +55,7 @@ mod browser;
 mod tree;
 // `harness mcp` with the official Python SDK and the real Claude Code as clients.
 mod mcp;
+// Gates the judged code cannot game: the gaming rules, the test runners' own reports, holdouts.
+mod gaming;
 // Golden files of `run --json` of the quickstart and `report --json` over it.
 mod golden;

@@ -579,6 +579,30 @@ impl Launcher {
         };
         let mut env = check.env.clone();
         env.extend(self.env.iter().cloned());
+        let mut list_env = list_env;
+        // pytest names every test it collected through a plugin of harness's (whatever
+        // verbosity the command or its configuration asks for).
+        let collected = match (found.runner, &self.reports) {
+            (runner::Runner::Pytest, Some(dir)) => {
+                let plugin = dir.path().join("harness_collect.py");
+                let listed = dir.path().join("collected.txt");
+                std::fs::write(&plugin, runner::PYTEST_COLLECT_PLUGIN)
+                    .map_err(|e| format!("cannot write the collection plugin: {e}"))?;
+                let pythonpath = match env.iter().find(|(k, _)| k == "PYTHONPATH") {
+                    Some((_, existing)) => format!("{}:{existing}", dir.path().display()),
+                    None => dir.path().display().to_string(),
+                };
+                for (key, value) in &mut list_env {
+                    if key == "PYTEST_ADDOPTS" {
+                        value.push_str(" -p harness_collect");
+                    }
+                }
+                list_env.push(("PYTHONPATH".to_owned(), pythonpath));
+                list_env.push(("HARNESS_COLLECTED".to_owned(), listed.display().to_string()));
+                Some(listed)
+            }
+            _ => None,
+        };
         env.retain(|(k, _)| !list_env.iter().any(|(p, _)| p == k));
         env.extend(list_env);
         let started = std::time::Instant::now();
@@ -600,6 +624,17 @@ impl Launcher {
             ));
         }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if let Some(names) =
+            collected.and_then(|file| harness_builtins::read_regular(&file, 64 * 1024 * 1024).ok())
+        {
+            let names: Vec<String> = names.lines().map(str::to_owned).collect();
+            return Ok(runner::BaseTests {
+                count: names.len() as u64,
+                names,
+                unit: "tests".to_owned(),
+                duration_ms,
+            });
+        }
         match runner::parse_list(found.runner, &run.stdout) {
             Some((count, names, unit)) => Ok(runner::BaseTests {
                 count,

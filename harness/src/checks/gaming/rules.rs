@@ -47,6 +47,7 @@ pub(crate) const TEST_FRAMEWORK: Rule = Rule {
 };
 
 /// Every rule, in the order reports list them.
+#[cfg(test)]
 pub(crate) const RULES: [Rule; 4] = [
     SPECIAL_CASED_INPUT,
     READS_CALLER,
@@ -315,10 +316,12 @@ pub(crate) const PATTERNS: &[Pattern] = &[
     pattern("judge-env", TEST_FRAMEWORK, ALL, r"\bHARNESS_[A-Z][A-Z_]*\b", "reads the judge's environment").text(),
 ];
 
+/// A pattern with its expression and its exception, compiled.
+pub(crate) type Compiled = (Pattern, Regex, Option<Regex>);
+
 /// The patterns for `language` with their compiled expressions (compiled once per process).
-pub(crate) fn compiled(language: Language) -> &'static [(Pattern, Regex, Option<Regex>)] {
-    static ALL_COMPILED: OnceLock<Vec<(Language, Vec<(Pattern, Regex, Option<Regex>)>)>> =
-        OnceLock::new();
+pub(crate) fn compiled(language: Language) -> &'static [Compiled] {
+    static ALL_COMPILED: OnceLock<Vec<(Language, Vec<Compiled>)>> = OnceLock::new();
     let all = ALL_COMPILED.get_or_init(|| {
         [
             Language::Python,

@@ -32,6 +32,7 @@ impl Language {
     }
 
     /// Its name in rule tables and messages.
+    #[cfg(test)]
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Language::Python => "python",
@@ -314,11 +315,11 @@ pub(crate) fn find_word(code: &str, word: &str) -> Option<usize> {
 /// a single unparenthesised arrow parameter (`x => …`), that name.
 fn params(language: Language, rest: &str) -> Vec<String> {
     let rest = rest.trim_start();
-    let inner = if rest.starts_with('(') {
+    let inner = if let Some(open) = rest.strip_prefix('(') {
         match matching(rest, 0) {
             Some(close) => &rest[1..close],
             // A header whose parameters go on past its line: what is on it.
-            None => &rest[1..],
+            None => open,
         }
     } else {
         return rest
@@ -648,7 +649,7 @@ fn string_start(
             }
             let raw = chars[i..i + prefix]
                 .iter()
-                .any(|p| p.to_ascii_lowercase() == 'r');
+                .any(|p| p.eq_ignore_ascii_case(&'r'));
             let triple = at(prefix + 1) == Some(quote) && at(prefix + 2) == Some(quote);
             Some((prefix, quote, if triple { 3 } else { 1 }, 0, raw))
         }
@@ -700,11 +701,11 @@ fn number(written: &str) -> String {
         "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
         "f32", "f64", "n", "l",
     ] {
-        if !hex || !suffix.starts_with('f') {
-            if let Some(stripped) = text.strip_suffix(suffix).filter(|s| !s.is_empty()) {
-                text = stripped.to_owned();
-                break;
-            }
+        if (!hex || !suffix.starts_with('f'))
+            && let Some(stripped) = text.strip_suffix(suffix).filter(|s| !s.is_empty())
+        {
+            text = stripped.to_owned();
+            break;
         }
     }
     text

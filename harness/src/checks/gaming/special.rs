@@ -104,7 +104,7 @@ fn matches(
         && (strong || !expected.trivial())
     {
         let row: Vec<Lit> = test.args.iter().chain([expected]).cloned().collect();
-        if fact.rows.iter().any(|r| *r == row) {
+        if fact.rows.contains(&row) {
             return true;
         }
     }
@@ -125,10 +125,7 @@ fn matches(
         }
     }
     // A tuple of the inputs compared with the test's whole argument list.
-    if test.args.len() >= 2
-        && fact.tuples.iter().any(|t| *t == test.args)
-        && (strong || expected_near())
-    {
+    if test.args.len() >= 2 && fact.tuples.contains(&test.args) && (strong || expected_near()) {
         return true;
     }
     // The inputs compared one by one: every argument of a multi-argument call.

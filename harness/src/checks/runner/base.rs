@@ -74,7 +74,7 @@ pub(crate) fn collect(
         .collect();
     let mut jobs: Vec<(CheckSpec, Found, Arc<Launcher>)> = Vec::new();
     if !listed.is_empty() {
-        let launcher = Arc::new(Launcher::new(root, m.isolation, Vec::new(), false)?);
+        let launcher = Arc::new(Launcher::new(root, m.isolation, Vec::new(), true)?);
         jobs.extend(
             listed
                 .into_iter()

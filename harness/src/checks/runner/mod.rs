@@ -362,7 +362,7 @@ impl Found {
 
     /// How to list the tests of the workspace without running them (the base count), when the
     /// runner has a list mode and the command can be edited for it: the argv and the variables.
-    pub(crate) fn list(&self) -> Option<(Vec<String>, Vec<(String, String)>)> {
+    pub(crate) fn list(&self) -> Option<(Vec<String>, Env)> {
         let edit = |edit: Edit| -> Option<Vec<String>> {
             let (index, _) = self.at?;
             self.command.edited(index, &edit).map(|c| c.argv())
@@ -420,6 +420,13 @@ impl Found {
         }
     }
 }
+
+/// A pytest plugin writing the node id of every collected test to `$HARNESS_COLLECTED`: the
+/// base's names, however verbose the command's own output is.
+pub(crate) const PYTEST_COLLECT_PLUGIN: &str = "import os\n\n\ndef pytest_collection_finish(session):\n    with open(os.environ[\"HARNESS_COLLECTED\"], \"w\") as listed:\n        for item in session.items:\n            listed.write(item.nodeid + \"\\n\")\n";
+
+/// Variables set for a run, name and value.
+pub(crate) type Env = Vec<(String, String)>;
 
 /// The tests the untouched workspace holds, by the runner's list mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -521,13 +528,13 @@ pub(crate) fn judge(
             found.files.unwrap_or(0),
             base.count
         ))
-    } else if let Some(min) = min_tests.filter(|m| counts.passed < *m) {
-        Some(format!(
-            "{name} passed {} tests, fewer than min_tests = {min}",
-            counts.passed
-        ))
     } else {
-        None
+        min_tests.filter(|m| counts.passed < *m).map(|min| {
+            format!(
+                "{name} passed {} tests, fewer than min_tests = {min}",
+                counts.passed
+            )
+        })
     };
     Verdict { report, failure }
 }

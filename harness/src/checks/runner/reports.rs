@@ -452,7 +452,7 @@ pub(crate) fn parse_list(runner: Runner, stdout: &str) -> Option<(u64, Vec<Strin
                 .collect();
             let counted =
                 lines().any(|l| l.ends_with(" tests, 0 benchmarks") || l.contains(" tests, "));
-            (!names.is_empty() || counted).then(|| (names.len() as u64, names, "tests"))
+            (!names.is_empty() || counted).then_some((names.len() as u64, names, "tests"))
         }
         Runner::Go => {
             static NAME: LazyLock<Regex> = LazyLock::new(|| {
@@ -463,7 +463,7 @@ pub(crate) fn parse_list(runner: Runner, stdout: &str) -> Option<(u64, Vec<Strin
                 .map(str::to_owned)
                 .collect();
             let ok = lines().any(|l| l.starts_with("ok ") || l.starts_with("?"));
-            (ok || !names.is_empty()).then(|| (names.len() as u64, names, "tests"))
+            (ok || !names.is_empty()).then_some((names.len() as u64, names, "tests"))
         }
         Runner::Jest => {
             let files = lines()
@@ -541,7 +541,8 @@ mod tests {
     #[test]
     fn every_recorded_runner_is_read_as_it_reported() {
         // (runner, fixture dir, state, expected (passed, failed, skipped) or None: no report)
-        let cases: &[(Runner, &str, &str, Option<(u64, u64, u64)>)] = &[
+        type Case<'a> = (Runner, &'a str, &'a str, Option<(u64, u64, u64)>);
+        let cases: &[Case<'_>] = &[
             (Runner::Pytest, "pytest", "a_all_pass", Some((3, 0, 0))),
             (Runner::Pytest, "pytest", "b_one_fails", Some((2, 1, 0))),
             (Runner::Pytest, "pytest", "c_one_skipped", Some((2, 0, 1))),
