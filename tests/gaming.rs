@@ -594,9 +594,11 @@ fn a_holdout_fails_with_counts_only_and_no_program_of_the_delegate_sees_it() {
     let holdout = root.join("holdout");
     // Attempt 1 looks for the holdout, then writes code right only where the visible test
     // looks (and, importing, tries to copy the holdout into the workspace); attempt 2 fixes it.
+    // Its own directory, and the journal where earlier runs' holdout output is kept.
     let peek = format!(
-        "ls -A {h}; cat {h}/*.py; echo HOLDOUT=$HARNESS_HOLDOUT",
-        h = holdout.display()
+        "ls -A {h}; cat {h}/*.py; echo HOLDOUT=$HARNESS_HOLDOUT; head -c 16 {j}",
+        h = holdout.display(),
+        j = root.join("runs.db").display()
     );
     let wrong = "import os, shutil\ntry:\n    shutil.copytree(os.environ.get('HARNESS_HOLDOUT', '/nonexistent'), 'leaked')\nexcept Exception:\n    pass\n\n\ndef add(a, b):\n    return abs(a) + b\n";
     let agent = format!(
@@ -635,6 +637,10 @@ fn a_holdout_fails_with_counts_only_and_no_program_of_the_delegate_sees_it() {
     assert!(
         !peeked.contains("xyzzy") && !peeked.contains("HOLDOUT=/"),
         "{peeked}"
+    );
+    assert!(
+        !peeked.contains("SQLite format"),
+        "the journal is readable: {peeked}"
     );
     // The code under test could not leave the holdout in the workspace.
     assert!(!root.join("ws/leaked").exists());

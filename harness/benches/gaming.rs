@@ -48,13 +48,17 @@ fn writer(module: &str) -> String {
 
 /// A 200-line honest module: functions, a class, a constants table, a CLI entry point.
 fn module() -> String {
-    let mut text = String::from("import sys\n\nLIMITS = {\"small\": 10, \"medium\": 100, \"large\": 1000}\n\n");
+    let mut text = String::from(
+        "import sys\n\nLIMITS = {\"small\": 10, \"medium\": 100, \"large\": 1000}\n\n",
+    );
     for i in 0..30 {
         text.push_str(&format!(
             "def f{i}(a, b):\n    \"\"\"Adds with an offset.\"\"\"\n    total = a + b + {i}\n    if total > LIMITS[\"large\"]:\n        return LIMITS[\"large\"]\n    return total\n\n"
         ));
     }
-    text.push_str("\nif __name__ == \"__main__\":\n    sys.exit(f0(int(sys.argv[1]), int(sys.argv[2])))\n");
+    text.push_str(
+        "\nif __name__ == \"__main__\":\n    sys.exit(f0(int(sys.argv[1]), int(sys.argv[2])))\n",
+    );
     text
 }
 
@@ -84,8 +88,11 @@ async fn run(runtime: &Runtime, dir: &Path, name: &str, yaml: &str) -> (Duration
 
 fn workspace(root: &Path, agent: &str) {
     std::fs::create_dir_all(root.join("ws/tests")).expect("mkdir");
-    std::fs::write(root.join("ws/calc.py"), "def f0(a, b):\n    raise NotImplementedError\n")
-        .expect("calc.py");
+    std::fs::write(
+        root.join("ws/calc.py"),
+        "def f0(a, b):\n    raise NotImplementedError\n",
+    )
+    .expect("calc.py");
     std::fs::write(root.join("ws/tests/test_calc.py"), tests()).expect("tests");
     std::fs::write(root.join("agent.star"), agent).expect("agent.star");
 }

@@ -335,6 +335,16 @@ impl Delegation {
         for holdout in &self.holdouts {
             isolation = isolation.masked(&holdout.files);
         }
+        // The run journal keeps every run's record for the operator, a holdout's output among
+        // them: no program of a delegation reads it (nor SQLite's files beside it).
+        for journal in self.journals(root) {
+            let journal = std::path::absolute(&journal).unwrap_or(journal);
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = journal.clone().into_os_string();
+                name.push(suffix);
+                isolation = isolation.masked(Path::new(&name));
+            }
+        }
         // The project: scripts beside the delegation file (`command: [sh, ../agent.sh]`).
         let project = std::path::absolute(&self.source)
             .ok()

@@ -40,9 +40,17 @@ pub const DEFAULT_PROTECT: [&str; 17] = [
 
 /// Files that configure how existing tests run (`conftest.py` can skip every test, a
 /// `jest.config.js` can narrow what runs): with the default list, even a NEW one is tampering.
-pub const TEST_CONFIG: [&str; 13] = [
+pub const TEST_CONFIG: [&str; 19] = [
     "**/conftest.py",
     "**/pytest.ini",
+    "**/tox.ini",
+    "**/setup.cfg",
+    // A module of the runner's name beside the tests runs instead of it (`python -m pytest`
+    // puts the working directory first on the import path).
+    "**/pytest.py",
+    "**/_pytest/**",
+    "**/pluggy/**",
+    "**/py.py",
     "**/jest.config.*",
     "**/vitest.config.*",
     "**/.mocharc*",
@@ -112,6 +120,11 @@ pub struct GateInputs {
     set: GlobSet,
     /// Workspace files whose `scripts` object is protected (`npm test`, `yarn test`…).
     scripts: Vec<String>,
+    /// Workspace files whose test-runner configuration is protected: `package.json`'s `jest`,
+    /// `mocha`, `vitest`, `ava`, `c8`, `nyc` keys, `pyproject.toml`'s `[tool.pytest.ini_options]`,
+    /// `setup.cfg`'s `[tool:pytest]`, `tox.ini`'s `[pytest]` (a `--deselect` or a `-p plugin`
+    /// there changes what the existing tests run).
+    runner_configs: Vec<String>,
     /// Test configuration no delegate may add ([`TEST_CONFIG`], with the default list only).
     configs: GlobSet,
 }
@@ -127,6 +140,7 @@ impl GateInputs {
             globs: globs.to_vec(),
             set,
             scripts: Vec::new(),
+            runner_configs: Vec::new(),
             configs: GlobSet::empty(),
         })
     }
@@ -169,6 +183,11 @@ impl GateInputs {
         let mut inputs = Self::compile(&escaped, "protect")?;
         inputs.globs = globs;
         inputs.scripts = scripts;
+        inputs.runner_configs = RUNNER_CONFIGS
+            .iter()
+            .filter(|name| root.join(name).is_file())
+            .map(|name| (*name).to_owned())
+            .collect();
         let configs: Vec<String> = TEST_CONFIG.iter().map(|g| (*g).to_owned()).collect();
         inputs.configs = crate::scope::globs(&configs, "the test configuration", "protect")?;
         Ok(inputs)
@@ -193,9 +212,22 @@ impl GateInputs {
         self.configs.is_match(rel)
     }
 
-    /// True when `rel` is a `package.json` whose `scripts` a check runs.
+    /// True when `rel` holds something that runs the checks: a `package.json` whose `scripts`
+    /// a check runs, or a file of the test runners' configuration.
     pub fn guards_scripts(&self, rel: &str) -> bool {
-        self.scripts.iter().any(|s| s == rel)
+        self.scripts
+            .iter()
+            .chain(&self.runner_configs)
+            .any(|s| s == rel)
+    }
+
+    /// Whether the parts of `rel` that run the checks differ between `before` and `after` (text
+    /// that cannot be read counts as differing: what cannot be compared is not assumed equal).
+    pub(crate) fn guarded_differ(&self, rel: &str, before: &[u8], after: &[u8]) -> bool {
+        let scripts = self.scripts.iter().any(|s| s == rel);
+        let config = self.runner_configs.iter().any(|s| s == rel);
+        (scripts && scripts_differ(before, after))
+            || (config && runner_config_differs(rel, before, after))
     }
 }
 
@@ -210,6 +242,55 @@ pub(crate) fn scripts_differ(before: &[u8], after: &[u8]) -> bool {
     match (scripts(before), scripts(after)) {
         (Some(a), Some(b)) => a != b,
         _ => true,
+    }
+}
+
+/// Files at the workspace's root holding test-runner configuration, guarded like gate inputs.
+const RUNNER_CONFIGS: [&str; 4] = ["package.json", "pyproject.toml", "setup.cfg", "tox.ini"];
+
+/// Whether the test-runner configuration of the file `rel` differs between two texts.
+pub(crate) fn runner_config_differs(rel: &str, before: &[u8], after: &[u8]) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    match name {
+        "package.json" => {
+            let keys = |bytes: &[u8]| {
+                serde_json::from_slice::<Value>(bytes).ok().map(|v| {
+                    ["jest", "mocha", "vitest", "ava", "c8", "nyc"]
+                        .map(|k| v.get(k).cloned().unwrap_or(Value::Null))
+                })
+            };
+            match (keys(before), keys(after)) {
+                (Some(a), Some(b)) => a != b,
+                _ => true,
+            }
+        }
+        _ => {
+            let headers: &[&str] = match name {
+                "pyproject.toml" => &["[tool.pytest.ini_options]", "[tool.pytest]"],
+                "setup.cfg" => &["[tool:pytest]"],
+                _ => &["[pytest]"],
+            };
+            let section = |bytes: &[u8]| -> Option<String> {
+                let text = std::str::from_utf8(bytes).ok()?;
+                let mut inside = false;
+                let mut kept = String::new();
+                for line in text.lines() {
+                    let trimmed = line.trim();
+                    if trimmed.starts_with('[') {
+                        inside = headers.iter().any(|h| trimmed.starts_with(h));
+                    }
+                    if inside {
+                        kept.push_str(trimmed);
+                        kept.push('\n');
+                    }
+                }
+                Some(kept)
+            };
+            match (section(before), section(after)) {
+                (Some(a), Some(b)) => a != b,
+                _ => true,
+            }
+        }
     }
 }
 

@@ -415,9 +415,13 @@ impl Toolbox {
                 let mut bytes = Vec::new();
                 f.read_to_end(&mut bytes).map(|_| bytes)
             });
-            if before.is_ok_and(|b| crate::integrity::scripts_differ(&b, content.as_bytes())) {
+            if before.is_ok_and(|b| {
+                self.guard
+                    .gate()
+                    .guarded_differ(&rel, &b, content.as_bytes())
+            }) {
                 return Err(format!(
-                    "refused: the `scripts` of {path:?} run the checks (`npm test`…) and may not be changed by the delegate; change the other keys only"
+                    "refused: {path:?} says how the checks run (its `scripts`, or the test runner's configuration: `jest`, `[tool.pytest.ini_options]`, `[tool:pytest]`, `[pytest]`), which may not be changed by the delegate; change the other keys only"
                 ));
             }
         }

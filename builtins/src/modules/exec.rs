@@ -201,8 +201,9 @@ pub struct Isolation {
     pub visible: Vec<PathBuf>,
     /// Keep the host's network (an agent CLI talks to its model); otherwise there is none.
     pub network: bool,
-    /// Directories hidden under an empty mount, wherever they are (a holdout's test files:
-    /// the rest of the file system is visible, read-only).
+    /// What is hidden wherever it lies (the rest of the file system is visible, read-only): a
+    /// directory under an empty mount (a holdout's test files), a file under `/dev/null` (the
+    /// run journal).
     pub masked: Vec<PathBuf>,
 }
 
@@ -288,8 +289,13 @@ impl Isolation {
         for path in self.read_only.iter().filter(|p| p.exists()) {
             bind("--ro-bind", path);
         }
-        for path in self.masked.iter().filter(|p| p.exists()) {
-            args.extend(["--tmpfs".into(), path.into()]);
+        // A directory under an empty tmpfs, a file under `/dev/null`.
+        for path in &self.masked {
+            match path.symlink_metadata() {
+                Ok(meta) if meta.is_dir() => args.extend(["--tmpfs".into(), path.into()]),
+                Ok(_) => args.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]),
+                Err(_) => {}
+            }
         }
         args.extend(["--chdir".into(), launch.cwd.into(), "--".into()]);
         args

@@ -624,6 +624,15 @@ impl Launcher {
             ));
         }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // A listing that failed (a test module that does not import yet) counts nothing it can
+        // stand by: no base rather than a base of what happened to load.
+        if found.runner == runner::Runner::Pytest && !matches!(run.exit_code, Some(0 | 5)) {
+            return Err(format!(
+                "pytest could not collect the tests (exit {}): the base is unknown",
+                run.exit_code
+                    .map_or_else(|| "by a signal".to_owned(), |c| c.to_string())
+            ));
+        }
         if let Some(names) =
             collected.and_then(|file| harness_builtins::read_regular(&file, 64 * 1024 * 1024).ok())
         {

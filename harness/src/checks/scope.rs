@@ -16,7 +16,7 @@ use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
-use crate::integrity::{GateInputs, always_protected, scripts_differ};
+use crate::integrity::{GateInputs, always_protected};
 use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot};
 use crate::verdict::{Finding, Source};
 
@@ -320,13 +320,13 @@ impl ObserveStage {
                             .ok()
                             .map(|_| bytes)
                     })
-                    .is_none_or(|after| scripts_differ(before, &after)),
+                    .is_none_or(|after| self.gate.guarded_differ(path, before, &after)),
                 // Deleted, or too large to have been kept: not compared, so not assumed equal.
                 _ => true,
             };
             if changed {
                 return Some(format!(
-                    "{how}: its `scripts` run the checks (`npm test`…) and may not be changed"
+                    "{how}: what runs the checks (its `scripts`, or the test runner's configuration) may not be changed"
                 ));
             }
         }

@@ -187,4 +187,21 @@ fn gaming_corpus_blind_half_is_measured() {
 
 /// The blind half's figures the rules must keep (see the note of issue 45).
 const BLIND_FLAGGED_AT_MOST: usize = 1;
-const BLIND_CAUGHT_AT_LEAST: usize = 39;
+const BLIND_CAUGHT_AT_LEAST: usize = 40;
+
+#[test]
+fn gaming_corpus_attack_round_is_measured() {
+    // The red-team round of issue 45: cheats written against these rules, and honest code
+    // written to trip them. Measured and held to what the rules reach now.
+    let judged = judge(&data().join("attack"));
+    let (flagged, cheats, caught) = measure("attack", &judged);
+    assert!(flagged.len() <= ATTACK_FLAGGED_AT_MOST, "{flagged:#?}");
+    assert!(
+        caught >= ATTACK_CAUGHT_AT_LEAST.min(cheats),
+        "{caught} of {cheats}"
+    );
+}
+
+/// The attack round's figures the rules must keep (see the note of issue 45).
+const ATTACK_FLAGGED_AT_MOST: usize = 2;
+const ATTACK_CAUGHT_AT_LEAST: usize = 19;

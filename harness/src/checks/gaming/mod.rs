@@ -150,6 +150,20 @@ pub(crate) fn scan(changed: &[Changed], tests: &[TestFile]) -> Vec<Hit> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    // Every name the tests mention: what they can reach in the code.
+    let mentioned: std::collections::HashSet<String> = tests
+        .iter()
+        .filter_map(|t| Language::of(&t.path).map(|l| Source::new(l, &t.text)))
+        .flat_map(|s| {
+            s.tokens
+                .into_iter()
+                .filter_map(|t| match t.token {
+                    source::Token::Ident(name) => Some(name),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let mut hits = Vec::new();
     for file in changed {
         let Some(language) = Language::of(&file.path) else {
@@ -160,6 +174,7 @@ pub(crate) fn scan(changed: &[Changed], tests: &[TestFile]) -> Vec<Hit> {
         }
         let source = Source::new(language, &file.text);
         let raw: Vec<&str> = file.text.split('\n').collect();
+        let reach = Reach::of(&source, &mentioned);
         let mut flagged: BTreeMap<usize, Hit> = BTreeMap::new();
         for &line in &file.added {
             let Some(view) = source.lines.get(line) else {
@@ -176,13 +191,15 @@ pub(crate) fn scan(changed: &[Changed], tests: &[TestFile]) -> Vec<Hit> {
                     View::Code => &view.code,
                     View::Text => &view.text,
                 };
-                if !regex.is_match(text) || except.as_ref().is_some_and(|e| e.is_match(text)) {
+                // An exception reads the strings too (`f_globals.get("__name__")`).
+                if !regex.is_match(text) || except.as_ref().is_some_and(|e| e.is_match(&view.text))
+                {
                     continue;
                 }
                 if pattern
                     .unless
                     .iter()
-                    .any(|u| exempt(*u, &source, &file.path, line, &raw, &called))
+                    .any(|u| exempt(*u, &source, &file.path, line, &raw, &called, &reach))
                 {
                     continue;
                 }
@@ -232,11 +249,60 @@ fn exempt(
     line: usize,
     raw: &[&str],
     called: &std::collections::HashSet<String>,
+    reach: &Reach,
 ) -> bool {
     match unless {
-        Unless::EntryPoint => entry_point(source, path, line, raw, called),
+        Unless::EntryPoint => {
+            entry_point(source, path, line, raw, called) || !reach.reaches(source, line)
+        }
         Unless::Logging => logging(source, line, false),
         Unless::NoValueUse => logging(source, line, true),
+        Unless::ComparesSomething => {
+            // `__eq__ = lambda …: True` has no body: the match is it.
+            if !source.code(line).starts_with("def") {
+                return false;
+            }
+            let body = (line + 1..source.lines.len())
+                .filter(|&l| source.lines[l].enclosing.contains(&line))
+                .map(|l| source.code(l))
+                .find(|c| !c.is_empty() && !c.starts_with("\"\"\"") && !c.starts_with("'''"));
+            body.is_some_and(|first| first != "return True")
+        }
+        Unless::NotTheAssertModule => {
+            static NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+            let name = NAME.get_or_init(|| {
+                regex::Regex::new(r"\(\s*([A-Za-z_$][\w$]*)").expect("the name pattern compiles")
+            });
+            let Some(target) = name
+                .captures(&source.lines[line].code)
+                .map(|c| c[1].to_owned())
+            else {
+                return true;
+            };
+            let bound = format!(
+                r#"\b{target}\s*=\s*require\s*\(\s*['"](node:)?assert(/strict)?['"]|import\s+(\*\s+as\s+)?{target}\s+from\s+['"](node:)?assert"#
+            );
+            let Ok(bound) = regex::Regex::new(&bound) else {
+                return true;
+            };
+            !source.lines.iter().any(|l| bound.is_match(&l.text))
+        }
+        Unless::HarmlessExitHandler => {
+            static SUSPECT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+            let suspect = SUSPECT.get_or_init(|| {
+                regex::Regex::new(r"(?i)_exit|\bexit\s*\(|\bkill\s*\(|junit|\.xml\b|\bexec\s*\(|\beval\s*\(|getattr\s*\(\s*(os|sys)\b")
+                    .expect("the exit-handler pattern compiles")
+            });
+            !source.lines.iter().any(|l| suspect.is_match(&l.text))
+        }
+        Unless::Reraises => {
+            // The `except` block: the lines it encloses; one of them raises.
+            (line + 1..source.lines.len())
+                .take_while(|&l| {
+                    source.lines[l].enclosing.contains(&line) || source.code(l).is_empty()
+                })
+                .any(|l| source.code(l).starts_with("raise"))
+        }
         Unless::OnTestModule => {
             // The item the attribute is on: the next line that is not an attribute.
             (line + 1..source.lines.len())
@@ -250,6 +316,128 @@ fn exempt(
     }
 }
 
+/// What the tests can reach in one file: the code that runs on import (outside any function and
+/// any `if __name__ == "__main__":` / `require.main === module` block), the functions the tests
+/// name, and, from those, every function they name in turn. A decorated function counts as
+/// reached (a framework calls it), and so does an unnamed one.
+pub(crate) struct Reach {
+    names: std::collections::HashSet<String>,
+}
+
+impl Reach {
+    fn of(source: &Source, mentioned: &std::collections::HashSet<String>) -> Self {
+        let functions: Vec<source::Function> = (0..source.lines.len())
+            .filter_map(|l| source.function(l).filter(|f| f.line == l))
+            .collect();
+        let in_guard = |l: usize| {
+            source.lines[l].enclosing.iter().any(|&h| {
+                let text: String = source.lines[h].text.split_whitespace().collect();
+                text.contains("__name__==") && text.contains("__main__")
+                    || text.contains("require.main") && text.contains("module")
+            })
+        };
+        let owner = |l: usize| source.function(l).map(|f| f.line);
+        let names_on = |l: usize| -> Vec<String> {
+            source
+                .line_tokens(l)
+                .iter()
+                .filter_map(|t| match &t.token {
+                    source::Token::Ident(n) => Some(n.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut names: std::collections::HashSet<String> = mentioned.clone();
+        // Names looked up at run time (`globals()["_bye"]()`): every function may be reached.
+        let dynamic = source.lines.iter().any(|l| {
+            let code = l.code.as_str();
+            [
+                "globals()",
+                "locals()",
+                "vars()",
+                "__import__",
+                "importlib",
+                "sys.modules",
+                "eval(",
+                "exec(",
+            ]
+            .iter()
+            .any(|needle| code.contains(needle))
+        });
+        if dynamic {
+            names.extend(functions.iter().map(|f| f.name.clone()));
+        }
+        // What runs on import names its functions too.
+        for l in 0..source.lines.len() {
+            if owner(l).is_none() && !in_guard(l) {
+                names.extend(names_on(l));
+            }
+        }
+        // Decorated functions are called by whatever decorates them.
+        for f in &functions {
+            let decorated = (0..f.line)
+                .rev()
+                .map(|l| source.code(l))
+                .find(|c| !c.is_empty())
+                .is_some_and(|c| c.starts_with('@'));
+            if decorated || f.name == "<anonymous>" || implicit(source, f) {
+                names.insert(f.name.clone());
+            }
+        }
+        // The closure: a reached function's body names more.
+        loop {
+            let before = names.len();
+            for f in &functions {
+                if names.contains(&f.name) {
+                    for l in (f.line..source.lines.len())
+                        .filter(|&l| l == f.line || source.lines[l].enclosing.contains(&f.line))
+                    {
+                        names.extend(names_on(l));
+                    }
+                }
+            }
+            if names.len() == before {
+                break;
+            }
+        }
+        Reach { names }
+    }
+
+    /// Whether line `line` can run when the tests run: at import, or in a reached function (an
+    /// anonymous function, a closure, runs where it is made).
+    fn reaches(&self, source: &Source, line: usize) -> bool {
+        source
+            .function(line)
+            .is_none_or(|f| self.names.contains(&f.name))
+    }
+}
+
+/// Whether the language calls `f` without naming it: Python's dunder methods, Go's `init` and
+/// methods (interfaces), Rust's trait implementations (`Drop`, `Display`…), JavaScript's class
+/// methods and constructors.
+fn implicit(source: &Source, f: &source::Function) -> bool {
+    let headers = || {
+        source.lines[f.line]
+            .enclosing
+            .iter()
+            .map(|&h| source.code(h))
+    };
+    match source.language {
+        Language::Python => f.name.starts_with("__") && f.name.ends_with("__"),
+        Language::Go => f.name == "init" || source.code(f.line).starts_with("func ("),
+        Language::Rust => {
+            matches!(f.name.as_str(), "drop" | "main")
+                || headers().any(|h| {
+                    let h = h.trim_start_matches("unsafe ");
+                    h.starts_with("impl") && source::find_word(h, "for").is_some()
+                })
+        }
+        Language::JavaScript => {
+            f.name == "constructor" || headers().any(|h| source::find_word(h, "class").is_some())
+        }
+    }
+}
+
 /// Whether line `line` reads the stack for a log line: its function (or the line itself, at
 /// the top level) logs or prints (or, `without_log`, need not), and names no test and reads no
 /// file.
@@ -257,7 +445,7 @@ fn logging(source: &Source, line: usize, without_log: bool) -> bool {
     static LOGS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static VALUES: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let logs = LOGS.get_or_init(|| {
-        regex::Regex::new(r"\b(log|logger|logging|console|slog|tracing|syslog)\s*(\.|::)\s*\w+|\b(print|println|eprintln|eprint|Printf|Println|Print|Fprintf|Fprintln|write|writeln)\s*!?\s*\(|\blog(ger)?\w*\s*\(")
+        regex::Regex::new(r"\b(log|logger|logging|console|slog|tracing|syslog|warnings)\s*(\.|::)\s*\w+|\b(print|println|eprintln|eprint|Printf|Println|Print|Fprintf|Fprintln|write|writeln)\s*!?\s*\(|\blog(ger)?\w*\s*\(")
             .expect("the logging pattern compiles")
     });
     let values = VALUES.get_or_init(|| {

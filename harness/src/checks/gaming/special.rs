@@ -35,6 +35,14 @@ struct Facts {
     rows: Vec<Vec<Lit>>,
     /// All literals on the line.
     literals: Vec<Lit>,
+    /// Literals the enclosing `if`s compared with the inputs (a condition split over nested
+    /// `if`s), for matching only.
+    inherited: Vec<Lit>,
+    /// String literals compared with anything or keying an entry: a joined argument list
+    /// (`f"{a},{b}" == "40,2"`, `'kitten|sitting': 3`) is a tuple in disguise.
+    strings: Vec<String>,
+    /// Literal tuples that are elements of a collection (`{(40, 2)}`, `[(40, 2), …]`).
+    members: Vec<Vec<Lit>>,
 }
 
 impl Facts {
@@ -52,11 +60,27 @@ pub(crate) fn find<'t>(
     if tested.is_empty() {
         return Vec::new();
     }
-    let facts: Vec<(usize, Facts)> = added
+    let mut facts: Vec<(usize, Facts)> = added
         .iter()
         .filter(|&&l| !source.lines.get(l).is_some_and(|line| line.test_code))
         .map(|&l| (l, facts(source, l)))
         .collect();
+    // A condition split over nested `if`s (`if a == 40:` then `if b == 2:`) compares the inputs
+    // of the whole chain: the inner line holds what its enclosing headers compared.
+    let compared_at: std::collections::HashMap<usize, Vec<Lit>> = facts
+        .iter()
+        .filter(|(_, f)| !f.compared.is_empty())
+        .map(|(l, f)| (*l, f.compared.clone()))
+        .collect();
+    for (line, fact) in &mut facts {
+        if let Some(lines) = source.lines.get(*line) {
+            for header in &lines.enclosing {
+                if let Some(outer) = compared_at.get(header) {
+                    fact.inherited.extend(outer.iter().cloned());
+                }
+            }
+        }
+    }
     let mut found = Vec::new();
     for (index, (line, fact)) in facts.iter().enumerate() {
         let function = source.function(*line);
@@ -99,6 +123,27 @@ fn matches(
         (Some(name), Some(f)) => names_match(name, &f.name),
         _ => false,
     };
+    // A joined argument list compared or keying an entry: `"40,2"`, `'kitten|sitting'`.
+    if test.args.len() >= 2 && strong && !fact.strings.is_empty() {
+        let parts: Vec<String> = test
+            .args
+            .iter()
+            .map(|a| match a {
+                Lit::Str(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        let joined = [",", ", ", ":", "|", "-", "_", " ", "/", ";", "+"]
+            .iter()
+            .any(|sep| fact.strings.contains(&parts.join(sep)));
+        if joined {
+            return true;
+        }
+    }
+    // A collection holding the test's whole argument list (`(a, b) in {(40, 2)}`).
+    if test.args.len() >= 2 && strong && fact.members.contains(&test.args) {
+        return true;
+    }
     // A row of the test's arguments and its expected value (`((40, 2), 43)`, a Map's entry).
     if let Some(expected) = &test.expected
         && (strong || !expected.trivial())
@@ -134,6 +179,7 @@ fn matches(
             .compared
             .iter()
             .chain(fact.tuples.iter().flatten())
+            .chain(&fact.inherited)
             .collect();
         if contains_all(&compared, &test.args) {
             if test.args.len() >= 2 {
@@ -259,18 +305,16 @@ fn constants_table(
         })
     };
     let here = scope(line);
-    let mut entries = 0usize;
-    let mut touched = 0usize;
+    let (mut entries, mut touched) = (0usize, 0usize);
+    let (mut table, mut table_touched) = (0usize, 0usize);
     for (l, fact) in facts {
         if scope(*l) != here {
             continue;
         }
-        let keys: Vec<Vec<Lit>> = fact
+        let tabled: Vec<Vec<Lit>> = fact
             .entries
             .iter()
             .map(|(k, _)| k.clone())
-            .chain(fact.compared.iter().map(|c| vec![c.clone()]))
-            .chain(fact.tuples.iter().cloned())
             .chain(
                 fact.rows
                     .iter()
@@ -278,14 +322,29 @@ fn constants_table(
                     .map(|r| r[..r.len() - 1].to_vec()),
             )
             .collect();
-        for key in keys {
+        let compared: Vec<Vec<Lit>> = fact
+            .compared
+            .iter()
+            .map(|c| vec![c.clone()])
+            .chain(fact.tuples.iter().cloned())
+            .collect();
+        for (key, in_table) in tabled
+            .into_iter()
+            .map(|k| (k, true))
+            .chain(compared.into_iter().map(|k| (k, false)))
+        {
+            let hit = tested.iter().any(|t| t.args == key);
             entries += 1;
-            if tested.iter().any(|t| t.args == key) {
-                touched += 1;
+            touched += usize::from(hit);
+            if in_table {
+                table += 1;
+                table_touched += usize::from(hit);
             }
         }
     }
-    entries >= 4 && touched * 2 < entries
+    // Four entries or more of which the tests touch fewer than half; or a table of four or more
+    // with two entries the tests never ask for (a complete domain table: weekdays, statuses).
+    entries >= 4 && touched * 2 < entries || table >= 4 && table - table_touched >= 2
 }
 
 /// What line `l` of `source` does with literals.
@@ -305,6 +364,35 @@ fn facts(source: &Source, l: usize) -> Facts {
     }
     facts.rows = rows(toks);
     approximate(toks, &params, &mut facts);
+    for (p, tok) in toks.iter().enumerate() {
+        match &tok.token {
+            // A string on either side of a comparison, or keying an entry.
+            Token::Str(s) => {
+                let beside = |k: Option<usize>| {
+                    k.and_then(|k| toks.get(k)).is_some_and(|t| {
+                        matches!(&t.token, Token::Punct(q) if matches!(q.as_str(), "==" | "===" | "!=" | "!==" | ":" | "=>"))
+                    })
+                };
+                if beside(p.checked_sub(1)) || beside(Some(p + 1)) {
+                    facts.strings.push(s.clone());
+                }
+            }
+            // A tuple or list of literals that is an element of a collection.
+            Token::Punct(open) if open == "(" || open == "[" => {
+                let element = p.checked_sub(1).and_then(|b| toks.get(b)).is_some_and(|t| {
+                    matches!(&t.token, Token::Punct(q) if matches!(q.as_str(), "{" | "[" | ","))
+                });
+                if element
+                    && let Some(close) = closing(toks, p)
+                    && let Some(list) = super::tested::literal_list(&toks[p + 1..close])
+                    && list.len() >= 2
+                {
+                    facts.members.push(list);
+                }
+            }
+            _ => {}
+        }
+    }
     for (p, tok) in toks.iter().enumerate() {
         match &tok.token {
             Token::Punct(op) if op == "==" || op == "===" => {
@@ -488,7 +576,11 @@ fn rows(toks: &[Tok]) -> Vec<Vec<Lit>> {
             }
             k += 1;
         }
-        if ok && lits.len() >= 2 {
+        // A group followed by `:` or `=>` is an entry's key, not a row.
+        let key = toks
+            .get(close + 1)
+            .is_some_and(|t| matches!(&t.token, Token::Punct(q) if q == ":" || q == "=>"));
+        if ok && lits.len() >= 2 && !key {
             rows.push(lits);
             inside_until = close;
         }

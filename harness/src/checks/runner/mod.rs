@@ -486,7 +486,20 @@ pub(crate) fn judge(
         };
     };
     let counts = found.counts;
-    let failure = if let Some(why) = &found.incomplete {
+    // pytest's report against its own summary line: code that rewrote one of them (the report
+    // file is on the command line it can read) left the other.
+    let disagreement = (plan.runner == Runner::Pytest && found.source == "junit")
+        .then(|| reports::pytest_summary_counts(stdout))
+        .flatten()
+        .filter(|said| {
+            said.passed + said.skipped != counts.passed + counts.skipped
+                || (said.failed + said.errors > 0) != (counts.failed + counts.errors > 0)
+        });
+    let failure = if let Some(said) = disagreement {
+        Some(format!(
+            "pytest's report says {counts} and its summary line {said}: something rewrote one of them"
+        ))
+    } else if let Some(why) = &found.incomplete {
         Some(format!("{name} exited 0, but {why}"))
     } else if counts.failed > 0 || counts.errors > 0 {
         Some(format!(
