@@ -415,14 +415,23 @@ impl Toolbox {
                 let mut bytes = Vec::new();
                 f.read_to_end(&mut bytes).map(|_| bytes)
             });
-            if before.is_ok_and(|b| {
-                self.guard
+            if let Ok(before) = before
+                && self
+                    .guard
                     .gate()
-                    .guarded_differ(&rel, &b, content.as_bytes())
-            }) {
-                return Err(format!(
-                    "refused: {path:?} says how the checks run (its `scripts`, or the test runner's configuration: `jest`, `[tool.pytest.ini_options]`, `[tool:pytest]`, `[pytest]`), which may not be changed by the delegate; change the other keys only"
-                ));
+                    .guarded_differ(&rel, &before, content.as_bytes())
+            {
+                let scripts = rel.ends_with("package.json")
+                    && crate::integrity::scripts_differ(&before, content.as_bytes());
+                return Err(if scripts {
+                    format!(
+                        "refused: the `scripts` of {path:?} run the checks (`npm test`…) and may not be changed by the delegate; change the other keys only"
+                    )
+                } else {
+                    format!(
+                        "refused: {path:?} holds the test runner's configuration (`jest`, `[tool.pytest.ini_options]`, `[tool:pytest]`, `[pytest]`), which may not be changed by the delegate; change the other keys only"
+                    )
+                });
             }
         }
         // Written by the path checked, with no link followed in any component: a directory
