@@ -4,11 +4,16 @@
 # telemetry off) under `valgrind --tool=callgrind`, once per binary given. Instructions do not
 # move with the machine's load, so two builds compare exactly; seconds are in bench/run.sh.
 #
-#   bench/profile.sh [--no-build] [--top N] [BINARY...]
+#   bench/profile.sh [--no-build] [--top N] [--check BASELINE] [BINARY...]
 #
 # Without BINARY, the release build of this tree. Prints instructions per delegation and the
 # functions with the most inclusive instructions; leaves callgrind.out files in the scratch
 # directory it names for `callgrind_annotate` or kcachegrind.
+#
+# --check BASELINE: the guard `.ci/run` runs. Reads `delegations=N` and
+# `instructions_per_delegation=M` from BASELINE (bench/profile.baseline), runs that workload on
+# the first binary, prints both figures and fails (exit 1) when this build runs more than 10 %
+# more instructions per delegation. Raising the baseline is a commit of its own that says why.
 #
 # BENCH_DELEGATIONS / BENCH_CONCURRENCY change the workload (default 2000 / 32).
 set -euo pipefail
@@ -16,12 +21,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=1
 top=40
+check=
 binaries=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         --no-build) build=0 ;;
         --top) top=$2; shift ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --check) check=$2; shift ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         -*) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
         *) binaries+=("$1") ;;
     esac
@@ -52,6 +59,14 @@ done
 [[ -n $url ]] || { echo "fake-openai did not report its address" >&2; exit 1; }
 
 n=${BENCH_DELEGATIONS:-2000}
+if [[ -n $check ]]; then
+    [[ -r $check ]] || { echo "--check: cannot read the baseline $check" >&2; exit 2; }
+    n=$(sed -n 's/^delegations=\([0-9]*\)$/\1/p' "$check")
+    baseline=$(sed -n 's/^instructions_per_delegation=\([0-9]*\)$/\1/p' "$check")
+    [[ -n $n && -n $baseline ]] || { echo "--check: $check needs delegations=N and instructions_per_delegation=M lines" >&2; exit 2; }
+    binaries=("${binaries[0]}")
+    top=0
+fi
 mkdir -p "$work/workspace"
 python3 -c "
 import sys; sys.path.insert(0, '$root/bench')
@@ -72,6 +87,16 @@ for harness in "${binaries[@]}"; do
     echo
     echo "== $harness"
     echo "instructions: $total in all, $((total / n)) per delegation"
+    if [[ -n $check ]]; then
+        per=$((total / n))
+        limit=$((baseline + baseline / 10))
+        echo "baseline ($check): $baseline per delegation; this build: $per ($(( (per - baseline) * 1000 / baseline )) per mille); the limit is $limit (+10 %)"
+        if (( per > limit )); then
+            echo "this build runs more than 10 % more instructions per delegation than the baseline: find what costs them (bench/profile.sh --top 40), or raise the baseline in a commit that says why" >&2
+            exit 1
+        fi
+        exit 0
+    fi
     callgrind_annotate --inclusive=yes "$out" 2>/dev/null \
         | awk -v top="$top" '/file:function/ { found = 1; next } found && /^[ 0-9]/ && shown < top { print; shown++ }'
 done

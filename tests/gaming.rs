@@ -741,3 +741,39 @@ fn the_gaming_examples_run_as_their_readme_says() {
         );
     }
 }
+
+#[test]
+fn min_tests_holds_a_check_to_a_count_and_needs_a_runner() {
+    let Some(path) = pytest_path() else { return };
+    let dir = TempDir::new();
+    dir.write("ws/calc.py", CALC_STUB);
+    dir.write(
+        "ws/tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 42\n",
+    );
+    let honest = "def add(a, b):\n    return a + b\n";
+    let file = delegation(
+        &dir,
+        &writes(&[("calc.py", honest)], None),
+        "checks:\n  - {name: tests, run: \"python3 -m pytest -q tests\", min_tests: 5}\nmax_verify_retries: 0\n",
+    );
+    let (out, report) = run(&file, &path);
+    out.expect_code(1);
+    let tests = evidence(&report, "tests");
+    assert!(
+        tests["proof"]
+            .as_str()
+            .is_some_and(|p| p.contains("pytest passed 1 tests, fewer than min_tests = 5")),
+        "{tests}"
+    );
+    // `min_tests` on a command that runs no runner harness knows is refused, naming the fix.
+    let file = delegation(
+        &dir,
+        &writes(&[("calc.py", honest)], None),
+        "checks:\n  - {name: tests, run: \"make test\", min_tests: 5}\n",
+    );
+    let out = harness(["run", "--json", "--no-journal"]).arg_path(&file).run();
+    out.expect_code(2);
+    let message = out.json()["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("name it with `runner:`"), "{message}");
+}
