@@ -772,8 +772,13 @@ fn min_tests_holds_a_check_to_a_count_and_needs_a_runner() {
         &writes(&[("calc.py", honest)], None),
         "checks:\n  - {name: tests, run: \"make test\", min_tests: 5}\n",
     );
-    let out = harness(["run", "--json", "--no-journal"]).arg_path(&file).run();
+    let out = harness(["run", "--json", "--no-journal"])
+        .arg_path(&file)
+        .run();
     out.expect_code(2);
-    let message = out.json()["error"]["message"].as_str().unwrap_or_default().to_owned();
+    let message = out.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(message.contains("name it with `runner:`"), "{message}");
 }

@@ -339,24 +339,7 @@ fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
         files.push((rel, true));
     };
     for command in words.split(|w| matches!(w.as_str(), "&&" | "||" | ";" | "|" | "&")) {
-        // Past variable assignments and wrappers to the program.
-        let mut i = 0;
-        while let Some(word) = command.get(i) {
-            let base = word.rsplit('/').next().unwrap_or(word);
-            if word.contains('=') && !word.starts_with('-') {
-                i += 1;
-            } else if WRAPPERS.contains(&base) {
-                i += 1;
-                while command.get(i).is_some_and(|w| w.starts_with('-')) {
-                    i += 1;
-                }
-                if base == "timeout" {
-                    i += 1;
-                }
-            } else {
-                break;
-            }
-        }
+        let i = program_at(command);
         let Some(program) = command.get(i) else {
             continue;
         };
@@ -435,6 +418,29 @@ fn named_files(argv: &[String], root: &Path) -> Vec<(String, bool)> {
         }
     }
     files
+}
+
+/// Where the program of a simple command is: past variable assignments and wrappers (`env`,
+/// `timeout 60`, `nice -n 5`…).
+fn program_at(command: &[String]) -> usize {
+    let mut i = 0;
+    while let Some(word) = command.get(i) {
+        let base = word.rsplit('/').next().unwrap_or(word);
+        if word.contains('=') && !word.starts_with('-') {
+            i += 1;
+        } else if WRAPPERS.contains(&base) {
+            i += 1;
+            while command.get(i).is_some_and(|w| w.starts_with('-')) {
+                i += 1;
+            }
+            if base == "timeout" {
+                i += 1;
+            }
+        } else {
+            break;
+        }
+    }
+    i
 }
 
 /// The files a shell script sources (`. ./x.sh`, `source lib.sh`), as written.

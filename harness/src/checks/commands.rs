@@ -775,7 +775,7 @@ impl Recorded {
 
 /// Turns what `check` did into its evidence record and, unless it passed, its finding's
 /// message. `runs` are its runs: one, or the first failing one and its re-runs (`confirm`);
-/// `found` its runner and `base` the tests the untouched workspace held.
+/// `found` its runner and `listed` the tests the untouched workspace held.
 pub(crate) fn record(
     check: &CheckSpec,
     found: &Option<runner::Found>,
@@ -795,49 +795,12 @@ pub(crate) fn record(
     // failure's output is what the delegate reads.
     let flaky = total > 1 && runs[total - 1].passed();
     let first_failure = (flaky && !runs.is_empty()).then(|| runs.remove(0));
-    let last = runs.pop().expect("a check ran at least once");
-    let runner_failure = last.verdict.as_ref().and_then(|v| v.failure.clone());
     let Ran {
         at, run, verdict, ..
-    } = last;
-    let seconds = run.duration.as_secs_f64();
-    let (result, proof) = match (run.timed_out, run.exit_code, runner_failure) {
-        (true, _, _) => (
-            EvidenceResult::Timeout,
-            format!(
-                "killed after its timeout of {} s",
-                check.timeout.as_secs_f64()
-            ),
-        ),
-        (false, Some(0), Some(why)) => (
-            EvidenceResult::Fail,
-            format!("exit 0 in {seconds:.1} s, but {why}"),
-        ),
-        (false, Some(0), None) => (EvidenceResult::Pass, format!("exit 0 in {seconds:.1} s")),
-        (false, Some(code), _) => (
-            EvidenceResult::Fail,
-            format!("exit {code} in {seconds:.1} s"),
-        ),
-        (false, None, _) => (
-            EvidenceResult::Fail,
-            format!("killed by a signal after {seconds:.1} s"),
-        ),
-    };
+    } = runs.pop().expect("a check ran at least once");
     let report = verdict.as_ref().and_then(|v| v.report.as_ref());
-    // The runner's own count, after the exit status: `pytest: 14 passed, 0 failed, 0 skipped
-    // (base 14)`.
-    let counted = match (found, report) {
-        (Some(found), Some(report)) => format!(
-            "; {}: {}{}",
-            found.runner.as_str(),
-            report.counts,
-            base.filter(|b| b.unit == "tests")
-                .map(|b| format!(" (base {})", b.count))
-                .unwrap_or_default()
-        ),
-        _ => String::new(),
-    };
-    let proof = format!("{proof}{counted}");
+    let counted = counted(found, report, base);
+    let (result, proof) = outcome(check, &run, &verdict, counted.as_deref());
     let (result, proof) = if flaky {
         (
             EvidenceResult::Flaky,
@@ -900,76 +863,14 @@ pub(crate) fn record(
             ),
         );
     }
-    match found {
-        Some(found) => {
-            evidence
-                .extra
-                .insert("runner".to_owned(), Value::from(found.runner.as_str()));
-            if let Some(report) = report {
-                evidence.extra.insert(
-                    "tests".to_owned(),
-                    serde_json::to_value(report.counts).unwrap_or_default(),
-                );
-                evidence
-                    .extra
-                    .insert("report".to_owned(), Value::from(report.source));
-            }
-            match listed {
-                Some(Ok(base)) => {
-                    evidence.extra.insert(
-                        "base".to_owned(),
-                        serde_json::json!({"tests": base.count, "unit": base.unit, "duration_ms": base.duration_ms}),
-                    );
-                }
-                Some(Err(why)) => {
-                    evidence
-                        .extra
-                        .insert("base".to_owned(), serde_json::json!({"unavailable": why}));
-                }
-                None => {}
-            }
-        }
-        // `runner: auto` found none: judged by its exit code, and said so.
-        None if check.runner == runner::RunnerSetting::Auto => {
-            evidence
-                .extra
-                .insert("runner".to_owned(), Value::from("unknown"));
-        }
-        None => {}
-    }
+    runner_evidence(&mut evidence, check, found, report, listed);
     let passed = result == EvidenceResult::Pass;
-    let message = (!passed).then(|| {
-        let lines: Vec<&str> = output.lines().collect();
-        let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
-        let mut message = if flaky {
-            format!(
-                "`{}` is {proof}; a check that fails sometimes is not passing",
-                check.method()
-            )
-        } else {
-            format!("`{}` failed: {proof}", check.method())
-        };
-        if !tail.trim().is_empty() {
-            message.push_str(&format!(
-                "; the last {} line(s) of {}output:\n{tail}",
-                lines.len().min(TAIL_LINES),
-                if flaky { "the failing run's " } else { "its " }
-            ));
-        }
-        message
+    let message = (!passed).then(|| failure_message(check, &proof, &output, flaky));
+    let runner_line = runner_failure_of(&verdict).or_else(|| {
+        counted
+            .as_deref()
+            .map(|c| c.trim_start_matches("; ").to_owned())
     });
-    let runner_line = match (found, report, &runner_failure_of(&verdict)) {
-        (_, _, Some(why)) => Some(why.clone()),
-        (Some(found), Some(report), None) => Some(format!(
-            "{}: {}{}",
-            found.runner.as_str(),
-            report.counts,
-            base.filter(|b| b.unit == "tests")
-                .map(|b| format!(" (base {})", b.count))
-                .unwrap_or_default()
-        )),
-        _ => None,
-    };
     Recorded {
         runner_line,
         blocking: check.required && !(flaky && check.flaky == Some(Flaky::Advisory)),
@@ -982,6 +883,119 @@ pub(crate) fn record(
         duration_ms,
         message,
     }
+}
+
+/// The runner's own count, said after the exit status: `; pytest: 14 passed, 0 failed, 0
+/// skipped (base 14)`.
+fn counted(
+    found: &Option<runner::Found>,
+    report: Option<&runner::Report>,
+    base: Option<&runner::BaseTests>,
+) -> Option<String> {
+    let (found, report) = (found.as_ref()?, report?);
+    Some(format!(
+        "; {}: {}{}",
+        found.runner.as_str(),
+        report.counts,
+        base.filter(|b| b.unit == "tests")
+            .map(|b| format!(" (base {})", b.count))
+            .unwrap_or_default()
+    ))
+}
+
+/// How a run came out, and what shows it: its exit status (or timeout), why its runner says an
+/// exit 0 is no pass, and the runner's count.
+fn outcome(
+    check: &CheckSpec,
+    run: &harness_builtins::ProgramRun,
+    verdict: &Option<runner::Verdict>,
+    counted: Option<&str>,
+) -> (EvidenceResult, String) {
+    let seconds = run.duration.as_secs_f64();
+    let (result, proof) = match (run.timed_out, run.exit_code, runner_failure_of(verdict)) {
+        (true, _, _) => (
+            EvidenceResult::Timeout,
+            format!(
+                "killed after its timeout of {} s",
+                check.timeout.as_secs_f64()
+            ),
+        ),
+        (false, Some(0), Some(why)) => (
+            EvidenceResult::Fail,
+            format!("exit 0 in {seconds:.1} s, but {why}"),
+        ),
+        (false, Some(0), None) => (EvidenceResult::Pass, format!("exit 0 in {seconds:.1} s")),
+        (false, Some(code), _) => (
+            EvidenceResult::Fail,
+            format!("exit {code} in {seconds:.1} s"),
+        ),
+        (false, None, _) => (
+            EvidenceResult::Fail,
+            format!("killed by a signal after {seconds:.1} s"),
+        ),
+    };
+    (result, format!("{proof}{}", counted.unwrap_or_default()))
+}
+
+/// The runner's keys of an evidence record: `runner`, `tests`, `report`, `base` — or `runner:
+/// "unknown"` when `runner: auto` found none (judged by its exit code, and said so).
+fn runner_evidence(
+    evidence: &mut Evidence,
+    check: &CheckSpec,
+    found: &Option<runner::Found>,
+    report: Option<&runner::Report>,
+    listed: Option<&std::result::Result<runner::BaseTests, String>>,
+) {
+    let extra = &mut evidence.extra;
+    let Some(found) = found else {
+        if check.runner == runner::RunnerSetting::Auto {
+            extra.insert("runner".to_owned(), Value::from("unknown"));
+        }
+        return;
+    };
+    extra.insert("runner".to_owned(), Value::from(found.runner.as_str()));
+    if let Some(report) = report {
+        extra.insert(
+            "tests".to_owned(),
+            serde_json::to_value(report.counts).unwrap_or_default(),
+        );
+        extra.insert("report".to_owned(), Value::from(report.source));
+    }
+    match listed {
+        Some(Ok(base)) => {
+            extra.insert(
+                "base".to_owned(),
+                serde_json::json!({"tests": base.count, "unit": base.unit, "duration_ms": base.duration_ms}),
+            );
+        }
+        Some(Err(why)) => {
+            extra.insert("base".to_owned(), serde_json::json!({"unavailable": why}));
+        }
+        None => {}
+    }
+}
+
+/// The finding's message of a check that did not pass: its command, the proof, and the last
+/// lines of its output.
+fn failure_message(check: &CheckSpec, proof: &str, output: &str, flaky: bool) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    let mut message = if flaky {
+        format!(
+            "`{}` is {proof}; a check that fails sometimes is not passing",
+            check.method()
+        )
+    } else {
+        format!("`{}` failed: {proof}", check.method())
+    };
+    if !tail.trim().is_empty() {
+        message.push_str(&format!(
+            "; the last {} line(s) of {}output:\n{tail}",
+            lines.len().min(TAIL_LINES),
+            if flaky { "the failing run's " } else { "its " }
+        ));
+    }
+    message
 }
 
 /// Why the run's runner says an exit 0 did not pass, if it does.

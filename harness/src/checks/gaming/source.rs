@@ -399,225 +399,239 @@ enum State {
 
 /// Lexes `text`: the code view, the text view, and the tokens.
 fn lex(language: Language, text: &str) -> (String, String, Vec<Tok>) {
-    let chars: Vec<char> = text.chars().collect();
-    let mut code = String::with_capacity(text.len());
-    let mut plain = String::with_capacity(text.len());
-    let mut tokens = Vec::new();
-    let mut state = State::Code;
-    let mut line = 0usize;
-    let mut content = String::new();
-    let mut content_line = 0usize;
-    let mut i = 0usize;
-    // Blanks a character in a view, keeping line breaks.
-    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        match state {
-            State::LineComment => {
-                if c == '\n' {
-                    state = State::Code;
-                    code.push('\n');
-                    plain.push('\n');
-                    line += 1;
-                } else {
-                    code.push(' ');
-                    plain.push(' ');
-                }
-                i += 1;
-            }
-            State::BlockComment(depth) => {
-                if c == '*' && next == Some('/') {
-                    state = if depth > 1 {
-                        State::BlockComment(depth - 1)
-                    } else {
-                        State::Code
-                    };
-                    code.push_str("  ");
-                    plain.push_str("  ");
-                    i += 2;
-                    continue;
-                }
-                if language == Language::Rust && c == '/' && next == Some('*') {
-                    state = State::BlockComment(depth + 1);
-                    code.push_str("  ");
-                    plain.push_str("  ");
-                    i += 2;
-                    continue;
-                }
-                if c == '\n' {
-                    line += 1;
-                }
-                code.push(blank(c));
-                plain.push(blank(c));
-                i += 1;
-            }
+    let mut lexer = Lexer {
+        language,
+        chars: text.chars().collect(),
+        code: String::with_capacity(text.len()),
+        plain: String::with_capacity(text.len()),
+        tokens: Vec::new(),
+        state: State::Code,
+        line: 0,
+        content: String::new(),
+        content_line: 0,
+        i: 0,
+    };
+    while lexer.i < lexer.chars.len() {
+        match lexer.state {
+            State::LineComment => lexer.line_comment(),
+            State::BlockComment(depth) => lexer.block_comment(depth),
             State::Str {
                 quote,
                 n,
                 hashes,
                 raw,
-            } => {
-                if c == '\\' && !raw && next.is_some() {
-                    let escaped = next.unwrap_or(' ');
-                    content.push(match escaped {
-                        'n' => '\n',
-                        't' => '\t',
-                        other => other,
-                    });
-                    code.push(' ');
-                    code.push(blank(escaped));
-                    plain.push(c);
-                    plain.push(escaped);
-                    if escaped == '\n' {
-                        line += 1;
-                    }
-                    i += 2;
-                    continue;
-                }
-                let closes = c == quote
-                    && (1..usize::from(n)).all(|k| chars.get(i + k) == Some(&quote))
-                    && (0..usize::from(hashes)).all(|k| chars.get(i + 1 + k) == Some(&'#'));
-                if closes {
-                    let width = usize::from(n) + usize::from(hashes);
-                    for _ in 0..width {
-                        code.push(quote);
-                    }
-                    for k in 0..width {
-                        plain.push(chars[i + k]);
-                    }
-                    tokens.push(Tok {
-                        token: Token::Str(std::mem::take(&mut content)),
-                        line: content_line,
-                    });
-                    state = State::Code;
-                    i += width;
-                    continue;
-                }
-                // A plain quoted string ends at its line's end in Python, JS and Go (an
-                // unterminated one must not swallow the file).
-                if c == '\n' && n == 1 && quote != '`' && language != Language::Rust {
-                    tokens.push(Tok {
-                        token: Token::Str(std::mem::take(&mut content)),
-                        line: content_line,
-                    });
-                    state = State::Code;
-                    continue;
-                }
-                if c == '\n' {
-                    line += 1;
-                }
-                content.push(c);
-                code.push(blank(c));
-                plain.push(c);
-                i += 1;
-            }
-            State::Code => {
-                // Comments.
-                let comment = match language {
-                    Language::Python => (c == '#').then_some(State::LineComment),
-                    _ => match (c, next) {
-                        ('/', Some('/')) => Some(State::LineComment),
-                        ('/', Some('*')) => Some(State::BlockComment(1)),
-                        _ => None,
-                    },
-                };
-                if let Some(comment) = comment {
-                    state = comment;
-                    continue;
-                }
-                // Strings (with their prefixes).
-                if let Some((prefix, quote, n, hashes, raw)) = string_start(language, &chars, i) {
-                    let width = prefix + usize::from(n) + usize::from(hashes);
-                    for k in 0..width {
-                        code.push(chars[i + k]);
-                        plain.push(chars[i + k]);
-                    }
-                    content_line = line;
-                    state = State::Str {
-                        quote,
-                        n,
-                        hashes,
-                        raw,
-                    };
-                    i += width;
-                    continue;
-                }
-                if c == '\n' {
-                    line += 1;
-                    code.push('\n');
-                    plain.push('\n');
-                    i += 1;
-                    continue;
-                }
-                if c.is_alphabetic() || c == '_' || c == '$' {
-                    let start = i;
-                    while i < chars.len()
-                        && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$')
-                    {
-                        i += 1;
-                    }
-                    let word: String = chars[start..i].iter().collect();
-                    code.push_str(&word);
-                    plain.push_str(&word);
-                    tokens.push(Tok {
-                        token: Token::Ident(word),
-                        line,
-                    });
-                    continue;
-                }
-                if c.is_ascii_digit() || (c == '.' && next.is_some_and(|d| d.is_ascii_digit())) {
-                    let start = i;
-                    while i < chars.len()
-                        && (chars[i].is_ascii_alphanumeric()
-                            || chars[i] == '_'
-                            || chars[i] == '.'
-                                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
-                            || matches!(chars[i], '+' | '-')
-                                && matches!(chars[i - 1], 'e' | 'E')
-                                && !chars[start..i].iter().any(|c| matches!(c, 'x' | 'X')))
-                    {
-                        i += 1;
-                    }
-                    let written: String = chars[start..i].iter().collect();
-                    code.push_str(&written);
-                    plain.push_str(&written);
-                    tokens.push(Tok {
-                        token: Token::Number(number(&written)),
-                        line,
-                    });
-                    continue;
-                }
-                if c.is_whitespace() {
-                    code.push(c);
-                    plain.push(c);
-                    i += 1;
-                    continue;
-                }
-                let op = OPERATORS.iter().find(|op| {
-                    op.chars()
-                        .enumerate()
-                        .all(|(k, o)| chars.get(i + k) == Some(&o))
-                });
-                let width = op.map_or(1, |op| op.chars().count());
-                let punct: String = chars[i..i + width].iter().collect();
-                code.push_str(&punct);
-                plain.push_str(&punct);
-                tokens.push(Tok {
-                    token: Token::Punct(punct),
-                    line,
-                });
-                i += width;
-            }
+            } => lexer.string(quote, n, hashes, raw),
+            State::Code => lexer.code(),
         }
     }
-    if let State::Str { .. } = state {
-        tokens.push(Tok {
-            token: Token::Str(content),
-            line: content_line,
-        });
+    if let State::Str { .. } = lexer.state {
+        let content = std::mem::take(&mut lexer.content);
+        lexer.token(Token::Str(content), lexer.content_line);
     }
-    (code, plain, tokens)
+    (lexer.code, lexer.plain, lexer.tokens)
+}
+
+/// The lexer's place in the text and what it has made so far.
+struct Lexer {
+    language: Language,
+    chars: Vec<char>,
+    /// The code view being built.
+    code: String,
+    /// The text view being built.
+    plain: String,
+    tokens: Vec<Tok>,
+    state: State,
+    /// The line of `chars[i]` (0-based).
+    line: usize,
+    /// The contents of the string being read, and the line it began on.
+    content: String,
+    content_line: usize,
+    i: usize,
+}
+
+/// A character as a blanked view shows it: a space, or the line break it was.
+fn blank(c: char) -> char {
+    if c == '\n' { '\n' } else { ' ' }
+}
+
+impl Lexer {
+    fn at(&self, k: usize) -> Option<char> {
+        self.chars.get(self.i + k).copied()
+    }
+
+    /// Adds `c` to the code view and `p` to the text view.
+    fn push(&mut self, c: char, p: char) {
+        self.code.push(c);
+        self.plain.push(p);
+    }
+
+    fn token(&mut self, token: Token, line: usize) {
+        self.tokens.push(Tok { token, line });
+    }
+
+    fn line_comment(&mut self) {
+        let c = self.chars[self.i];
+        if c == '\n' {
+            self.state = State::Code;
+            self.line += 1;
+            self.push('\n', '\n');
+        } else {
+            self.push(' ', ' ');
+        }
+        self.i += 1;
+    }
+
+    fn block_comment(&mut self, depth: u32) {
+        let (c, next) = (self.chars[self.i], self.at(1));
+        if c == '*' && next == Some('/') {
+            self.state = if depth > 1 {
+                State::BlockComment(depth - 1)
+            } else {
+                State::Code
+            };
+            self.push(' ', ' ');
+            self.push(' ', ' ');
+            self.i += 2;
+        } else if self.language == Language::Rust && c == '/' && next == Some('*') {
+            // Rust nests block comments.
+            self.state = State::BlockComment(depth + 1);
+            self.push(' ', ' ');
+            self.push(' ', ' ');
+            self.i += 2;
+        } else {
+            if c == '\n' {
+                self.line += 1;
+            }
+            self.push(blank(c), blank(c));
+            self.i += 1;
+        }
+    }
+
+    fn string(&mut self, quote: char, n: u8, hashes: u8, raw: bool) {
+        let c = self.chars[self.i];
+        if c == '\\' && !raw && self.at(1).is_some() {
+            let escaped = self.at(1).unwrap_or(' ');
+            self.content.push(match escaped {
+                'n' => '\n',
+                't' => '\t',
+                other => other,
+            });
+            self.push(' ', c);
+            self.push(blank(escaped), escaped);
+            if escaped == '\n' {
+                self.line += 1;
+            }
+            self.i += 2;
+            return;
+        }
+        let closes = c == quote
+            && (1..usize::from(n)).all(|k| self.at(k) == Some(quote))
+            && (0..usize::from(hashes)).all(|k| self.at(1 + k) == Some('#'));
+        if closes {
+            let width = usize::from(n) + usize::from(hashes);
+            for k in 0..width {
+                let ch = self.chars[self.i + k];
+                self.push(quote, ch);
+            }
+            let content = std::mem::take(&mut self.content);
+            self.token(Token::Str(content), self.content_line);
+            self.state = State::Code;
+            self.i += width;
+            return;
+        }
+        // A plain quoted string ends at its line's end in Python, JS and Go (an unterminated one
+        // must not swallow the file).
+        if c == '\n' && n == 1 && quote != '`' && self.language != Language::Rust {
+            let content = std::mem::take(&mut self.content);
+            self.token(Token::Str(content), self.content_line);
+            self.state = State::Code;
+            return;
+        }
+        if c == '\n' {
+            self.line += 1;
+        }
+        self.content.push(c);
+        self.push(blank(c), c);
+        self.i += 1;
+    }
+
+    fn code(&mut self) {
+        let (c, next) = (self.chars[self.i], self.at(1));
+        let comment = match self.language {
+            Language::Python => (c == '#').then_some(State::LineComment),
+            _ => match (c, next) {
+                ('/', Some('/')) => Some(State::LineComment),
+                ('/', Some('*')) => Some(State::BlockComment(1)),
+                _ => None,
+            },
+        };
+        if let Some(comment) = comment {
+            self.state = comment;
+            return;
+        }
+        if let Some((prefix, quote, n, hashes, raw)) =
+            string_start(self.language, &self.chars, self.i)
+        {
+            let width = prefix + usize::from(n) + usize::from(hashes);
+            for k in 0..width {
+                let ch = self.chars[self.i + k];
+                self.push(ch, ch);
+            }
+            self.content_line = self.line;
+            self.state = State::Str {
+                quote,
+                n,
+                hashes,
+                raw,
+            };
+            self.i += width;
+        } else if c == '\n' {
+            self.line += 1;
+            self.push('\n', '\n');
+            self.i += 1;
+        } else if c.is_alphabetic() || c == '_' || c == '$' {
+            let word = self.take(|chars, k, _| {
+                chars[k].is_alphanumeric() || chars[k] == '_' || chars[k] == '$'
+            });
+            self.token(Token::Ident(word), self.line);
+        } else if c.is_ascii_digit() || (c == '.' && next.is_some_and(|d| d.is_ascii_digit())) {
+            let written = self.take(|chars, k, start| {
+                chars[k].is_ascii_alphanumeric()
+                    || chars[k] == '_'
+                    || chars[k] == '.' && chars.get(k + 1).is_some_and(char::is_ascii_digit)
+                    // An exponent's sign, not in a hex literal.
+                    || matches!(chars[k], '+' | '-')
+                        && matches!(chars[k - 1], 'e' | 'E')
+                        && !chars[start..k].iter().any(|c| matches!(c, 'x' | 'X'))
+            });
+            self.token(Token::Number(number(&written)), self.line);
+        } else if c.is_whitespace() {
+            self.push(c, c);
+            self.i += 1;
+        } else {
+            let op = OPERATORS
+                .iter()
+                .find(|op| op.chars().enumerate().all(|(k, o)| self.at(k) == Some(o)));
+            let width = op.map_or(1, |op| op.chars().count());
+            let punct: String = self.chars[self.i..self.i + width].iter().collect();
+            self.code.push_str(&punct);
+            self.plain.push_str(&punct);
+            self.token(Token::Punct(punct), self.line);
+            self.i += width;
+        }
+    }
+
+    /// Takes the characters from `i` on while `more(chars, k, start)` holds, into both views.
+    fn take(&mut self, more: impl Fn(&[char], usize, usize) -> bool) -> String {
+        let start = self.i;
+        while self.i < self.chars.len() && more(&self.chars, self.i, start) {
+            self.i += 1;
+        }
+        let taken: String = self.chars[start..self.i].iter().collect();
+        self.code.push_str(&taken);
+        self.plain.push_str(&taken);
+        taken
+    }
 }
 
 /// Where a string literal starts at `i`: its prefix's width, its quote, how many quotes open

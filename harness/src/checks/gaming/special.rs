@@ -351,7 +351,11 @@ fn constants_table(
 fn facts(source: &Source, l: usize) -> Facts {
     let toks = source.line_tokens(l);
     let params = source.function(l).map(|f| f.params).unwrap_or_default();
-    let subject_is_input = subject_of_switch(source, l, &params);
+    let line = Line {
+        toks,
+        params: &params,
+        switched: subject_of_switch(source, l, &params),
+    };
     let mut facts = Facts::default();
     let mut k = 0;
     while k < toks.len() {
@@ -366,166 +370,181 @@ fn facts(source: &Source, l: usize) -> Facts {
     approximate(toks, &params, &mut facts);
     for (p, tok) in toks.iter().enumerate() {
         match &tok.token {
-            // A string on either side of a comparison, or keying an entry.
-            Token::Str(s) => {
-                let beside = |k: Option<usize>| {
-                    k.and_then(|k| toks.get(k)).is_some_and(|t| {
-                        matches!(&t.token, Token::Punct(q) if matches!(q.as_str(), "==" | "===" | "!=" | "!==" | ":" | "=>"))
-                    })
-                };
-                if beside(p.checked_sub(1)) || beside(Some(p + 1)) {
-                    facts.strings.push(s.clone());
-                }
-            }
-            // A tuple or list of literals that is an element of a collection.
-            Token::Punct(open) if open == "(" || open == "[" => {
-                let element = p.checked_sub(1).and_then(|b| toks.get(b)).is_some_and(|t| {
-                    matches!(&t.token, Token::Punct(q) if matches!(q.as_str(), "{" | "[" | ","))
-                });
-                if element
-                    && let Some(close) = closing(toks, p)
-                    && let Some(list) = super::tested::literal_list(&toks[p + 1..close])
-                    && list.len() >= 2
-                {
-                    facts.members.push(list);
-                }
-            }
-            _ => {}
-        }
-    }
-    for (p, tok) in toks.iter().enumerate() {
-        match &tok.token {
-            Token::Punct(op) if op == "==" || op == "===" => {
-                let left = operand_before(toks, p);
-                let right = operand_after(toks, p + 1);
-                for (input, literal) in [(&left, &right), (&right, &left)] {
-                    let (Some(Operand::Inputs(names)), Some(Operand::Literals(lits))) =
-                        (input, literal)
-                    else {
-                        continue;
-                    };
-                    if !names
-                        .iter()
-                        .all(|n| params.contains(n) || params.is_empty())
-                    {
-                        continue;
-                    }
-                    if names.len() >= 2 && lits.len() == names.len() {
-                        facts.tuples.push(lits.clone());
-                    } else {
-                        facts.compared.extend(lits.iter().cloned());
-                    }
-                }
-            }
-            // Python's `x in (97, 89)`, `(a, b) in {(40, 2), …}`.
+            Token::Str(s) => line.string(p, s, &mut facts),
+            Token::Punct(op) if op == "(" || op == "[" => line.member(p, &mut facts),
+            Token::Punct(op) if op == "==" || op == "===" => line.equality(p, &mut facts),
+            Token::Punct(op) if (op == ":" || op == "=>") && p > 0 => line.entry(p, op, &mut facts),
             Token::Ident(word)
                 if word == "in" && source.language == super::source::Language::Python =>
             {
-                let Some(Operand::Inputs(names)) = operand_before(toks, p) else {
-                    continue;
-                };
-                if !names
-                    .iter()
-                    .all(|n| params.contains(n) || params.is_empty())
-                {
-                    continue;
-                }
-                let Some(open) = toks.get(p + 1).filter(|t| matches!(&t.token, Token::Punct(b) if matches!(b.as_str(), "(" | "[" | "{"))) else {
-                    continue;
-                };
-                let _ = open;
-                let Some(close) = closing(toks, p + 1) else {
-                    continue;
-                };
-                for element in elements(&toks[p + 2..close]) {
-                    if names.len() >= 2 && element.len() == names.len() {
-                        facts.tuples.push(element);
-                    } else if names.len() == 1 {
-                        facts.compared.extend(element);
-                    }
-                }
+                line.membership(p, &mut facts);
             }
-            // `case 40:` in a switch or match on an input.
-            Token::Ident(word) if word == "case" && subject_is_input => {
-                let end = toks[p + 1..]
-                    .iter()
-                    .position(|t| matches!(&t.token, Token::Punct(c) if c == ":" || c == "=>"))
-                    .map_or(toks.len(), |e| p + 1 + e);
-                for element in elements(&toks[p + 1..end]) {
-                    if element.len() >= 2 {
-                        facts.tuples.push(element.clone());
-                    } else {
-                        facts.compared.extend(element.clone());
-                    }
-                    let value = literal_at(toks, end + 1)
-                        .or_else(|| {
-                            // `case 40: return 43`.
-                            toks.get(end + 1)
-                                .filter(|t| matches!(&t.token, Token::Ident(r) if r == "return"))
-                                .and_then(|_| literal_at(toks, end + 2))
-                        })
-                        .and_then(|(v, _)| (v.len() == 1).then(|| v[0].clone()));
-                    facts.entries.push((element, value));
-                }
-            }
-            // A table entry: `(40, 2): 43`, `"abc": "cba"`, `40 => 43`.
-            Token::Punct(sep) if (sep == ":" || sep == "=>") && p > 0 => {
-                let Some((key, start)) = literal_ending_at(toks, p) else {
-                    continue;
-                };
-                let boundary = start == 0
-                    || matches!(&toks[start - 1].token, Token::Punct(b) if matches!(b.as_str(), "{" | "," | "(" | "["));
-                if !boundary {
-                    continue;
-                }
-                let value =
-                    literal_at(toks, p + 1).and_then(|(v, _)| (v.len() == 1).then(|| v[0].clone()));
-                if sep == "=>" && subject_is_input {
-                    if key.len() >= 2 {
-                        facts.tuples.push(key.clone());
-                    } else {
-                        facts.compared.extend(key.iter().cloned());
-                    }
-                }
-                facts.entries.push((key, value));
-            }
-            // `m.insert((40, 2), 43)`, `cache.set("abc", "cba")`, `m.put(40, 43)`.
+            Token::Ident(word) if word == "case" && line.switched => line.case(p, &mut facts),
             Token::Ident(method)
-                if matches!(method.as_str(), "insert" | "set" | "put" | "setdefault")
-                    && p > 0
-                    && matches!(&toks[p - 1].token, Token::Punct(d) if d == ".") =>
+                if matches!(method.as_str(), "insert" | "set" | "put" | "setdefault") =>
             {
-                let Some(open) = toks
-                    .get(p + 1)
-                    .filter(|t| matches!(&t.token, Token::Punct(b) if b == "("))
-                else {
-                    continue;
-                };
-                let _ = open;
-                let Some(close) = closing(toks, p + 1) else {
-                    continue;
-                };
-                let parts = elements(&toks[p + 2..close]);
-                if parts.len() == 2 && parts[1].len() == 1 {
-                    facts
-                        .entries
-                        .push((parts[0].clone(), Some(parts[1][0].clone())));
-                }
+                line.insertion(p, &mut facts);
             }
-            Token::Ident(word) if word == "return" => {
-                if let Some((lits, used)) = literal_at(toks, p + 1)
-                    && lits.len() == 1
-                    && toks
-                        .get(p + 1 + used)
-                        .is_none_or(|t| matches!(&t.token, Token::Punct(s) if s == ";"))
-                {
-                    facts.returns = Some(lits[0].clone());
-                }
-            }
+            Token::Ident(word) if word == "return" => line.returned(p, &mut facts),
             _ => {}
         }
     }
     facts
+}
+
+/// One added line, as its constructs are read.
+struct Line<'a> {
+    toks: &'a [Tok],
+    /// The enclosing function's parameters (empty at the top level: any name counts).
+    params: &'a [String],
+    /// True inside a `switch`/`match` on the inputs.
+    switched: bool,
+}
+
+impl Line<'_> {
+    fn inputs(&self, names: &[String]) -> bool {
+        names
+            .iter()
+            .all(|n| self.params.contains(n) || self.params.is_empty())
+    }
+
+    fn is(&self, k: Option<usize>, ops: &[&str]) -> bool {
+        k.and_then(|k| self.toks.get(k))
+            .is_some_and(|t| matches!(&t.token, Token::Punct(q) if ops.contains(&q.as_str())))
+    }
+
+    /// A string on either side of a comparison, or keying an entry.
+    fn string(&self, p: usize, s: &str, facts: &mut Facts) {
+        let ops = ["==", "===", "!=", "!==", ":", "=>"];
+        if self.is(p.checked_sub(1), &ops) || self.is(Some(p + 1), &ops) {
+            facts.strings.push(s.to_owned());
+        }
+    }
+
+    /// A tuple or list of literals that is an element of a collection.
+    fn member(&self, p: usize, facts: &mut Facts) {
+        if self.is(p.checked_sub(1), &["{", "[", ","])
+            && let Some(close) = closing(self.toks, p)
+            && let Some(list) = super::tested::literal_list(&self.toks[p + 1..close])
+            && list.len() >= 2
+        {
+            facts.members.push(list);
+        }
+    }
+
+    /// `a == 40`, `(a, b) == (40, 2)`, `40 === n`.
+    fn equality(&self, p: usize, facts: &mut Facts) {
+        let left = operand_before(self.toks, p);
+        let right = operand_after(self.toks, p + 1);
+        for (input, literal) in [(&left, &right), (&right, &left)] {
+            let (Some(Operand::Inputs(names)), Some(Operand::Literals(lits))) = (input, literal)
+            else {
+                continue;
+            };
+            if !self.inputs(names) {
+                continue;
+            }
+            if names.len() >= 2 && lits.len() == names.len() {
+                facts.tuples.push(lits.clone());
+            } else {
+                facts.compared.extend(lits.iter().cloned());
+            }
+        }
+    }
+
+    /// Python's `x in (97, 89)`, `(a, b) in {(40, 2), …}`.
+    fn membership(&self, p: usize, facts: &mut Facts) {
+        let Some(Operand::Inputs(names)) = operand_before(self.toks, p) else {
+            return;
+        };
+        if !self.inputs(&names) || !self.is(Some(p + 1), &["(", "[", "{"]) {
+            return;
+        }
+        let Some(close) = closing(self.toks, p + 1) else {
+            return;
+        };
+        for element in elements(&self.toks[p + 2..close]) {
+            if names.len() >= 2 && element.len() == names.len() {
+                facts.tuples.push(element);
+            } else if names.len() == 1 {
+                facts.compared.extend(element);
+            }
+        }
+    }
+
+    /// `case 40:` in a switch or match on an input, with `return 43` or `=> 43` after it.
+    fn case(&self, p: usize, facts: &mut Facts) {
+        let toks = self.toks;
+        let end = toks[p + 1..]
+            .iter()
+            .position(|t| matches!(&t.token, Token::Punct(c) if c == ":" || c == "=>"))
+            .map_or(toks.len(), |e| p + 1 + e);
+        for element in elements(&toks[p + 1..end]) {
+            if element.len() >= 2 {
+                facts.tuples.push(element.clone());
+            } else {
+                facts.compared.extend(element.clone());
+            }
+            let value = literal_at(toks, end + 1)
+                .or_else(|| {
+                    toks.get(end + 1)
+                        .filter(|t| matches!(&t.token, Token::Ident(r) if r == "return"))
+                        .and_then(|_| literal_at(toks, end + 2))
+                })
+                .and_then(|(v, _)| (v.len() == 1).then(|| v[0].clone()));
+            facts.entries.push((element, value));
+        }
+    }
+
+    /// A table entry: `(40, 2): 43`, `"abc": "cba"`, `40 => 43` (a match arm on the inputs
+    /// compares them too).
+    fn entry(&self, p: usize, sep: &str, facts: &mut Facts) {
+        let toks = self.toks;
+        let Some((key, start)) = literal_ending_at(toks, p) else {
+            return;
+        };
+        if start > 0 && !self.is(Some(start - 1), &["{", ",", "(", "["]) {
+            return;
+        }
+        let value = literal_at(toks, p + 1).and_then(|(v, _)| (v.len() == 1).then(|| v[0].clone()));
+        if sep == "=>" && self.switched {
+            if key.len() >= 2 {
+                facts.tuples.push(key.clone());
+            } else {
+                facts.compared.extend(key.iter().cloned());
+            }
+        }
+        facts.entries.push((key, value));
+    }
+
+    /// `m.insert((40, 2), 43)`, `cache.set("abc", "cba")`, `m.put(40, 43)`.
+    fn insertion(&self, p: usize, facts: &mut Facts) {
+        if p == 0 || !self.is(Some(p - 1), &["."]) || !self.is(Some(p + 1), &["("]) {
+            return;
+        }
+        let Some(close) = closing(self.toks, p + 1) else {
+            return;
+        };
+        let parts = elements(&self.toks[p + 2..close]);
+        if parts.len() == 2 && parts[1].len() == 1 {
+            facts
+                .entries
+                .push((parts[0].clone(), Some(parts[1][0].clone())));
+        }
+    }
+
+    /// `return 43`.
+    fn returned(&self, p: usize, facts: &mut Facts) {
+        if let Some((lits, used)) = literal_at(self.toks, p + 1)
+            && lits.len() == 1
+            && self
+                .toks
+                .get(p + 1 + used)
+                .is_none_or(|t| matches!(&t.token, Token::Punct(s) if s == ";"))
+        {
+            facts.returns = Some(lits[0].clone());
+        }
+    }
 }
 
 /// The literals of every outermost bracketed group on a line whose leaves are all literals
