@@ -1212,7 +1212,84 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
             (!attempt.diff.is_empty()).then(|| json_text(&attempt.diff)),
         ])?;
     }
-    reseal(conn, &report.id)
+    // Sealed as written: the record as a reader will find it, made from the report itself
+    // rather than read back and parsed (a reader's export and this one are the same document;
+    // `audit RUN_ID` checks it).
+    let record = as_read(report, meta);
+    let export = crate::export::export(&record);
+    let seal = export["seal"].as_str().unwrap_or_default();
+    conn.prepare_cached("UPDATE delegations SET seal = ?2 WHERE id = ?1")?
+        .execute(params![report.id, seal])?;
+    Ok(())
+}
+
+/// The record of `report` exactly as [`read_records`] will read it back: times and durations to
+/// the millisecond, JSON columns as the values their text parses to.
+fn as_read(report: &Report, meta: &RecordMeta) -> Record {
+    let usage = report.usage();
+    let last = report.attempts.len().saturating_sub(1);
+    let attempts = report
+        .attempts
+        .iter()
+        .enumerate()
+        .map(|(index, attempt)| {
+            let result = match &report.delivered {
+                Some(delivered) if index == last => Some(delivered),
+                _ => attempt.result.as_ref(),
+            };
+            RecordedAttempt {
+                attempt: attempt.attempt,
+                passed: attempt.passed(),
+                reasons: attempt.reasons(),
+                duration: Duration::from_millis(count(millis(attempt.duration))),
+                usage: Usage {
+                    input_tokens: count(tokens(attempt.usage.input_tokens)),
+                    output_tokens: count(tokens(attempt.usage.output_tokens)),
+                    requests: count(tokens(attempt.usage.requests)),
+                },
+                result: result.map(value),
+                verdict: attempt.verdict.clone(),
+                unread_verdict: None,
+                retry_prompt: attempt.retry_prompt.clone(),
+                diff: attempt.diff.clone(),
+            }
+        })
+        .collect();
+    let events = match value(&report.events) {
+        Value::Array(events) => events,
+        _ => Vec::new(),
+    };
+    Record {
+        id: report.id.clone(),
+        started_at: from_unix_millis(unix_millis(report.started_at)),
+        duration: Duration::from_millis(count(millis(report.duration))),
+        delegate_kind: report.delegate_kind.clone(),
+        model: report.model.clone(),
+        outcome: report.outcome.as_str().to_owned(),
+        error_kind: report.error.as_ref().map(|e| e.kind().as_str().to_owned()),
+        error_message: report.error.as_ref().map(|e| e.message().to_owned()),
+        attempts,
+        usage: Usage {
+            input_tokens: count(tokens(usage.input_tokens)),
+            output_tokens: count(tokens(usage.output_tokens)),
+            requests: count(tokens(usage.requests)),
+        },
+        trace_id: report.trace_id.clone(),
+        retry_template_version: RETRY_TEMPLATE_VERSION.to_owned(),
+        source: meta.source.as_ref().map(|p| p.display().to_string()),
+        workdir: meta.workdir.as_ref().map(|p| p.display().to_string()),
+        request: report.request.as_ref().map(value),
+        warnings: report.warnings.clone(),
+        events,
+        decision: None,
+        seal: None,
+        parent: report.parent_id.clone(),
+    }
+}
+
+/// A value as the JSON a column holds parses back to.
+fn value<T: serde::Serialize + ?Sized>(v: &T) -> Value {
+    serde_json::to_value(v).expect("records always serialise")
 }
 
 /// Serialises a value the journal stores as JSON text.
@@ -1386,6 +1463,72 @@ pub(crate) mod tests {
         assert_eq!(two.error_message.as_deref(), Some("it broke"));
         assert_eq!(two.attempts[0].passed, None);
         assert!(journal.get("d-3").expect("get").is_none());
+    }
+
+    #[test]
+    fn the_seal_written_with_a_record_is_the_seal_of_the_record_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        let mut run = report(
+            "d-seal",
+            Outcome::Passed,
+            &[
+                (Some(false), &["verify: a.txt does not exist", "hook h: no"]),
+                (Some(true), &[]),
+            ],
+        );
+        // Floats whose shortest text parses back to a neighbour without exact parsing, times
+        // and durations finer than the journal keeps, and a delivered result unlike the
+        // attempt's own.
+        let answer = |response: &str| {
+            let mut result = DelegationResult::from_json(
+                "result.json",
+                &serde_json::json!({
+                    "id": "d-seal",
+                    "response": response,
+                    "tool_calls": [{"id": "call_1", "name": "write", "arguments": {
+                        "ratios": [0.1, 0.30000000000000004, 2.2250738585072014e-308,
+                                   1.7976931348623157e308, 5e-324, 123456.789e-3,
+                                   9007199254740993.0, -0.0, 161739.68473952299,
+                                   -1.81996730402717e-179, 1.5860846119992697e-265],
+                        "text": "tab\there, nul \u{0}, snowman \u{2603}"
+                    }}]
+                })
+                .to_string(),
+            )
+            .expect("a result");
+            // As a delegate's own numbers reach the record: never parsed from text.
+            let exact = [
+                161739.684_739_522_99,
+                -1.819_967_304_027_17e-179,
+                1.5e-265 / 3.0,
+            ];
+            result.tool_calls[0]
+                .arguments
+                .insert("exact".to_owned(), serde_json::json!(exact));
+            result
+        };
+        run.attempts[0].result = Some(answer("first"));
+        run.attempts[1].result = Some(answer("second"));
+        run.attempts[1].retry_prompt = Some("try again".to_owned());
+        run.delivered = Some(answer("second, redacted"));
+        run.started_at = UNIX_EPOCH + Duration::from_nanos(1_700_000_000_123_456_789);
+        run.duration = Duration::from_nanos(1_234_567_891);
+        run.attempts[0].duration = Duration::from_micros(20_999);
+        run.warnings = vec!["isolation: none".to_owned()];
+        run.trace_id = Some("0af7651916cd43dd8448eb211c80319c".to_owned());
+        let meta = RecordMeta {
+            source: Some(PathBuf::from("examples/delegation.yaml")),
+            workdir: Some(PathBuf::from("/w")),
+        };
+        journal.record(&run, &meta).expect("record");
+        let read = journal
+            .get("d-seal")
+            .expect("get")
+            .expect("d-seal is there");
+        let export = crate::export::export(&read);
+        assert_eq!(read.seal.as_deref(), export["seal"].as_str());
+        assert!(read.seal.as_deref().is_some_and(|seal| !seal.is_empty()));
     }
 
     #[test]
