@@ -85,12 +85,16 @@ pub fn record_run(
 
 /// Writes the row of a run that has started into `journal`, so that a run whose process dies is
 /// found, shown as `error`/`interrupted`: through the journal's writer when this process has one
-/// (a batch, a server: one connection writes), else on a blocking thread (SQLite blocks). A
-/// journal that cannot be written is a warning here, and the run's error when it is recorded.
-fn record_start(journal: &Path, run: &harness::RunStarted<'_>) {
+/// (a batch, a server: one connection writes), else on a blocking thread (SQLite blocks). The
+/// run waits for the future, so its row is there before its delegate acts. A journal that cannot
+/// be written is a warning here, and the run's error when it is recorded.
+fn record_start(
+    journal: &Path,
+    run: &harness::RunStarted<'_>,
+) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
     let start = harness_records::Started::from(run);
-    if harness_records::JournalWriter::begin(journal, start.clone()) {
-        return;
+    if let Some(written) = harness_records::JournalWriter::begin(journal, start.clone()) {
+        return Box::pin(written);
     }
     let journal = journal.to_path_buf();
     let write = move || {
@@ -105,8 +109,17 @@ fn record_start(journal: &Path, run: &harness::RunStarted<'_>) {
         }
     };
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn_blocking(write)),
-        Err(_) => write(),
+        Ok(runtime) => {
+            let writing = runtime.spawn_blocking(write);
+            Box::pin(async move {
+                // A write that panicked said nothing; the run's record says the rest.
+                let _ = writing.await;
+            })
+        }
+        Err(_) => {
+            write();
+            Box::pin(std::future::ready(()))
+        }
     }
 }
 

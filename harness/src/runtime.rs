@@ -91,14 +91,19 @@ pub struct RunStarted<'a> {
 }
 
 /// Writes the row of a run that has started into the run journal at the path it is given (see
-/// [`Runtime::record_starts`]).
-pub type StartRecorder = Arc<dyn Fn(&Path, &RunStarted<'_>) + Send + Sync>;
+/// [`Runtime::record_starts`]); the run's delegate starts once the future it returns resolves.
+pub type StartRecorder = Arc<
+    dyn Fn(&Path, &RunStarted<'_>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 impl Shared {
-    /// Tells the [`StartRecorder`] that run `id` of `delegation` has started.
-    pub(crate) fn started(&self, id: &str, delegation: &Delegation) {
+    /// Tells the [`StartRecorder`] that run `id` of `delegation` has started, and waits until
+    /// its row is written: a harness killed once the delegate acts leaves a run that is found.
+    pub(crate) async fn started(&self, id: &str, delegation: &Delegation) {
         if let (Some(Starts(recorder)), Some(journal)) = (self.starts.get(), delegation.journal()) {
-            recorder(
+            let written = recorder(
                 journal,
                 &RunStarted {
                     id,
@@ -110,6 +115,7 @@ impl Shared {
                     unconfined: delegation.runs_unconfined(),
                 },
             );
+            written.await;
         }
     }
 
@@ -250,7 +256,60 @@ impl Runtime {
         observer: &dyn Observer,
         cancel: impl Future<Output = String>,
     ) -> Report {
-        self.shared.started(&id, delegation);
+        self.shared.started(&id, delegation).await;
         crate::ralph::run(&self.shared, id, delegation, observer, cancel).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A run's delegate acts only once its start is written: a harness killed after that leaves
+    /// a run that is found (the start used to be written beside the run, and a run killed early
+    /// was lost from the journal).
+    #[tokio::test]
+    async fn the_delegate_waits_for_its_start_to_be_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("agent.star"),
+            "def respond(m):\n    return 'done'\n",
+        )
+        .expect("agent");
+        std::fs::write(
+            dir.path().join("delegation.yaml"),
+            "task: t\ndelegate: {kind: scripted, script: agent.star}\n",
+        )
+        .expect("file");
+        let delegation = crate::Assembler::new(crate::Overrides {
+            journal: Some(dir.path().join("runs.db")),
+            ..crate::Overrides::default()
+        })
+        .file(&dir.path().join("delegation.yaml"))
+        .expect("assembles");
+        let written = Arc::new(AtomicBool::new(false));
+        let runtime = Runtime::new().expect("runtime");
+        let marker = Arc::clone(&written);
+        runtime.record_starts(Arc::new(move |_, _| {
+            let marker = Arc::clone(&marker);
+            Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                marker.store(true, Ordering::SeqCst);
+            })
+        }));
+        let early = AtomicBool::new(false);
+        let observer = |_: &crate::events::EventRecord| {
+            if !written.load(Ordering::SeqCst) {
+                early.store(true, Ordering::SeqCst);
+            }
+        };
+        let report = runtime.run(&delegation, &observer).await;
+        assert!(report.error.is_none(), "{:?}", report.error);
+        assert!(written.load(Ordering::SeqCst), "the start was written");
+        assert!(
+            !early.load(Ordering::SeqCst),
+            "an event came before the start was written"
+        );
     }
 }

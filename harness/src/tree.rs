@@ -546,7 +546,7 @@ fn run_child(
     slot: tokio::sync::OwnedSemaphorePermit,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move {
-        shared.started(&id, &child);
+        shared.started(&id, &child).await;
         let report = crate::ralph::run(&shared, id, &child, &crate::events::Nobody, cancel).await;
         drop(slot);
         let seal = shared.finished(&child, &report).await;

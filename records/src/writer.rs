@@ -21,6 +21,25 @@ const GATHER: Duration = Duration::from_millis(10);
 /// The most records written in one transaction.
 const MAX_BATCH: usize = 1024;
 
+/// Adds to `items` what arrives within [`GATHER`], until a start arrives (its run is waiting)
+/// or the batch is full.
+fn gather(receiver: &mpsc::Receiver<Item>, items: &mut Vec<Item>) {
+    let deadline = std::time::Instant::now() + GATHER;
+    while items.len() < MAX_BATCH {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match receiver.recv_timeout(left) {
+            Ok(item) => {
+                let start = matches!(item, Item::Start(..));
+                items.push(item);
+                if start {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 /// What a [`JournalWriter`] did, once it finished.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Written {
@@ -35,11 +54,14 @@ pub struct Written {
 /// Told once a record is written (`Ok` with its seal) or refused (`Err` with why).
 type Done = Box<dyn FnOnce(std::result::Result<Option<String>, String>) + Send>;
 
+/// Told once a run's start is written (or was warned of as unwritable).
+type Begun = tokio::sync::oneshot::Sender<()>;
+
 /// What the writer is sent: a run's start, or a finished run to record. Records are most of what
 /// it is sent, so they travel unboxed (a box each would be an allocation for nothing).
 #[allow(clippy::large_enum_variant)]
 enum Item {
-    Start(Started),
+    Start(Started, Begun),
     Record(Report, RecordMeta, Option<Done>),
 }
 
@@ -89,18 +111,27 @@ impl JournalWriter {
             .name("harness-journal".to_owned())
             .spawn(move || {
                 let mut written = Written::default();
-                // Gather records for a moment and write them in one transaction. The writer
-                // sleeps while they gather rather than waiting on the channel, which would wake
-                // it for each one.
+                // Gather records for a moment and write them in one transaction. A start ends
+                // the gathering: its run waits for it to be written before its delegate acts.
                 while let Ok(first) = receiver.recv() {
-                    std::thread::sleep(GATHER);
+                    let mut items = vec![first];
+                    if matches!(items[0], Item::Record(..)) {
+                        gather(&receiver, &mut items);
+                    }
+                    items.extend(
+                        receiver
+                            .try_iter()
+                            .take(MAX_BATCH.saturating_sub(items.len())),
+                    );
                     let mut starts = Vec::new();
+                    let mut begun = Vec::new();
                     let mut queued = Vec::new();
-                    for item in
-                        std::iter::once(first).chain(receiver.try_iter().take(MAX_BATCH - 1))
-                    {
+                    for item in items {
                         match item {
-                            Item::Start(start) => starts.push(start),
+                            Item::Start(start, told) => {
+                                starts.push(start);
+                                begun.push(told);
+                            }
                             Item::Record(report, meta, done) => queued.push((report, meta, done)),
                         }
                     }
@@ -114,6 +145,9 @@ impl JournalWriter {
                                 e.message()
                             );
                         }
+                    }
+                    for told in begun {
+                        let _ = told.send(());
                     }
                     let failed: Vec<(String, String)> =
                         match journal.record_all(queued.iter().map(|(r, m, _)| (r, m))) {
@@ -169,10 +203,15 @@ impl JournalWriter {
     }
 
     /// Queues the start of a run recorded in `journal` with that journal's writer in this
-    /// process, when there is one (it is written with the writer's next gathering, before any
-    /// record sent after it); false when there is none, and the caller writes it itself.
-    pub fn begin(journal: &Path, run: Started) -> bool {
-        Self::send(journal, Item::Start(run))
+    /// process, when there is one (it is written at once, before any record sent after it); the
+    /// future resolves once it is written, or was warned of as unwritable. `None` when there is
+    /// no writer (or it has stopped), and the caller writes it itself.
+    pub fn begin(journal: &Path, run: Started) -> Option<impl Future<Output = ()> + Send + use<>> {
+        let (told, begun) = tokio::sync::oneshot::channel();
+        Self::send(journal, Item::Start(run, told)).then_some(async move {
+            // A writer that died before writing it has nothing more to say.
+            let _ = begun.await;
+        })
     }
 
     /// Sends `item` to the writer of `journal` in this process; false when there is none (or it
@@ -334,5 +373,32 @@ mod tests {
         assert_eq!(id, "again");
         assert!(refused.is_err(), "{refused:?}");
         assert_eq!(writer.finish().recorded, 1);
+    }
+
+    #[tokio::test]
+    async fn a_start_is_in_the_journal_once_its_future_resolves() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let writer = JournalWriter::start(&path).expect("start");
+        let start = |id: &str| Started {
+            id: id.to_owned(),
+            started_at: std::time::SystemTime::now(),
+            delegate_kind: "scripted".to_owned(),
+            source: dir.path().join("delegation.yaml"),
+            workdir: dir.path().to_path_buf(),
+            unconfined: false,
+            parent_id: None,
+        };
+        JournalWriter::begin(&path, start("d-00000000000000aa"))
+            .expect("the writer takes it")
+            .await;
+        let journal = Journal::open_read_only(&path).expect("read");
+        assert!(journal.get("d-00000000000000aa").expect("get").is_some());
+        assert!(
+            JournalWriter::begin(&dir.path().join("other.db"), start("d-00000000000000bb"))
+                .is_none(),
+            "a journal without a writer is the caller's to write"
+        );
+        writer.finish();
     }
 }
