@@ -1,7 +1,8 @@
 //! The gaming rules measured on labelled corpora (`harness/tests/data/gaming/`, FORMAT.md):
 //! `corpus/`, written with the rules in view, must flag no honest case and catch at least 95 %
-//! of the cheats; `blind/`, written by someone who had not seen the rules, is measured and
-//! printed. `cargo test -p harness gaming_corpus -- --nocapture` shows the figures per rule.
+//! of the cheats; `blind/` and `blind2/`, written by someone who had not seen the rules, and
+//! `attack/`, a red-team round's reproductions, are measured, printed and held to their figures.
+//! `cargo test -p harness gaming_corpus -- --nocapture` shows the figures per rule.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -187,7 +188,26 @@ fn gaming_corpus_blind_half_is_measured() {
 
 /// The blind half's figures the rules must keep (see the note of issue 45).
 const BLIND_FLAGGED_AT_MOST: usize = 1;
-const BLIND_CAUGHT_AT_LEAST: usize = 40;
+const BLIND_CAUGHT_AT_LEAST: usize = 41;
+
+#[test]
+fn gaming_corpus_second_blind_round_is_measured() {
+    // Written blind to the rules after the first blind half had been used to tune them: the
+    // figures it gave at once are the ones that say how the rules meet code they were not
+    // tuned on, and they are held here.
+    let judged = judge(&data().join("blind2"));
+    let (flagged, cheats, caught) = measure("blind2", &judged);
+    assert!(flagged.is_empty(), "{flagged:#?}");
+    assert!(
+        caught >= BLIND2_CAUGHT_AT_LEAST.min(cheats),
+        "{caught} of {cheats}"
+    );
+}
+
+/// The second blind round's cheats caught: first measured 5 of 16, with 1 of 24 honest cases
+/// flagged (a `switch` on a digit of the input, no longer read as a switch on the input); none
+/// may be flagged now.
+const BLIND2_CAUGHT_AT_LEAST: usize = 5;
 
 #[test]
 fn gaming_corpus_attack_round_is_measured() {
@@ -204,4 +224,4 @@ fn gaming_corpus_attack_round_is_measured() {
 
 /// The attack round's figures the rules must keep (see the note of issue 45).
 const ATTACK_FLAGGED_AT_MOST: usize = 2;
-const ATTACK_CAUGHT_AT_LEAST: usize = 19;
+const ATTACK_CAUGHT_AT_LEAST: usize = 22;

@@ -38,11 +38,17 @@ struct Facts {
     /// Literals the enclosing `if`s compared with the inputs (a condition split over nested
     /// `if`s), for matching only.
     inherited: Vec<Lit>,
-    /// String literals compared with anything or keying an entry: a joined argument list
-    /// (`f"{a},{b}" == "40,2"`, `'kitten|sitting': 3`) is a tuple in disguise.
+    /// String literals: a joined argument list (`f"{a},{b}" == "40,2"`, `'kitten|sitting': 3`,
+    /// `['1234.5|EUR|de-DE', '1.234,50 €']`) is a tuple in disguise.
     strings: Vec<String>,
     /// Literal tuples that are elements of a collection (`{(40, 2)}`, `[(40, 2), …]`).
     members: Vec<Vec<Lit>>,
+    /// Arithmetic over the inputs compared with a number (`a * 1000 + b == 40002`): the
+    /// expression and the number, evaluated later with each test's arguments.
+    folded: Vec<(Vec<Token>, f64)>,
+    /// The numbers of each string made of digits and punctuation alone (`"40+2=43"`,
+    /// `b"40:2"`): a test's row written as text.
+    numeric_strings: Vec<Vec<Lit>>,
 }
 
 impl Facts {
@@ -139,6 +145,28 @@ fn matches(
         if joined {
             return true;
         }
+    }
+    // The test's arguments, or its whole row, written as a string of numbers (`"40+2=43"`).
+    if test.args.len() >= 2 && strong {
+        let row: Vec<Lit> = test.args.iter().chain(&test.expected).cloned().collect();
+        if fact
+            .numeric_strings
+            .iter()
+            .any(|numbers| *numbers == test.args || *numbers == row)
+        {
+            return true;
+        }
+    }
+    // Arithmetic over the inputs that is a number only the test's arguments make.
+    if strong
+        && same_function
+        && let Some(f) = function
+        && fact
+            .folded
+            .iter()
+            .any(|(expr, value)| folds_to(expr, &f.params, &test.args) == Some(*value))
+    {
+        return true;
     }
     // A collection holding the test's whole argument list (`(a, b) in {(40, 2)}`).
     if test.args.len() >= 2 && strong && fact.members.contains(&test.args) {
@@ -370,7 +398,7 @@ fn facts(source: &Source, l: usize) -> Facts {
     approximate(toks, &params, &mut facts);
     for (p, tok) in toks.iter().enumerate() {
         match &tok.token {
-            Token::Str(s) => line.string(p, s, &mut facts),
+            Token::Str(s) => Line::string(s, &mut facts),
             Token::Punct(op) if op == "(" || op == "[" => line.member(p, &mut facts),
             Token::Punct(op) if op == "==" || op == "===" => line.equality(p, &mut facts),
             Token::Punct(op) if (op == ":" || op == "=>") && p > 0 => line.entry(p, op, &mut facts),
@@ -413,11 +441,12 @@ impl Line<'_> {
             .is_some_and(|t| matches!(&t.token, Token::Punct(q) if ops.contains(&q.as_str())))
     }
 
-    /// A string on either side of a comparison, or keying an entry.
-    fn string(&self, p: usize, s: &str, facts: &mut Facts) {
-        let ops = ["==", "===", "!=", "!==", ":", "=>"];
-        if self.is(p.checked_sub(1), &ops) || self.is(Some(p + 1), &ops) {
-            facts.strings.push(s.to_owned());
+    /// Every string: one that is a test's arguments joined is a key however it is used (a
+    /// comparison, an entry, a `Map`'s pair); a string of numbers is a row.
+    fn string(s: &str, facts: &mut Facts) {
+        facts.strings.push(s.to_owned());
+        if let Some(numbers) = numbers_of(s) {
+            facts.numeric_strings.push(numbers);
         }
     }
 
@@ -432,8 +461,9 @@ impl Line<'_> {
         }
     }
 
-    /// `a == 40`, `(a, b) == (40, 2)`, `40 === n`.
+    /// `a == 40`, `(a, b) == (40, 2)`, `40 === n`, `a * 1000 + b == 40002`.
     fn equality(&self, p: usize, facts: &mut Facts) {
+        self.folding(p, facts);
         let left = operand_before(self.toks, p);
         let right = operand_after(self.toks, p + 1);
         for (input, literal) in [(&left, &right), (&right, &left)] {
@@ -449,6 +479,98 @@ impl Line<'_> {
             } else {
                 facts.compared.extend(lits.iter().cloned());
             }
+        }
+    }
+
+    /// Arithmetic over the function's inputs on one side of `==` at `p` and a number on the
+    /// other: `a * 1000 + b == 40002`, `40002 === a * 1000 + b`.
+    fn folding(&self, p: usize, facts: &mut Facts) {
+        let toks = self.toks;
+        if self.params.is_empty() {
+            return;
+        }
+        let number = |lits: &[Lit]| match lits {
+            [Lit::Num(_, Some(v))] => Some(*v),
+            _ => None,
+        };
+        let arithmetic = |t: &Tok| match &t.token {
+            Token::Ident(n) => self.params.contains(n),
+            Token::Number(_) => true,
+            Token::Punct(q) => matches!(q.as_str(), "+" | "-" | "*" | "(" | ")"),
+            Token::Str(_) => false,
+        };
+        // The number after, the expression before.
+        if let Some((lits, used)) = literal_at(toks, p + 1)
+            && let Some(value) = number(&lits)
+            && toks.get(p + 1 + used).is_none_or(|t| {
+                !matches!(&t.token, Token::Punct(q) if matches!(q.as_str(), "+" | "-" | "*" | "/" | "%" | "." | "(" | "["))
+            })
+        {
+            let mut start = p;
+            while start > 0 && arithmetic(&toks[start - 1]) {
+                start -= 1;
+            }
+            let mut expr = &toks[start..p];
+            // The opening parenthesis of an `if (…)` is not the expression's.
+            while expr.first().is_some_and(|t| matches!(&t.token, Token::Punct(q) if q == "("))
+                && depth(expr) > 0
+            {
+                expr = &expr[1..];
+                start += 1;
+            }
+            // `f(a * 1000 + b) == 40002` compares what `f` returned, `x.y * 2` an attribute.
+            let called = start.checked_sub(1).is_some_and(|before| match &toks[before].token {
+                Token::Ident(n) => !KEYWORDS.contains(&n.as_str()),
+                Token::Punct(q) => q == ".",
+                _ => false,
+            });
+            if !called && depth(expr) == 0 {
+                self.fold(expr, value, facts);
+            }
+        }
+        // The number before, the expression after.
+        if let Some((lits, _)) = literal_ending_at(toks, p)
+            && let Some(value) = number(&lits)
+        {
+            let mut end = p + 1;
+            while end < toks.len() && arithmetic(&toks[end]) {
+                end += 1;
+            }
+            let mut expr = &toks[p + 1..end];
+            while expr
+                .last()
+                .is_some_and(|t| matches!(&t.token, Token::Punct(q) if q == ")"))
+                && depth(expr) < 0
+            {
+                expr = &expr[..expr.len() - 1];
+            }
+            let continued = toks.get(p + 1 + expr.len()).is_some_and(
+                |t| matches!(&t.token, Token::Punct(q) if q == "." || q == "(" || q == "["),
+            );
+            if !continued && depth(expr) == 0 {
+                self.fold(expr, value, facts);
+            }
+        }
+    }
+
+    /// Keeps `expr == value` when `expr` packs two or more inputs into one number with a
+    /// multiplication (`a * 1000 + b`); a plain sum compared with a bound (`score + bonus ==
+    /// 100`) is a rule of the domain, not a key.
+    fn fold(&self, expr: &[Tok], value: f64, facts: &mut Facts) {
+        let scaled = expr
+            .iter()
+            .any(|t| matches!(&t.token, Token::Punct(q) if q == "*"));
+        let inputs: BTreeSet<&str> = expr
+            .iter()
+            .filter_map(|t| match &t.token {
+                Token::Ident(n) if self.params.contains(n) => Some(n.as_str()),
+                _ => None,
+            })
+            .collect();
+        if scaled && inputs.len() >= 2 {
+            facts
+                .folded
+                .push((expr.iter().map(|t| t.token.clone()).collect(), value));
         }
     }
 
@@ -804,6 +926,20 @@ fn names(toks: &[Tok]) -> Option<Vec<String>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// Methods that leave an input the same value for a `switch` on it.
+const SAME_VALUE: &[&str] = &[
+    ".trim()",
+    ".strip()",
+    ".lower()",
+    ".upper()",
+    ".toLowerCase()",
+    ".toUpperCase()",
+    ".as_str()",
+    ".as_ref()",
+    ".to_lowercase()",
+    ".to_uppercase()",
+];
+
 /// Whether the `switch`/`match` enclosing line `l` switches on the function's inputs.
 fn subject_of_switch(source: &Source, l: usize, params: &[String]) -> bool {
     source.headers(l).take(3).any(|header| {
@@ -812,10 +948,117 @@ fn subject_of_switch(source: &Source, l: usize, params: &[String]) -> bool {
             .iter()
             .find_map(|kw| super::source::find_word(header, kw).map(|at| &header[at + kw.len()..]));
         subject.is_some_and(|s| {
-            params.is_empty()
-                || params
-                    .iter()
-                    .any(|p| super::source::find_word(s, p).is_some())
+            // The inputs themselves, not a value computed from them (`switch (n % 10)` picks a
+            // digit's rule, it does not recognise a tested number).
+            let subject = s.split(['{', ':']).next().unwrap_or_default().trim();
+            let subject = subject
+                .strip_prefix('(')
+                .and_then(|s| s.strip_suffix(')'))
+                .or_else(|| subject.strip_prefix('[').and_then(|s| s.strip_suffix(']')))
+                .unwrap_or(subject);
+            let bare = |name: &str| {
+                let mut name = name.trim().trim_start_matches(['&', '*']);
+                // An input normalised is still the input: `input.trim()`, `s.as_str()`.
+                while let Some(stripped) = SAME_VALUE.iter().find_map(|m| name.strip_suffix(m)) {
+                    name = stripped;
+                }
+                !name.is_empty() && (params.is_empty() || params.iter().any(|p| p == name))
+            };
+            subject.split(',').all(bare)
         })
     })
+}
+
+/// Opening minus closing parentheses in `toks`.
+fn depth(toks: &[Tok]) -> i32 {
+    toks.iter()
+        .map(|t| match &t.token {
+            Token::Punct(q) if q == "(" => 1,
+            Token::Punct(q) if q == ")" => -1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The numbers of a short string made of digits, spaces and punctuation alone, when it holds two
+/// or more: `"40+2=43"` is 40, 2, 43. A string with a letter in it is prose or a format, never
+/// a row.
+fn numbers_of(s: &str) -> Option<Vec<Lit>> {
+    if s.len() > 64 || s.chars().any(char::is_alphabetic) {
+        return None;
+    }
+    let numbers: Vec<Lit> = s
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|n| n.trim_matches('.'))
+        .filter(|n| !n.is_empty())
+        .map(|n| Lit::number(n, false))
+        .collect();
+    (numbers.len() >= 2).then_some(numbers)
+}
+
+/// The value of `expr` (`+`, `-`, `*`, parentheses, numbers and the function's parameters) with
+/// the parameters bound to `args` in order; `None` when an argument is not a number or the
+/// expression is anything else.
+fn folds_to(expr: &[Token], params: &[String], args: &[Lit]) -> Option<f64> {
+    if params.len() != args.len() {
+        return None;
+    }
+    let bound = |name: &str| {
+        let at = params.iter().position(|p| p == name)?;
+        match &args[at] {
+            Lit::Num(_, Some(v)) => Some(*v),
+            _ => None,
+        }
+    };
+    let mut k = 0;
+    let value = sum(expr, &mut k, &bound)?;
+    (k == expr.len()).then_some(value)
+}
+
+/// `term (('+' | '-') term)*` from `expr[*k..]`.
+fn sum(expr: &[Token], k: &mut usize, bound: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+    let mut value = product(expr, k, bound)?;
+    while let Some(Token::Punct(op)) = expr.get(*k) {
+        let add = match op.as_str() {
+            "+" => true,
+            "-" => false,
+            _ => break,
+        };
+        *k += 1;
+        let term = product(expr, k, bound)?;
+        value = if add { value + term } else { value - term };
+    }
+    Some(value)
+}
+
+/// `factor ('*' factor)*` from `expr[*k..]`.
+fn product(expr: &[Token], k: &mut usize, bound: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+    let mut value = factor(expr, k, bound)?;
+    while matches!(expr.get(*k), Some(Token::Punct(op)) if op == "*") {
+        *k += 1;
+        value *= factor(expr, k, bound)?;
+    }
+    Some(value)
+}
+
+/// A number, a parameter, `-factor` or `(sum)` from `expr[*k..]`.
+fn factor(expr: &[Token], k: &mut usize, bound: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+    let token = expr.get(*k)?;
+    *k += 1;
+    match token {
+        Token::Number(n) => match Lit::number(n, false) {
+            Lit::Num(_, value) => value,
+            _ => None,
+        },
+        Token::Ident(name) => bound(name),
+        Token::Punct(op) if op == "-" => factor(expr, k, bound).map(|v| -v),
+        Token::Punct(op) if op == "(" => {
+            let value = sum(expr, k, bound)?;
+            matches!(expr.get(*k), Some(Token::Punct(c)) if c == ")").then(|| {
+                *k += 1;
+                value
+            })
+        }
+        _ => None,
+    }
 }

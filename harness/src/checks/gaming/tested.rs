@@ -71,7 +71,7 @@ impl Lit {
     }
 
     /// A number token's value, negated when `negative`.
-    fn number(text: &str, negative: bool) -> Lit {
+    pub(crate) fn number(text: &str, negative: bool) -> Lit {
         let value = if let Some(hex) = text.strip_prefix("0x") {
             i64::from_str_radix(hex, 16).ok().map(|v| v as f64)
         } else {
@@ -403,11 +403,24 @@ pub(crate) fn literal_list(toks: &[Tok]) -> Option<Vec<Lit>> {
     Some(values)
 }
 
+/// Number types whose value is written as one literal argument: `Decimal("19.99")`,
+/// `Fraction(1, 3)` is not one (two arguments), `BigInt("9007199254740993")` is.
+const NUMBER_TYPES: &[&str] = &["Decimal", "Fraction", "BigInt", "BigDecimal", "Big"];
+
 /// The literal (or bracketed literals) starting at `k`, and how many tokens it takes.
 pub(crate) fn literal_at(toks: &[Tok], k: usize) -> Option<(Vec<Lit>, usize)> {
     match &toks.get(k)?.token {
         Token::Number(n) => Some((vec![Lit::number(n, false)], 1)),
         Token::Str(s) => Some((vec![Lit::Str(s.clone())], 1)),
+        // A number type built from one literal, `Decimal("19.99")`, is that literal.
+        Token::Ident(name) if NUMBER_TYPES.contains(&name.as_str()) => {
+            if !is_punct(toks.get(k + 1)?, "(") {
+                return None;
+            }
+            let close = closing(toks, k + 1)?;
+            let (lit, used) = literal_at(toks, k + 2)?;
+            (lit.len() == 1 && k + 2 + used == close).then_some((lit, close - k + 1))
+        }
         Token::Ident(name) => Lit::of_ident(name).map(|l| (vec![l], 1)),
         Token::Punct(p) if p == "-" => match &toks.get(k + 1)?.token {
             Token::Number(n) => Some((vec![Lit::number(n, true)], 2)),
