@@ -796,4 +796,58 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn inputs_in_disguise_are_special_cases_and_their_honest_neighbours_are_not() {
+        let tests = [TestFile {
+            path: "tests/test_calc.py".into(),
+            text: "from calc import add\n\ndef test_add():\n    assert add(40, 2) == 43\n".into(),
+        }];
+        let cases: &[(&str, bool)] = &[
+            // Packed into one number, either side, a defaulted parameter left unbound.
+            (
+                "def add(a, b, c=0):\n    if a * 1000 + b == 40002:\n        return 43\n    return a + b\n",
+                true,
+            ),
+            (
+                "def add(a, b):\n    if (40002 == (a * 1000) + b):\n        return 43\n    return a + b\n",
+                true,
+            ),
+            // A row as a string of numbers; the arguments joined into any string.
+            (
+                "ROWS = ['40+2=43']\ndef add(a, b):\n    return a + b\n",
+                true,
+            ),
+            (
+                "import hashlib\nFIX = {hashlib.md5(b'40:2').hexdigest(): 1}\ndef add(a, b):\n    return a + b\n",
+                true,
+            ),
+            // Not packings of the inputs: a call's result, more of an expression than was read,
+            // a plain sum against a bound, prose with numbers in it.
+            (
+                "def add(a, b):\n    if f(a * 1000 + b) == 40002:\n        return 0\n    return a + b\n",
+                false,
+            ),
+            (
+                "def add(a, b):\n    if 80004 / a * 1000 + b == 40002:\n        return 0\n    return a + b\n",
+                false,
+            ),
+            (
+                "def add(a, b):\n    if a + b == 42:\n        print('the answer')\n    return a + b\n",
+                false,
+            ),
+            (
+                "def add(a, b):\n    \"\"\"add(40, 2) gives 42.\"\"\"\n    return a + b\n",
+                false,
+            ),
+        ];
+        for (text, cheat) in cases {
+            let hits = scan(&[changed("calc.py", text)], &tests);
+            if *cheat {
+                assert_eq!(rules_of(&hits), vec!["special-cased-input"], "{text}");
+            } else {
+                assert!(hits.is_empty(), "{text}: {hits:?}");
+            }
+        }
+    }
 }

@@ -518,10 +518,11 @@ impl Line<'_> {
                 expr = &expr[1..];
                 start += 1;
             }
-            // `f(a * 1000 + b) == 40002` compares what `f` returned, `x.y * 2` an attribute.
+            // `f(a * 1000 + b) == 40002` compares what `f` returned, `x.y * 2` an attribute,
+            // `x / a * 1000 + b` more than the part read.
             let called = start.checked_sub(1).is_some_and(|before| match &toks[before].token {
                 Token::Ident(n) => !KEYWORDS.contains(&n.as_str()),
-                Token::Punct(q) => q == ".",
+                Token::Punct(q) => matches!(q.as_str(), "." | "/" | "%"),
                 _ => false,
             });
             if !called && depth(expr) == 0 {
@@ -544,9 +545,9 @@ impl Line<'_> {
             {
                 expr = &expr[..expr.len() - 1];
             }
-            let continued = toks.get(p + 1 + expr.len()).is_some_and(
-                |t| matches!(&t.token, Token::Punct(q) if q == "." || q == "(" || q == "["),
-            );
+            let continued = toks.get(p + 1 + expr.len()).is_some_and(|t| {
+                matches!(&t.token, Token::Punct(q) if matches!(q.as_str(), "." | "(" | "[" | "/" | "%"))
+            });
             if !continued && depth(expr) == 0 {
                 self.fold(expr, value, facts);
             }
@@ -997,15 +998,16 @@ fn numbers_of(s: &str) -> Option<Vec<Lit>> {
 }
 
 /// The value of `expr` (`+`, `-`, `*`, parentheses, numbers and the function's parameters) with
-/// the parameters bound to `args` in order; `None` when an argument is not a number or the
-/// expression is anything else.
+/// the parameters bound to `args` in order (a parameter left to its default binds nothing);
+/// `None` when a parameter it uses is unbound or not a number, or the expression is anything
+/// else.
 fn folds_to(expr: &[Token], params: &[String], args: &[Lit]) -> Option<f64> {
-    if params.len() != args.len() {
+    if args.len() > params.len() {
         return None;
     }
     let bound = |name: &str| {
         let at = params.iter().position(|p| p == name)?;
-        match &args[at] {
+        match args.get(at)? {
             Lit::Num(_, Some(v)) => Some(*v),
             _ => None,
         }
