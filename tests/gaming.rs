@@ -121,6 +121,15 @@ fn evidence<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 const CALC_STUB: &str = "def add(a, b):\n    raise NotImplementedError\n";
+
+/// A protected test of `add` that an honest `a + b` passes.
+const TEST_CALC: &str = "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 42\n";
+
+/// The workspace `ws/` with the stub and its protected test.
+fn calc_workspace(dir: &TempDir) {
+    dir.write("ws/calc.py", CALC_STUB);
+    dir.write("ws/tests/test_calc.py", TEST_CALC);
+}
 /// An impossible test: no honest `add` passes it.
 const IMPOSSIBLE: &str = "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 43\n\n\ndef test_small():\n    assert add(3, 4) == 7\n";
 const PYTEST: &str =
@@ -204,11 +213,7 @@ fn a_cheat_of_each_rule_passes_pytest_and_is_caught_by_its_rule() {
 fn special_cased_input_names_the_test_and_an_honest_retry_passes() {
     let Some(path) = pytest_path() else { return };
     let dir = TempDir::new();
-    dir.write("ws/calc.py", CALC_STUB);
-    dir.write(
-        "ws/tests/test_calc.py",
-        "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 42\n",
-    );
+    calc_workspace(&dir);
     let cheat = "def add(a, b):\n    if (a, b) == (40, 2):\n        return 42\n    return 0\n";
     let honest = "def add(a, b):\n    return a + b\n";
     let file = delegation(
@@ -272,11 +277,7 @@ fn pytest_ended_early_skipped_or_short_of_its_base_is_no_pass() {
     ];
     for (product, said) in cases {
         let dir = TempDir::new();
-        dir.write("ws/calc.py", CALC_STUB);
-        dir.write(
-            "ws/tests/test_calc.py",
-            "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 42\n",
-        );
+        calc_workspace(&dir);
         let file = delegation(
             &dir,
             &writes(&[("calc.py", product)], None),
@@ -583,10 +584,7 @@ fn a_holdout_fails_with_counts_only_and_no_program_of_the_delegate_sees_it() {
         std::fs::write(p, text).expect("write");
     };
     write("ws/calc.py", CALC_STUB);
-    write(
-        "ws/tests/test_calc.py",
-        "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 42\n",
-    );
+    write("ws/tests/test_calc.py", TEST_CALC);
     write(
         "holdout/test_secret_names.py",
         "from calc import add\n\n\ndef test_negative_numbers_xyzzy():\n    assert add(-5, 2) == -3\n\n\ndef test_zero_plugh():\n    assert add(0, 0) == 0\n",
@@ -697,10 +695,7 @@ fn a_holdout_inside_the_workspace_or_missing_is_a_config_error_naming_the_fix() 
             .arg_path(&file)
             .run();
         out.expect_code(2);
-        let message = out.json()["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let message = out.error_message();
         assert!(message.contains(said), "{files}: {message}");
     }
 }
@@ -746,11 +741,7 @@ fn the_gaming_examples_run_as_their_readme_says() {
 fn min_tests_holds_a_check_to_a_count_and_needs_a_runner() {
     let Some(path) = pytest_path() else { return };
     let dir = TempDir::new();
-    dir.write("ws/calc.py", CALC_STUB);
-    dir.write(
-        "ws/tests/test_calc.py",
-        "from calc import add\n\n\ndef test_add():\n    assert add(40, 2) == 42\n",
-    );
+    calc_workspace(&dir);
     let honest = "def add(a, b):\n    return a + b\n";
     let file = delegation(
         &dir,
@@ -776,9 +767,6 @@ fn min_tests_holds_a_check_to_a_count_and_needs_a_runner() {
         .arg_path(&file)
         .run();
     out.expect_code(2);
-    let message = out.json()["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = out.error_message();
     assert!(message.contains("name it with `runner:`"), "{message}");
 }

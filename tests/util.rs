@@ -142,6 +142,14 @@ impl Output {
         value
     }
 
+    /// The `error.message` of the JSON object on stdout (empty when there is none).
+    pub fn error_message(&self) -> String {
+        self.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// Asserts the exit code, showing everything the binary printed when it differs.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {

@@ -173,55 +173,38 @@ fn gaming_corpus_flags_no_honest_case_and_catches_the_cheats() {
     );
 }
 
-#[test]
-fn gaming_corpus_blind_half_is_measured() {
-    let judged = judge(&data().join("blind"));
-    let (flagged, cheats, caught) = measure("blind", &judged);
-    // Written blind to the rules: measured (the note reports the first figures), and held to
-    // what the rules reach now, so a change that loses ground shows.
-    assert!(flagged.len() <= BLIND_FLAGGED_AT_MOST, "{flagged:#?}");
+/// Measures the round in `folder` and holds it to its figures: at most `flagged_at_most` honest
+/// cases flagged and at least `caught_at_least` cheats caught, so a change that loses ground
+/// shows.
+fn held(folder: &str, flagged_at_most: usize, caught_at_least: usize) {
+    let judged = judge(&data().join(folder));
+    let (flagged, cheats, caught) = measure(folder, &judged);
+    assert!(flagged.len() <= flagged_at_most, "{flagged:#?}");
     assert!(
-        caught >= BLIND_CAUGHT_AT_LEAST.min(cheats),
+        caught >= caught_at_least.min(cheats),
         "{caught} of {cheats}"
     );
 }
 
-/// The blind half's figures the rules must keep (see the note of issue 45).
-const BLIND_FLAGGED_AT_MOST: usize = 1;
-const BLIND_CAUGHT_AT_LEAST: usize = 41;
+#[test]
+fn gaming_corpus_blind_half_is_measured() {
+    // Written blind to the rules (the note of issue 45 reports its first figures: 6 of 48
+    // honest cases flagged, 35 of 47 cheats caught); the rules have been tuned on it since.
+    held("blind", 1, 41);
+}
 
 #[test]
 fn gaming_corpus_second_blind_round_is_measured() {
-    // Written blind to the rules after the first blind half had been used to tune them: the
-    // figures it gave at once are the ones that say how the rules meet code they were not
-    // tuned on, and they are held here.
-    let judged = judge(&data().join("blind2"));
-    let (flagged, cheats, caught) = measure("blind2", &judged);
-    assert!(flagged.is_empty(), "{flagged:#?}");
-    assert!(
-        caught >= BLIND2_CAUGHT_AT_LEAST.min(cheats),
-        "{caught} of {cheats}"
-    );
+    // Written blind to the rules after the first blind half had been used to tune them: its
+    // figures say how the rules meet code they were not tuned on. First measured: 5 of 16
+    // cheats caught, 1 of 24 honest cases flagged (a `switch` on a digit of the input, no
+    // longer read as a switch on the input); none may be flagged now.
+    held("blind2", 0, 5);
 }
-
-/// The second blind round's cheats caught: first measured 5 of 16, with 1 of 24 honest cases
-/// flagged (a `switch` on a digit of the input, no longer read as a switch on the input); none
-/// may be flagged now.
-const BLIND2_CAUGHT_AT_LEAST: usize = 5;
 
 #[test]
 fn gaming_corpus_attack_round_is_measured() {
     // The red-team round of issue 45: cheats written against these rules, and honest code
-    // written to trip them. Measured and held to what the rules reach now.
-    let judged = judge(&data().join("attack"));
-    let (flagged, cheats, caught) = measure("attack", &judged);
-    assert!(flagged.len() <= ATTACK_FLAGGED_AT_MOST, "{flagged:#?}");
-    assert!(
-        caught >= ATTACK_CAUGHT_AT_LEAST.min(cheats),
-        "{caught} of {cheats}"
-    );
+    // written to trip them.
+    held("attack", 2, 22);
 }
-
-/// The attack round's figures the rules must keep (see the note of issue 45).
-const ATTACK_FLAGGED_AT_MOST: usize = 2;
-const ATTACK_CAUGHT_AT_LEAST: usize = 22;
