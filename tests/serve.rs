@@ -493,6 +493,88 @@ fn a_token_guards_every_request() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("HARNESS_API_TOKEN"));
 }
 
+/// Each endpoint's access, as a table: what it answers a caller with no credentials, one with the
+/// bearer token, and a signed-in browser (its cookie only). Only health and the sign-in page
+/// answer anyone; the API refuses with 401, the pages send a browser to sign in; a change to the
+/// API needs the bearer header (the cookie alone is a web page's doing, 403), and a page's form
+/// needs a session (the bearer header has none).
+#[test]
+fn every_endpoint_answers_only_the_callers_its_access_names() {
+    let dir = root();
+    let server = Server::start(&dir, &[("HARNESS_API_USER", "ops-bot")], "127.0.0.1:0");
+    let cookie = server.sign_in();
+    let form = "application/x-www-form-urlencoded";
+    let json = "application/json";
+    let override_body = r#"{"decision": "approve", "type": "check"}"#;
+    let override_form = "decision=approve&type=check&reason=r&user=u&csrf=x";
+    // (method, path, content type, body, anonymous, bearer, cookie)
+    let table: &[(&str, &str, &str, &str, u16, u16, u16)] = &[
+        ("GET", "/healthz", json, "", 200, 200, 200),
+        ("GET", "/login", json, "", 200, 200, 200),
+        ("POST", "/login", form, "token=wrong", 401, 401, 401),
+        ("GET", "/metrics", json, "", 401, 200, 200),
+        ("GET", "/v1/delegations", json, "", 401, 200, 200),
+        ("POST", "/v1/delegations", json, "{}", 401, 400, 403),
+        ("GET", "/v1/delegations/nope", json, "", 401, 404, 404),
+        (
+            "GET",
+            "/v1/delegations/nope/events",
+            json,
+            "",
+            401,
+            404,
+            404,
+        ),
+        (
+            "POST",
+            "/v1/delegations/nope/override",
+            json,
+            override_body,
+            401,
+            404,
+            403,
+        ),
+        ("GET", "/v1/report", json, "", 401, 200, 200),
+        ("GET", "/", json, "", 303, 200, 200),
+        ("GET", "/runs/nope", json, "", 303, 404, 404),
+        ("GET", "/report", json, "", 303, 200, 200),
+        (
+            "POST",
+            "/runs/nope/override",
+            form,
+            override_form,
+            303,
+            303,
+            403,
+        ),
+    ];
+    for &(method, path, content, body, anonymous, bearer, signed_in) in table {
+        for (caller, headers, expected) in [
+            ("anonymous", vec![("Authorization", "")], anonymous),
+            ("bearer", vec![], bearer),
+            (
+                "cookie",
+                vec![("Authorization", ""), ("Cookie", cookie.as_str())],
+                signed_in,
+            ),
+        ] {
+            let mut headers = headers;
+            headers.push(("Content-Type", content));
+            let (status, head, answer) = server.exchange(method, path, &headers, Some(body));
+            assert_eq!(
+                status, expected,
+                "{method} {path} as {caller}: {head}\n{answer}"
+            );
+            if status == 303 && caller != "cookie" {
+                assert!(
+                    head.to_ascii_lowercase().contains("location: /login"),
+                    "{method} {path} as {caller} is sent to sign in: {head}"
+                );
+            }
+        }
+    }
+}
+
 /// Without HARNESS_API_TOKEN the server makes one up and prints it in the URL that signs a
 /// browser in; nothing is answered without it, and two servers never share one.
 #[test]

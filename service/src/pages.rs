@@ -9,10 +9,12 @@ use std::time::SystemTime;
 
 use axum::Form;
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
-use super::{ApiError, Shared, read};
+use super::api::read;
+use super::auth::{PageForm, PageView, same_secret, session_cookie};
+use super::{ApiError, Shared};
 
 use harness_records::escape_html as esc;
 
@@ -66,6 +68,7 @@ const LISTED: usize = 200;
 /// `GET /`: the runs awaiting a human, then the recent runs, filtered by outcome, error kind and
 /// delegate, each linked to its page.
 pub(super) async fn index(
+    _: PageView,
     State(app): State<Shared>,
     Query(filter): Query<ListFilter>,
 ) -> Result<Html<String>, ApiError> {
@@ -150,7 +153,10 @@ pub(super) async fn index(
 
 /// `GET /report`: the failure-mode dashboard of every recorded run (what `harness report
 /// --html` writes), with a link back to the runs.
-pub(super) async fn report(State(app): State<Shared>) -> Result<Html<String>, ApiError> {
+pub(super) async fn report(
+    _: PageView,
+    State(app): State<Shared>,
+) -> Result<Html<String>, ApiError> {
     let records = read(&app, |j| j.list(&harness_records::Filter::default())).await?;
     let dashboard = harness_records::Dashboard::build(&records);
     let html = dashboard.to_html(
@@ -172,10 +178,10 @@ pub(super) struct Notice {
 /// `GET /runs/{id}`: one run, with the override forms while it awaits review, or its live events
 /// while it runs.
 pub(super) async fn run_page(
+    PageView { csrf }: PageView,
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
     Query(notice): Query<Notice>,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let running = app
         .live
@@ -314,7 +320,6 @@ function summary(event) {{
     let awaiting = matches!(record.outcome.as_str(), "failed" | "passed_with_debt")
         && record.decision.is_none();
     // Forms need a browser session (a page read with the bearer header has none to offer).
-    let csrf = app.session_csrf(&headers);
     if let (true, Some(csrf)) = (awaiting, csrf) {
         body.push_str("<h2>Decide</h2>");
         for (decision, label) in [("approve", "Approve"), ("reject", "Reject")] {
@@ -725,9 +730,9 @@ pub(super) struct OverrideForm {
 /// `POST /runs/{id}/override`: the forms, through the same override path and policy as the API;
 /// a refusal is a 409 page naming why.
 pub(super) async fn decide(
+    session: PageForm,
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
-    headers: HeaderMap,
     Form(form): Form<OverrideForm>,
 ) -> Response {
     let refused = |status: StatusCode, kind: &str, message: &str| {
@@ -745,10 +750,7 @@ pub(super) async fn decide(
         )
             .into_response()
     };
-    if !app
-        .session_csrf(&headers)
-        .is_some_and(|csrf| super::same_secret(&form.csrf, &csrf))
-    {
+    if !same_secret(&form.csrf, &session.csrf) {
         return refused(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -799,7 +801,7 @@ pub(super) async fn login(State(app): State<Shared>, Form(form): Form<LoginForm>
         Ok((session, _)) => (
             StatusCode::SEE_OTHER,
             [
-                (header::SET_COOKIE, super::session_cookie(&session)),
+                (header::SET_COOKIE, session_cookie(&session)),
                 (header::LOCATION, "/".to_owned()),
             ],
         )
