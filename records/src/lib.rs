@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod audit;
 mod authority;
 mod dashboard;
 mod error;
@@ -23,6 +24,7 @@ mod journal;
 mod locate;
 mod writer;
 
+pub use audit::{AuditFailure, AuditOptions, VerificationReport, audit};
 pub use authority::{
     AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, apply_override,
     canonical, review_state, review_status, reviewed_json,
@@ -33,10 +35,7 @@ pub use dashboard::{
 };
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{Error, ErrorKind, Result};
-pub use export::{
-    AuditFailure, AuditOptions, RUN_SCHEMA, VerificationReport, audit, completion_seal, export,
-    seal, sign, signing_key, verifying_key,
-};
+pub use export::{RUN_SCHEMA, completion_seal, export, seal, sign, signing_key, verifying_key};
 pub use journal::{
     Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION, Started, TreeNode,
 };
