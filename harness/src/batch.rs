@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use crate::assembly::{Assembler, base_of};
 use crate::delegation::Delegation;
 use crate::error::{Error, Result};
-use crate::report::Report;
+use crate::report::{Outcome, Report};
 use crate::runtime::Runtime;
 
 /// One delegation of a batch, or why its entry could not be read.
@@ -269,6 +269,143 @@ pub struct BatchOutcome {
     pub line: usize,
     /// The delegation's report, or the entry's configuration error.
     pub report: std::result::Result<Report, Error>,
+}
+
+impl BatchOutcome {
+    /// The line `harness batch` prints for it. With `json`, the `harness run --json` object plus
+    /// `line` (a malformed entry: outcome `error` with its configuration error); else one line of
+    /// text naming the outcome and, for one that did not pass, its primary reason — the last
+    /// attempt's first blocking finding, else the error's first line ("verification failed on
+    /// all 3 attempts" says nothing).
+    pub fn to_line(&self, json: bool) -> String {
+        let line = self.line;
+        match (&self.report, json) {
+            (Ok(report), true) => {
+                let mut text = Vec::with_capacity(4096);
+                serde_json::to_writer(&mut text, &report.json().with_line(line))
+                    .expect("a report always serialises");
+                String::from_utf8(text).expect("JSON is UTF-8")
+            }
+            (Ok(report), false) => {
+                let primary = report
+                    .attempts
+                    .last()
+                    .and_then(|a| a.reasons().into_iter().next());
+                let detail = report.error.as_ref().map_or(String::new(), |e| {
+                    let why = primary.unwrap_or_else(|| {
+                        e.message().lines().next().unwrap_or_default().to_owned()
+                    });
+                    format!("  {}: {why}", e.kind().as_str())
+                });
+                format!(
+                    "line {line}: {} after {} attempt(s) ({}){detail}",
+                    report.outcome.as_str(),
+                    report.attempts.len(),
+                    report.id
+                )
+            }
+            (Err(e), true) => serde_json::json!({
+                "line": line, "id": null, "outcome": "error", "verified": false,
+                "attempts": 0, "reasons": [], "result": null, "usage": null, "trace_id": null,
+                "error": {"kind": e.kind().as_str(), "message": e.message()},
+            })
+            .to_string(),
+            (Err(e), false) => format!("line {line}: skipped, malformed: {}", e.message()),
+        }
+    }
+}
+
+/// A batch's outcomes counted as they come.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Passed, with or without debt.
+    pub passed: usize,
+    /// Skipped: nothing was configured to verify.
+    pub skipped: usize,
+    /// Failed verification.
+    pub failed: usize,
+    /// Ended in an error.
+    pub errors: usize,
+    /// Entries that could not be read or validated.
+    pub malformed: usize,
+}
+
+/// How a batch ended, most serious first; the command's exit code follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchEnd {
+    /// Stopped (a signal) before every entry was run.
+    Stopped,
+    /// An entry was malformed, or a report could not be recorded: the operator's to fix.
+    Unsound,
+    /// Some delegation failed verification or ended in an error.
+    NotVerified,
+    /// Every delegation passed or was skipped.
+    Verified,
+}
+
+impl Tally {
+    /// Counts one outcome.
+    pub fn add(&mut self, outcome: &BatchOutcome) {
+        match &outcome.report {
+            Err(_) => self.malformed += 1,
+            Ok(report) => match report.outcome {
+                Outcome::Passed | Outcome::PassedWithDebt => self.passed += 1,
+                Outcome::Skipped => self.skipped += 1,
+                Outcome::Failed(_) => self.failed += 1,
+                Outcome::Error(_) => self.errors += 1,
+            },
+        }
+    }
+
+    /// The counts so far, for a progress line.
+    pub fn progress(&self) -> String {
+        format!(
+            "passed {}  failed {}  errors {}  malformed {}",
+            self.passed + self.skipped,
+            self.failed,
+            self.errors,
+            self.malformed
+        )
+    }
+
+    /// The closing line: every outcome counted, what a stop abandoned, and the rate over
+    /// `elapsed`.
+    pub fn summary(&self, summary: &BatchSummary, elapsed: Duration) -> String {
+        let seconds = elapsed.as_secs_f64();
+        let done = summary.finished;
+        let abandoned = if summary.abandoned > 0 {
+            format!("; {} abandoned after the interrupt", summary.abandoned)
+        } else {
+            String::new()
+        };
+        format!(
+            "{done} delegation(s): {} passed, {} skipped, {} failed, {} errors; {} malformed entr{}{abandoned} in {seconds:.1}s ({:.1}/s)",
+            self.passed,
+            self.skipped,
+            self.failed,
+            self.errors,
+            self.malformed,
+            if self.malformed == 1 { "y" } else { "ies" },
+            if seconds > 0.0 {
+                done as f64 / seconds
+            } else {
+                0.0
+            },
+        )
+    }
+
+    /// How the batch ended, given whether it was stopped and whether every report was recorded.
+    pub fn end(&self, stopped: bool, all_recorded: bool) -> BatchEnd {
+        if stopped {
+            BatchEnd::Stopped
+        } else if self.malformed > 0 || !all_recorded {
+            BatchEnd::Unsound
+        } else if self.failed + self.errors > 0 {
+            BatchEnd::NotVerified
+        } else {
+            BatchEnd::Verified
+        }
+    }
 }
 
 /// Totals of a batch.

@@ -32,7 +32,7 @@ mod worker;
 
 pub use nats::NatsQueue;
 pub use sqlite::SqliteQueue;
-pub use submit::{Followed, Plan, Stored, follow, job_id, settle};
+pub use submit::{BatchId, Followed, Plan, Ran, Stored, Target, follow, job_id, run_batch, settle};
 pub use worker::{Finished, WorkerSettings, WorkerSummary, work};
 
 /// A boxed future, as the [`Queue`] methods return.

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::batch::{BatchItem, BatchOutcome, BatchSummary};
-use harness::{Error, Overrides};
+use harness::batch::{BatchItem, BatchOutcome, BatchReader, BatchSettings, BatchSummary};
+use harness::{Error, Overrides, Runtime};
 
 use crate::{BoxFuture, Delivery, JOB_SCHEMA, Job, Outcome, Queue};
 
@@ -48,9 +48,156 @@ impl Followed {
     }
 }
 
+impl Followed {
+    /// What the operator should know once following ended: reports that came back twice, runs
+    /// still queued (with `follow_later`, the command that follows them), reports left in the
+    /// queue, and how long reports took to come back.
+    pub fn notes(&self, batch: &str, follow_later: &str) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.duplicates > 0 {
+            notes.push(format!(
+                "{} report(s) came back twice (a worker lost its lease and the delegation ran again); each delegation was recorded once",
+                self.duplicates
+            ));
+        }
+        if self.pending > 0 {
+            notes.push(format!(
+                "{} delegation(s) still queued; follow them later with: {follow_later}",
+                self.pending
+            ));
+        }
+        if self.unstored > 0 {
+            notes.push(format!(
+                "{} report(s) could not be recorded and stay in the queue (take them later with --resume {batch})",
+                self.unstored
+            ));
+        }
+        if let (Some(p50), Some(p99)) = (self.percentile(50.0), self.percentile(99.0)) {
+            notes.push(format!(
+                "queued to reported: p50 {:.1} ms, p99 {:.1} ms",
+                p50.as_secs_f64() * 1e3,
+                p99.as_secs_f64() * 1e3
+            ));
+        }
+        notes
+    }
+}
+
+/// A batch's id on a queue: `b-` and hex digits, safe in a NATS subject and a consumer name. A
+/// resumed batch is named by the id its first submitter printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchId(String);
+
+impl BatchId {
+    /// A fresh id.
+    pub fn new() -> Self {
+        BatchId(harness::new_id().replacen("d-", "b-", 1))
+    }
+
+    /// The id a batch was queued under, as the operator gives it to `--resume`.
+    ///
+    /// # Errors
+    /// [`harness::ErrorKind::Config`] for text that is not a batch id.
+    pub fn parse(text: &str) -> harness::Result<Self> {
+        let hex = text.strip_prefix("b-").unwrap_or_default();
+        if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(Error::config(format!(
+                "--resume {text:?}: not a batch id; give the `b-…` id `harness batch --queue` printed"
+            )));
+        }
+        Ok(BatchId(text.to_owned()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for BatchId {
+    fn default() -> Self {
+        BatchId::new()
+    }
+}
+
+impl std::fmt::Display for BatchId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a batch's delegations run.
+pub enum Target<'a> {
+    /// In this process, on `runtime`.
+    Here {
+        /// The runtime the delegations run on.
+        runtime: &'a Runtime,
+        /// How many at once, and the grace after a stop.
+        settings: BatchSettings,
+    },
+    /// On workers: queued on `queue` and followed as `plan` says.
+    Queue {
+        /// The queue the workers take jobs from.
+        queue: Arc<dyn Queue>,
+        /// The batch's id and how it is followed.
+        plan: Plan<'a>,
+    },
+}
+
+/// What a batch did, wherever it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// The totals.
+    pub summary: BatchSummary,
+    /// With a queue: duplicates, what is still out, how long reports took.
+    pub followed: Option<Followed>,
+}
+
+/// Runs every entry `reader` reads where `target` says: here ([`harness::batch::run_batch`]) or
+/// on workers ([`follow`]), handing each outcome to `sink` as it completes — the same outcomes,
+/// in the same shape, either way. When `stop` resolves, a batch here gives its running
+/// delegations the grace period and then cancels them; a queued one stops waiting.
+///
+/// # Errors
+/// [`harness::ErrorKind::Config`] when the queue refuses a job or cannot be read.
+pub async fn run_batch<F>(
+    reader: BatchReader,
+    target: Target<'_>,
+    stop: impl Future<Output = ()>,
+    mut sink: F,
+) -> harness::Result<Ran>
+where
+    F: FnMut(BatchOutcome) -> Stored,
+{
+    match target {
+        Target::Here { runtime, settings } => {
+            // The sink queues what it stores before it returns; here nothing waits on it.
+            let sink = |outcome| drop(sink(outcome));
+            let summary = harness::batch::run_batch(runtime, reader, &settings, stop, sink).await;
+            Ok(Ran {
+                summary,
+                followed: None,
+            })
+        }
+        Target::Queue { queue, plan } => {
+            let absolute =
+                |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+            let (file, base) = (absolute(reader.source()), absolute(reader.base()));
+            let items = reader
+                .keep_entries()
+                .map(move |item| (item, file.clone(), base.clone()));
+            let followed = follow(queue, items, &plan, stop, sink).await?;
+            Ok(Ran {
+                summary: followed.summary,
+                followed: Some(followed),
+            })
+        }
+    }
+}
+
 /// What [`follow`] queues and how.
 pub struct Plan<'a> {
-    /// The batch id (`b-` and 16 hex digits): whose results subject the reports come back on.
+    /// The batch id (a [`BatchId`]): whose results subject the reports come back on.
     pub batch: &'a str,
     /// What the submitter set over each file.
     pub overrides: &'a Overrides,
