@@ -575,113 +575,19 @@ impl Journal {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| sql("cannot lock", e))?;
         let id = request.run_id.as_str();
-        let run: Option<(String, Option<String>, Option<String>)> = tx
-            .query_row(
-                "SELECT outcome, error_kind, events FROM delegations WHERE id = ?1",
-                [id],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )
-            .optional()
-            .map_err(|e| sql("cannot read", e))?;
-        let Some((outcome, kind, events)) = run else {
+        let standing = Standing::read(&tx, id).map_err(|e| sql("cannot read", e))?;
+        let Some(standing) = standing else {
             return Err(Error::config(format!(
                 "no run {id} in the journal {} (`harness review` lists the runs awaiting review)",
                 path.display()
             )));
         };
-        let last: Option<(i64, Option<String>)> = tx
-            .query_row(
-                "SELECT attempt, verdict FROM attempts WHERE delegation_id = ?1 ORDER BY attempt DESC LIMIT 1",
-                [id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| sql("cannot read", e))?;
-        let blocking: Vec<String> = last
-            .as_ref()
-            .and_then(|(_, verdict)| verdict.as_deref())
-            .and_then(|text| serde_json::from_str::<Value>(text).ok())
-            .and_then(|verdict| verdict["findings"].as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .filter(|f| f["blocking"] == json!(true))
-            .filter_map(|f| f["source"].as_str().map(str::to_owned))
-            .collect();
-        let earlier: Option<(String, String, i64)> = tx
-            .query_row(
-                "SELECT user, decision, at_ms FROM overrides WHERE delegation_id = ?1",
-                [id],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )
-            .optional()
-            .map_err(|e| sql("cannot read", e))?;
-
         let reason = request
             .reason
             .as_deref()
             .map(str::trim)
             .filter(|r| !r.is_empty());
-        let kind_str = kind.as_deref();
-        let (fits, what) = fitting(&outcome, kind_str, &blocking);
         let ty = request.override_type;
-        let refusal = if let Some((user, decision, at)) = earlier {
-            Some(Error::new(
-                ErrorKind::IllegalTransition,
-                format!(
-                    "run {id} was already {decision} by {user} at {}; a run is overridden once (the audit log keeps it)",
-                    humantime::format_rfc3339_millis(from_unix_millis(at))
-                ),
-            ))
-        } else if !matches!(outcome.as_str(), "failed" | "passed_with_debt") {
-            Some(Error::new(
-                ErrorKind::IllegalTransition,
-                format!(
-                    "run {id} is {outcome}{}: only failed and passed_with_debt runs await review",
-                    kind_str.map_or(String::new(), |k| format!(" ({k})"))
-                ),
-            ))
-        } else if request.approve && !fits.contains(&ty) {
-            // Rejecting needs no approval right (DESIGN §4.11): any type may reject.
-            let names: Vec<String> = fits.iter().map(|t| format!("`{}`", t.as_str())).collect();
-            Some(Error::new(
-                ErrorKind::IllegalTransition,
-                format!(
-                    "run {id} failed on {what}, which a `{}` override does not cover; use --type {}",
-                    ty.as_str(),
-                    names.join(" or ")
-                ),
-            ))
-        } else {
-            let (allowed, key) = match ty {
-                OverrideType::Check => (policy.check_override_allowed, "check_override_allowed"),
-                OverrideType::Verifier => (
-                    policy.verifier_override_allowed,
-                    "verifier_override_allowed",
-                ),
-                OverrideType::Direct => (policy.direct_approval_allowed, "direct_approval_allowed"),
-            };
-            let needs_reason = ty != OverrideType::Check || policy.check_override_requires_reason;
-            if request.approve && !allowed {
-                Some(Error::new(
-                    ErrorKind::OverrideNotAllowed,
-                    format!(
-                        "a `{}` override is not allowed: `override_policy.{key}` is false ({policy_at})",
-                        ty.as_str()
-                    ),
-                ))
-            } else if needs_reason && reason.is_none() {
-                Some(Error::new(
-                    ErrorKind::ReasonRequired,
-                    format!(
-                        "a `{}` override needs a reason: pass --reason TEXT (what you checked, and why the run may stand or not)",
-                        ty.as_str()
-                    ),
-                ))
-            } else {
-                None
-            }
-        };
-
         let decision = if request.approve {
             "approved"
         } else {
@@ -696,9 +602,9 @@ impl Journal {
             "override_type": ty.as_str(),
             "decision": decision,
             "reason": reason,
-            "previous_state": outcome,
+            "previous_state": standing.outcome,
         });
-        if let Some(refused) = refusal {
+        if let Some(refused) = standing.refusal(request, reason.is_some(), policy, policy_at) {
             entry["action"] = json!("override_refused");
             entry["refusal"] =
                 json!({"kind": refused.kind().as_str(), "message": refused.message()});
@@ -723,61 +629,23 @@ impl Journal {
         }
         let audit_seq =
             append(&tx, entry).map_err(|e| sql("cannot append to the audit log of", e))?;
-        tx.execute(
-            "INSERT INTO overrides (delegation_id, user, override_type, decision, reason, at_ms, previous_state, audit_seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                id,
-                request.user,
-                ty.as_str(),
-                decision,
-                reason,
-                unix_millis(now),
-                outcome,
-                i64::try_from(audit_seq).unwrap_or(i64::MAX)
-            ],
-        )
-        .map_err(|e| sql("cannot record the override in", e))?;
-        // The run's story gains its last event; its outcome stays as it was.
-        let mut events: Vec<Value> = events
-            .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or_default();
-        let record = EventRecord {
-            run_id: id.to_owned(),
-            attempt: last
-                .as_ref()
-                .map_or(0, |(attempt, _)| u32::try_from(*attempt).unwrap_or(0)),
-            seq: events.len() as u64,
-            at,
-            event: RunEvent::HumanOverride {
-                user: request.user.clone(),
-                override_type: ty.as_str().to_owned(),
-                decision: decision.to_owned(),
-                reason: reason.map(str::to_owned),
-                previous_state: outcome.clone(),
-            },
-        };
-        events.push(serde_json::to_value(&record).unwrap_or(Value::Null));
-        tx.execute(
-            "UPDATE delegations SET events = ?2 WHERE id = ?1",
-            params![id, Value::Array(events).to_string()],
-        )
-        .map_err(|e| sql("cannot record the override event in", e))?;
-        crate::journal::reseal(&tx, id).map_err(|e| sql("cannot seal the run again in", e))?;
-        tx.commit().map_err(|e| sql("cannot commit", e))?;
-        recorded_here(&path, 1, 1);
-        Ok(Override {
+        let done = Override {
             run_id: id.to_owned(),
             user: request.user.clone(),
             override_type: ty.as_str().to_owned(),
             decision: decision.to_owned(),
             reason: reason.map(str::to_owned),
             at: from_unix_millis(unix_millis(now)),
-            previous_state: outcome,
+            previous_state: standing.outcome.clone(),
             audit_seq,
             suspect,
-        })
+        };
+        standing
+            .overridden(&tx, &done, at)
+            .map_err(|e| sql("cannot record the override in", e))?;
+        tx.commit().map_err(|e| sql("cannot commit", e))?;
+        recorded_here(&path, 1, 1);
+        Ok(done)
     }
 
     /// Re-walks the audit log and names the first row that does not hold: a gap in `seq` (a
@@ -829,49 +697,20 @@ impl Journal {
             let (seq, entry, prev_hash, hash) = row.map_err(read)?;
             let at = u64::try_from(seq).unwrap_or(0);
             check.rows += 1;
-            let why = if seq != expected {
-                Some(if seq > expected {
-                    format!(
-                        "row {expected}{} is missing: deleted",
-                        if seq > expected + 1 {
-                            format!(" to {}", seq - 1)
-                        } else {
-                            String::new()
+            let why = match row_fault(expected, seq, &entry, &prev_hash, &hash, &previous) {
+                Err(why) => Some(why),
+                Ok(value) => {
+                    if value["action"] == json!("override") {
+                        if let Some(why) = value["suspect"].as_str() {
+                            check.suspect.push((
+                                at,
+                                value["run_id"].as_str().unwrap_or("?").to_owned(),
+                                why.to_owned(),
+                            ));
                         }
-                    )
-                } else {
-                    format!("row {seq} appears twice or out of order")
-                })
-            } else if prev_hash != previous {
-                Some(format!(
-                    "row {seq} does not follow row {}: its prev_hash is not that row's hash (row {} was rewritten, or this one was)",
-                    seq - 1,
-                    seq - 1
-                ))
-            } else if chain_hash(&prev_hash, &entry) != hash {
-                Some(format!(
-                    "row {seq} was edited: its hash does not cover its content"
-                ))
-            } else {
-                match serde_json::from_str::<Value>(&entry) {
-                    Ok(value) if value["seq"] == json!(seq) => {
-                        if value["action"] == json!("override") {
-                            if let Some(why) = value["suspect"].as_str() {
-                                check.suspect.push((
-                                    at,
-                                    value["run_id"].as_str().unwrap_or("?").to_owned(),
-                                    why.to_owned(),
-                                ));
-                            }
-                            overrides_audited.push((at, value));
-                        }
-                        None
+                        overrides_audited.push((at, value));
                     }
-                    Ok(value) => Some(format!(
-                        "row {seq} was moved: its entry says seq {}",
-                        value["seq"]
-                    )),
-                    Err(e) => Some(format!("row {seq} is not JSON: {e}")),
+                    None
                 }
             };
             if let Some(why) = why {
@@ -896,34 +735,9 @@ impl Journal {
             return Ok(check);
         }
         // The overrides table must say what the audit log says, row for row.
-        for (seq, entry) in &overrides_audited {
-            let id = entry["run_id"].as_str().unwrap_or_default();
-            let found = self.override_of(id)?;
-            let why = match found {
-                None => Some(format!(
-                    "the override of run {id} recorded in audit row {seq} is missing from the overrides table"
-                )),
-                Some(o)
-                    if o.audit_seq != *seq
-                        || entry["user"] != json!(o.user)
-                        || entry["decision"] != json!(o.decision)
-                        || entry["override_type"] != json!(o.override_type)
-                        || entry["reason"] != json!(o.reason)
-                        || entry["previous_state"] != json!(o.previous_state) =>
-                {
-                    Some(format!(
-                        "the override of run {id} does not match audit row {seq}: the overrides table was edited"
-                    ))
-                }
-                Some(_) => None,
-            };
-            if let Some(why) = why {
-                check.broken = Some(Broken {
-                    seq: Some(*seq),
-                    why,
-                });
-                return Ok(check);
-            }
+        check.broken = self.unmatched(&overrides_audited)?;
+        if check.broken.is_some() {
+            return Ok(check);
         }
         let unaudited: Option<String> = self
             .conn
@@ -943,6 +757,271 @@ impl Journal {
             });
         }
         Ok(check)
+    }
+
+    /// The first override the overrides table does not hold as `audited` (the audit log's
+    /// override rows, with their seqs) says it was made, if one is.
+    fn unmatched(&self, audited: &[(u64, Value)]) -> Result<Option<Broken>> {
+        for (seq, entry) in audited {
+            let id = entry["run_id"].as_str().unwrap_or_default();
+            let why = match self.override_of(id)? {
+                None => format!(
+                    "the override of run {id} recorded in audit row {seq} is missing from the overrides table"
+                ),
+                Some(o)
+                    if o.audit_seq != *seq
+                        || entry["user"] != json!(o.user)
+                        || entry["decision"] != json!(o.decision)
+                        || entry["override_type"] != json!(o.override_type)
+                        || entry["reason"] != json!(o.reason)
+                        || entry["previous_state"] != json!(o.previous_state) =>
+                {
+                    format!(
+                        "the override of run {id} does not match audit row {seq}: the overrides table was edited"
+                    )
+                }
+                Some(_) => continue,
+            };
+            return Ok(Some(Broken {
+                seq: Some(*seq),
+                why,
+            }));
+        }
+        Ok(None)
+    }
+}
+
+/// Why audit row `seq` (the `expected`th) does not hold after the row whose hash is `previous`,
+/// if it does not: a gap (deleted rows), a repeat, a `prev_hash` that is not the previous row's
+/// hash, a hash that does not cover the entry, an entry naming another seq (moved) or not JSON.
+/// Else its entry.
+fn row_fault(
+    expected: i64,
+    seq: i64,
+    entry: &str,
+    prev_hash: &str,
+    hash: &str,
+    previous: &str,
+) -> std::result::Result<Value, String> {
+    if seq > expected {
+        let to = if seq > expected + 1 {
+            format!(" to {}", seq - 1)
+        } else {
+            String::new()
+        };
+        return Err(format!("row {expected}{to} is missing: deleted"));
+    }
+    if seq < expected {
+        return Err(format!("row {seq} appears twice or out of order"));
+    }
+    if prev_hash != previous {
+        return Err(format!(
+            "row {seq} does not follow row {}: its prev_hash is not that row's hash (row {} was rewritten, or this one was)",
+            seq - 1,
+            seq - 1
+        ));
+    }
+    if chain_hash(prev_hash, entry) != hash {
+        return Err(format!(
+            "row {seq} was edited: its hash does not cover its content"
+        ));
+    }
+    match serde_json::from_str::<Value>(entry) {
+        Ok(value) if value["seq"] == json!(seq) => Ok(value),
+        Ok(value) => Err(format!(
+            "row {seq} was moved: its entry says seq {}",
+            value["seq"]
+        )),
+        Err(e) => Err(format!("row {seq} is not JSON: {e}")),
+    }
+}
+
+/// What an override of a run is decided on: the run as the journal holds it.
+struct Standing {
+    id: String,
+    outcome: String,
+    /// The error kind it ended with.
+    kind: Option<String>,
+    /// Its events as stored (JSON).
+    events: Option<String>,
+    /// Its last attempt.
+    attempt: u32,
+    /// The sources of the last attempt's blocking findings.
+    blocking: Vec<String>,
+    /// Who decided it before, what, and when (Unix milliseconds).
+    earlier: Option<(String, String, i64)>,
+}
+
+impl Standing {
+    /// Reads run `id`; `None` when the journal holds no such run.
+    fn read(tx: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<Option<Standing>> {
+        let run: Option<(String, Option<String>, Option<String>)> = tx
+            .query_row(
+                "SELECT outcome, error_kind, events FROM delegations WHERE id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()?;
+        let Some((outcome, kind, events)) = run else {
+            return Ok(None);
+        };
+        let last: Option<(i64, Option<String>)> = tx
+            .query_row(
+                "SELECT attempt, verdict FROM attempts WHERE delegation_id = ?1 ORDER BY attempt DESC LIMIT 1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let blocking: Vec<String> = last
+            .as_ref()
+            .and_then(|(_, verdict)| verdict.as_deref())
+            .and_then(|text| serde_json::from_str::<Value>(text).ok())
+            .and_then(|verdict| verdict["findings"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f["blocking"] == json!(true))
+            .filter_map(|f| f["source"].as_str().map(str::to_owned))
+            .collect();
+        let earlier = tx
+            .query_row(
+                "SELECT user, decision, at_ms FROM overrides WHERE delegation_id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()?;
+        Ok(Some(Standing {
+            id: id.to_owned(),
+            outcome,
+            kind,
+            events,
+            attempt: last.map_or(0, |(attempt, _)| u32::try_from(attempt).unwrap_or(0)),
+            blocking,
+            earlier,
+        }))
+    }
+
+    /// Why `request` may not stand under `policy` (`policy_at` names where the policy came
+    /// from), if it may not: a run is overridden once, only runs awaiting review are, an
+    /// approval must be of a type that covers what the run failed on and that the policy
+    /// allows, and every type but `check` (unless the policy says) needs a reason.
+    fn refusal(
+        &self,
+        request: &OverrideRequest,
+        reasoned: bool,
+        policy: &OverridePolicy,
+        policy_at: &str,
+    ) -> Option<Error> {
+        let (id, outcome, ty) = (&self.id, &self.outcome, request.override_type);
+        let refused = |kind, message| Some(Error::new(kind, message));
+        if let Some((user, decision, at)) = &self.earlier {
+            return refused(
+                ErrorKind::IllegalTransition,
+                format!(
+                    "run {id} was already {decision} by {user} at {}; a run is overridden once (the audit log keeps it)",
+                    humantime::format_rfc3339_millis(from_unix_millis(*at))
+                ),
+            );
+        }
+        if !matches!(outcome.as_str(), "failed" | "passed_with_debt") {
+            return refused(
+                ErrorKind::IllegalTransition,
+                format!(
+                    "run {id} is {outcome}{}: only failed and passed_with_debt runs await review",
+                    self.kind
+                        .as_deref()
+                        .map_or(String::new(), |k| format!(" ({k})"))
+                ),
+            );
+        }
+        let (fits, what) = fitting(outcome, self.kind.as_deref(), &self.blocking);
+        // Rejecting needs no approval right (DESIGN §4.11): any type may reject.
+        if request.approve && !fits.contains(&ty) {
+            let names: Vec<String> = fits.iter().map(|t| format!("`{}`", t.as_str())).collect();
+            return refused(
+                ErrorKind::IllegalTransition,
+                format!(
+                    "run {id} failed on {what}, which a `{}` override does not cover; use --type {}",
+                    ty.as_str(),
+                    names.join(" or ")
+                ),
+            );
+        }
+        let (allowed, key) = match ty {
+            OverrideType::Check => (policy.check_override_allowed, "check_override_allowed"),
+            OverrideType::Verifier => (
+                policy.verifier_override_allowed,
+                "verifier_override_allowed",
+            ),
+            OverrideType::Direct => (policy.direct_approval_allowed, "direct_approval_allowed"),
+        };
+        if request.approve && !allowed {
+            return refused(
+                ErrorKind::OverrideNotAllowed,
+                format!(
+                    "a `{}` override is not allowed: `override_policy.{key}` is false ({policy_at})",
+                    ty.as_str()
+                ),
+            );
+        }
+        let needs_reason = ty != OverrideType::Check || policy.check_override_requires_reason;
+        if needs_reason && !reasoned {
+            return refused(
+                ErrorKind::ReasonRequired,
+                format!(
+                    "a `{}` override needs a reason: pass --reason TEXT (what you checked, and why the run may stand or not)",
+                    ty.as_str()
+                ),
+            );
+        }
+        None
+    }
+
+    /// Records `done` (its audit row already appended): the override row, and the run's
+    /// `HumanOverride` event, its last; the run's outcome stays as it was, its seal is renewed.
+    fn overridden(
+        self,
+        tx: &rusqlite::Transaction<'_>,
+        done: &Override,
+        at: String,
+    ) -> rusqlite::Result<()> {
+        tx.execute(
+            "INSERT INTO overrides (delegation_id, user, override_type, decision, reason, at_ms, previous_state, audit_seq)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                self.id,
+                done.user,
+                done.override_type,
+                done.decision,
+                done.reason,
+                unix_millis(done.at),
+                self.outcome,
+                i64::try_from(done.audit_seq).unwrap_or(i64::MAX)
+            ],
+        )?;
+        let mut events: Vec<Value> = self
+            .events
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        let record = EventRecord {
+            run_id: self.id.clone(),
+            attempt: self.attempt,
+            seq: events.len() as u64,
+            at,
+            event: RunEvent::HumanOverride {
+                user: done.user.clone(),
+                override_type: done.override_type.clone(),
+                decision: done.decision.clone(),
+                reason: done.reason.clone(),
+                previous_state: self.outcome,
+            },
+        };
+        events.push(serde_json::to_value(&record).unwrap_or(Value::Null));
+        tx.execute(
+            "UPDATE delegations SET events = ?2 WHERE id = ?1",
+            params![self.id, Value::Array(events).to_string()],
+        )?;
+        crate::journal::reseal(tx, &self.id)
     }
 }
 
