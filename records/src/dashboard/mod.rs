@@ -60,6 +60,138 @@ struct ReasonTally {
     tokens: u64,
 }
 
+/// What [`KindStats::compute`] counts by name before ranking it.
+#[derive(Default)]
+struct Tallies {
+    reasons: HashMap<(String, String), ReasonTally>,
+    hooks: HashMap<String, usize>,
+    checks: HashMap<String, usize>,
+    flaky: HashMap<String, usize>,
+    tampered: HashMap<String, usize>,
+    errors: HashMap<(String, String), usize>,
+}
+
+impl Tallies {
+    /// Counts attempt `i` of `record`: its blocking findings by reason, the hooks that blocked
+    /// it, the checks that did not pass, and its integrity findings.
+    fn count_attempt(
+        &mut self,
+        stats: &mut KindStats,
+        record: &Record,
+        i: usize,
+        attempt: &crate::RecordedAttempt,
+    ) {
+        let mut hooks_here: Vec<&str> = Vec::new();
+        let retried = i + 1 < record.attempts.len();
+        let tokens = attempt.usage.input_tokens + attempt.usage.output_tokens;
+        let mut count = |source: String, message: &str| {
+            let entry = self
+                .reasons
+                .entry((source, normalise(message)))
+                .or_insert_with(|| ReasonTally {
+                    example: message.to_owned(),
+                    ..ReasonTally::default()
+                });
+            entry.count += 1;
+            entry.retries += usize::from(retried);
+            entry.tokens += tokens;
+            if entry.runs.len() < EXAMPLE_RUNS && !entry.runs.contains(&record.id) {
+                entry.runs.push(record.id.clone());
+            }
+        };
+        match &attempt.verdict {
+            // Grouped by where each blocking finding came from, as the verdict says.
+            Some(verdict) => {
+                for finding in verdict.blocking() {
+                    count(finding.label(), &finding.message);
+                    if finding.source == Source::Hook
+                        && !hooks_here.contains(&finding.name.as_str())
+                    {
+                        hooks_here.push(&finding.name);
+                    }
+                }
+            }
+            // Records from before verdicts were kept hold reason lines only.
+            None => {
+                for reason in &attempt.reasons {
+                    count("other".to_owned(), reason);
+                }
+            }
+        }
+        for hook in hooks_here {
+            *self.hooks.entry(hook.to_owned()).or_default() += 1;
+        }
+        // Claims are not checks: they have their own count, by finding.
+        for record in attempt
+            .evidence()
+            .iter()
+            .filter(|e| !e.passed() && e.source != "claim")
+        {
+            *self.checks.entry(record.criterion.clone()).or_default() += 1;
+            if record.result == harness::EvidenceResult::Flaky {
+                *self.flaky.entry(record.criterion.clone()).or_default() += 1;
+            }
+        }
+        if let Some(verdict) = &attempt.verdict {
+            for finding in &verdict.findings {
+                match finding.source {
+                    Source::Integrity => {
+                        let file = finding.path.clone().unwrap_or_else(|| finding.name.clone());
+                        *self.tampered.entry(file).or_default() += 1;
+                    }
+                    Source::Claim => {
+                        *stats
+                            .integrity
+                            .unsupported_claims
+                            .entry(finding.name.clone())
+                            .or_default() += 1;
+                    }
+                    Source::Gaming => {
+                        *stats
+                            .integrity
+                            .gaming
+                            .entry(finding.name.clone())
+                            .or_default() += 1;
+                    }
+                    Source::Holdout => {
+                        *stats
+                            .integrity
+                            .holdout_failures
+                            .entry(finding.name.clone())
+                            .or_default() += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The most frequent of each, into `stats`.
+    fn rank(self, stats: &mut KindStats) {
+        stats.top_reasons = top(self.reasons, |((source, reason), tally)| ReasonCount {
+            source,
+            reason,
+            count: tally.count,
+            example: tally.example,
+            runs: tally.runs,
+            retries: tally.retries,
+            tokens: tally.tokens,
+        });
+        stats.top_hooks = top(self.hooks, |(hook, count)| HookCount { hook, count });
+        stats.top_checks = top(self.checks, |(check, count)| CheckCount { check, count });
+        stats.integrity.tampered_files =
+            top(self.tampered, |(check, count)| CheckCount { check, count });
+        stats.integrity.flaky_checks =
+            top(self.flaky, |(check, count)| CheckCount { check, count });
+        stats.integrity.tampered_runs = stats.errors.get("gate_tampered").copied().unwrap_or(0);
+        stats.top_errors = top(self.errors, |((kind, message), count)| ErrorCount {
+            kind,
+            message,
+            count,
+        });
+    }
+}
+
 /// Example runs kept per failure reason.
 pub const EXAMPLE_RUNS: usize = 3;
 
@@ -303,161 +435,11 @@ impl KindStats {
         };
         let most_attempts = records.iter().map(|r| r.attempts.len()).max().unwrap_or(0);
         stats.pass_at_attempt = vec![0; most_attempts];
-        let mut reasons: HashMap<(String, String), ReasonTally> = HashMap::new();
-        let mut hooks: HashMap<String, usize> = HashMap::new();
-        let mut checks: HashMap<String, usize> = HashMap::new();
-        let mut flaky: HashMap<String, usize> = HashMap::new();
-        let mut tampered: HashMap<String, usize> = HashMap::new();
-        let mut errors: HashMap<(String, String), usize> = HashMap::new();
+        let mut tallies = Tallies::default();
         for record in records {
-            stats.usage.add(record.usage);
-            match record.outcome.as_str() {
-                "passed" => stats.passed += 1,
-                "passed_with_debt" => stats.passed_with_debt += 1,
-                "skipped" => stats.skipped += 1,
-                "failed" => stats.failed += 1,
-                _ => stats.errored += 1,
-            }
-            match record.decision.as_deref() {
-                Some("approved") => stats.approved += 1,
-                Some(_) => stats.rejected += 1,
-                None if matches!(record.outcome.as_str(), "failed" | "passed_with_debt") => {
-                    stats.pending_review += 1;
-                }
-                None => {}
-            }
-            if matches!(record.outcome.as_str(), "passed" | "passed_with_debt") {
-                stats.debt += record
-                    .attempts
-                    .last()
-                    .and_then(|a| a.verdict.as_ref())
-                    .map_or(0, |v| {
-                        v.findings
-                            .iter()
-                            .filter(|f| f.source == Source::Critic)
-                            .count()
-                    });
-            }
-            for attempt in &record.attempts {
-                let critic = attempt.verdict.as_ref().and_then(|v| v.critic.as_ref());
-                if let Some(critic) = critic {
-                    let outcome = if critic.available {
-                        critic.outcome.as_str()
-                    } else {
-                        "unavailable"
-                    };
-                    *stats.critic.entry(outcome.to_owned()).or_default() += 1;
-                }
-            }
-            if let Some(n) = record.passed_on() {
-                if stats.pass_at_attempt.len() < n {
-                    stats.pass_at_attempt.resize(n, 0);
-                }
-                stats.pass_at_attempt[n - 1] += 1;
-            }
-            match record.error_kind.as_deref() {
-                None => {}
-                Some("verification_failed") => stats.exhausted += 1,
-                Some(kind) => {
-                    match kind {
-                        "verifier" | "hook" => stats.broken_policy += 1,
-                        "blocked" => stats.blocked += 1,
-                        "scope_violation" => stats.scope_violations += 1,
-                        "interrupted" => stats.interrupted += 1,
-                        _ => stats.other_errors += 1,
-                    }
-                    *stats.errors.entry(kind.to_owned()).or_default() += 1;
-                    let message = record.error_message.as_deref().unwrap_or_default();
-                    let first = message.lines().next().unwrap_or_default();
-                    *errors
-                        .entry((kind.to_owned(), normalise_error(first)))
-                        .or_default() += 1;
-                }
-            }
+            stats.count_run(record, &mut tallies);
             for (i, attempt) in record.attempts.iter().enumerate() {
-                let mut hooks_here: Vec<&str> = Vec::new();
-                let retried = i + 1 < record.attempts.len();
-                let tokens = attempt.usage.input_tokens + attempt.usage.output_tokens;
-                let mut count = |source: String, message: &str| {
-                    let entry = reasons
-                        .entry((source, normalise(message)))
-                        .or_insert_with(|| ReasonTally {
-                            example: message.to_owned(),
-                            ..ReasonTally::default()
-                        });
-                    entry.count += 1;
-                    entry.retries += usize::from(retried);
-                    entry.tokens += tokens;
-                    if entry.runs.len() < EXAMPLE_RUNS && !entry.runs.contains(&record.id) {
-                        entry.runs.push(record.id.clone());
-                    }
-                };
-                match &attempt.verdict {
-                    // Grouped by where each blocking finding came from, as the verdict says.
-                    Some(verdict) => {
-                        for finding in verdict.blocking() {
-                            count(finding.label(), &finding.message);
-                            if finding.source == Source::Hook
-                                && !hooks_here.contains(&finding.name.as_str())
-                            {
-                                hooks_here.push(&finding.name);
-                            }
-                        }
-                    }
-                    // Records from before verdicts were kept hold reason lines only.
-                    None => {
-                        for reason in &attempt.reasons {
-                            count("other".to_owned(), reason);
-                        }
-                    }
-                }
-                for hook in hooks_here {
-                    *hooks.entry(hook.to_owned()).or_default() += 1;
-                }
-                // Claims are not checks: they have their own count, by finding.
-                for record in attempt
-                    .evidence()
-                    .iter()
-                    .filter(|e| !e.passed() && e.source != "claim")
-                {
-                    *checks.entry(record.criterion.clone()).or_default() += 1;
-                    if record.result == harness::EvidenceResult::Flaky {
-                        *flaky.entry(record.criterion.clone()).or_default() += 1;
-                    }
-                }
-                if let Some(verdict) = &attempt.verdict {
-                    for finding in &verdict.findings {
-                        match finding.source {
-                            Source::Integrity => {
-                                let file =
-                                    finding.path.clone().unwrap_or_else(|| finding.name.clone());
-                                *tampered.entry(file).or_default() += 1;
-                            }
-                            Source::Claim => {
-                                *stats
-                                    .integrity
-                                    .unsupported_claims
-                                    .entry(finding.name.clone())
-                                    .or_default() += 1;
-                            }
-                            Source::Gaming => {
-                                *stats
-                                    .integrity
-                                    .gaming
-                                    .entry(finding.name.clone())
-                                    .or_default() += 1;
-                            }
-                            Source::Holdout => {
-                                *stats
-                                    .integrity
-                                    .holdout_failures
-                                    .entry(finding.name.clone())
-                                    .or_default() += 1;
-                            }
-                            _ => {}
-                        }
-                    }
-                }
+                tallies.count_attempt(&mut stats, record, i, attempt);
             }
         }
         stats.attempts = Spread::of(records.iter().map(|r| r.attempts.len() as u64).collect());
@@ -467,27 +449,78 @@ impl KindStats {
                 .map(|r| u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX))
                 .collect(),
         );
-        stats.top_reasons = top(reasons, |((source, reason), tally)| ReasonCount {
-            source,
-            reason,
-            count: tally.count,
-            example: tally.example,
-            runs: tally.runs,
-            retries: tally.retries,
-            tokens: tally.tokens,
-        });
-        stats.top_hooks = top(hooks, |(hook, count)| HookCount { hook, count });
-        stats.top_checks = top(checks, |(check, count)| CheckCount { check, count });
-        stats.integrity.tampered_files =
-            top(tampered, |(check, count)| CheckCount { check, count });
-        stats.integrity.flaky_checks = top(flaky, |(check, count)| CheckCount { check, count });
-        stats.integrity.tampered_runs = stats.errors.get("gate_tampered").copied().unwrap_or(0);
-        stats.top_errors = top(errors, |((kind, message), count)| ErrorCount {
-            kind,
-            message,
-            count,
-        });
+        tallies.rank(&mut stats);
         stats
+    }
+
+    /// Counts what one run adds up to: its outcome, review, debt, critic reviews, the attempt
+    /// it passed on and the error it ended with.
+    fn count_run(&mut self, record: &Record, tallies: &mut Tallies) {
+        self.usage.add(record.usage);
+        match record.outcome.as_str() {
+            "passed" => self.passed += 1,
+            "passed_with_debt" => self.passed_with_debt += 1,
+            "skipped" => self.skipped += 1,
+            "failed" => self.failed += 1,
+            _ => self.errored += 1,
+        }
+        match record.decision.as_deref() {
+            Some("approved") => self.approved += 1,
+            Some(_) => self.rejected += 1,
+            None if matches!(record.outcome.as_str(), "failed" | "passed_with_debt") => {
+                self.pending_review += 1;
+            }
+            None => {}
+        }
+        if matches!(record.outcome.as_str(), "passed" | "passed_with_debt") {
+            self.debt += record
+                .attempts
+                .last()
+                .and_then(|a| a.verdict.as_ref())
+                .map_or(0, |v| {
+                    v.findings
+                        .iter()
+                        .filter(|f| f.source == Source::Critic)
+                        .count()
+                });
+        }
+        for attempt in &record.attempts {
+            let critic = attempt.verdict.as_ref().and_then(|v| v.critic.as_ref());
+            if let Some(critic) = critic {
+                let outcome = if critic.available {
+                    critic.outcome.as_str()
+                } else {
+                    "unavailable"
+                };
+                *self.critic.entry(outcome.to_owned()).or_default() += 1;
+            }
+        }
+        if let Some(n) = record.passed_on() {
+            if self.pass_at_attempt.len() < n {
+                self.pass_at_attempt.resize(n, 0);
+            }
+            self.pass_at_attempt[n - 1] += 1;
+        }
+        match record.error_kind.as_deref() {
+            None => {}
+            Some("verification_failed") => self.exhausted += 1,
+            Some(kind) => {
+                match kind {
+                    "verifier" | "hook" => self.broken_policy += 1,
+                    "blocked" => self.blocked += 1,
+                    "scope_violation" => self.scope_violations += 1,
+                    "interrupted" => self.interrupted += 1,
+                    _ => self.other_errors += 1,
+                }
+                *self.errors.entry(kind.to_owned()).or_default() += 1;
+                let message = record.error_message.as_deref().unwrap_or_default();
+                let first = message.lines().next().unwrap_or_default();
+                *tallies
+                    .errors
+                    .entry((kind.to_owned(), normalise_error(first)))
+                    .or_default() += 1;
+            }
+        }
     }
 
     fn to_json(&self) -> Value {
