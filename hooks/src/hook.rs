@@ -230,199 +230,50 @@ fn strip_location(message: &str) -> &str {
 
 /// Loads and compiles one hook file, returning every problem found in it.
 pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Hook, Vec<Problem>> {
-    let problem = |line: Option<usize>, message: String| Problem {
-        path: path.to_path_buf(),
-        line,
-        message,
+    let problem = |line: Option<usize>, message: String| {
+        vec![Problem {
+            path: path.to_path_buf(),
+            line,
+            message,
+        }]
     };
     let text = harness_builtins::read_regular(path, harness_builtins::MAX_POLICY_BYTES)
-        .map_err(|e| vec![problem(None, format!("cannot read: {e}"))])?;
+        .map_err(|e| problem(None, format!("cannot read: {e}")))?;
     let Some((yaml, yaml_line)) = front_matter(&text) else {
-        return Err(vec![problem(
+        return Err(problem(
             Some(1),
             "no YAML front matter: start the file with a `---` line, then `event: ...` and `script: |`, then a closing `---` line".to_owned(),
-        )]);
+        ));
     };
-    let mapping = match serde_norway::from_str::<Option<serde_norway::Mapping>>(yaml) {
-        Ok(mapping) => mapping.unwrap_or_default(),
-        Err(e) => {
-            let line = e.location().map(|l| yaml_line + l.line() - 1);
-            return Err(vec![problem(
-                line,
-                format!("front matter: {}", strip_location(&e.to_string())),
-            )]);
-        }
+    let mapping = serde_norway::from_str::<Option<serde_norway::Mapping>>(yaml).map_err(|e| {
+        problem(
+            e.location().map(|l| yaml_line + l.line() - 1),
+            format!("front matter: {}", strip_location(&e.to_string())),
+        )
+    })?;
+    let mut loading = Loading {
+        path,
+        yaml,
+        yaml_line,
+        problems: Vec::new(),
     };
-    let line_of = |key: &str| key_line(yaml, yaml_line, key);
     let mut found = Vec::new();
-    let fm = FrontMatter::read(mapping, line_of, &mut found);
-    let mut problems: Vec<Problem> = found
-        .into_iter()
-        .map(|(line, message)| problem(line, message))
-        .collect();
-    let event = match fm.event.as_deref() {
-        None if fm.broken.contains(&"event") => None,
-        None => {
-            problems.push(problem(None, "missing `event` (one of delegation.pre, delegation.post_verify, delegation.post, tool.pre, tool.post)".to_owned()));
-            None
-        }
-        Some(name) => match Event::from_name(name) {
-            Some(event) => Some(event),
-            None => {
-                let known: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
-                problems.push(problem(
-                    line_of("event"),
-                    format!(
-                        "unknown event {name:?} (known events: {})",
-                        known.join(", ")
-                    ),
-                ));
-                None
-            }
-        },
-    };
-    let tools = fm
-        .tools
-        .as_deref()
-        .map(Matcher::new)
-        .transpose()
-        .unwrap_or_else(|e| {
-            problems.push(problem(line_of("tools"), format!("`tools`: {e}")));
-            None
-        });
-    let delegates = fm
-        .delegates
-        .as_deref()
-        .map(Matcher::new)
-        .transpose()
-        .unwrap_or_else(|e| {
-            problems.push(problem(line_of("delegates"), format!("`delegates`: {e}")));
-            None
-        });
-    if let Some(event) = event {
-        if tools.is_some() && !event.is_tool_event() {
-            problems.push(problem(
-                line_of("tools"),
-                format!("`tools` only applies to tool.pre and tool.post hooks, not {event}"),
-            ));
-        }
-        if delegates.is_some() && event.is_tool_event() {
-            problems.push(problem(
-                line_of("delegates"),
-                format!("`delegates` only applies to delegation events, not {event}"),
-            ));
-        }
+    let fm = FrontMatter::read(
+        mapping.unwrap_or_default(),
+        |k| loading.line_of(k),
+        &mut found,
+    );
+    for (line, message) in found {
+        loading.problem(line, message);
     }
-    let base = path.parent().unwrap_or(Path::new("."));
-    // Where the script's lines are: the hook file for `script`, the script file for `script_file`.
-    let (script_path, source, first_line) = match (fm.script, fm.script_file) {
-        (Some(_), Some(_)) => {
-            problems.push(problem(
-                line_of("script_file"),
-                "give `script` or `script_file`, not both".to_owned(),
-            ));
-            (path.to_path_buf(), None, None)
-        }
-        (None, None) if fm.broken.contains(&"script") || fm.broken.contains(&"script_file") => {
-            (path.to_path_buf(), None, None)
-        }
-        (None, None) => {
-            problems.push(problem(None, "missing `script` (Starlark defining `def handle(event, payload):`) or `script_file`".to_owned()));
-            (path.to_path_buf(), None, None)
-        }
-        (Some(source), None) => (
-            path.to_path_buf(),
-            Some(source),
-            script_first_line(yaml, yaml_line),
-        ),
-        (None, Some(file)) => {
-            let full = base.join(&file);
-            match harness_builtins::read_named(base, &file, harness_builtins::MAX_SCRIPT_BYTES) {
-                Ok(source) => (full, Some(source), Some(1)),
-                Err(e) => {
-                    problems.push(problem(
-                        line_of("script_file"),
-                        format!("`script_file`: cannot read {}: {e}", full.display()),
-                    ));
-                    (path.to_path_buf(), None, None)
-                }
-            }
-        }
-    };
-    let script_problem = |line: Option<usize>, message: String| Problem {
-        path: script_path.clone(),
-        line,
-        message,
-    };
-    let script_name = script_path.display().to_string();
-    let script = source.and_then(|source| {
-        match Script::compile(engine, sandbox, &script_name, &source, &[]) {
-            Ok(script) if script.defines("handle") => match script.takes("handle", 2) {
-                Ok(()) => Some(script),
-                Err(declared) => {
-                    problems.push(script_problem(
-                        first_line,
-                        format!(
-                            "`def {declared}` takes the wrong arguments: a hook is called as `handle(event, payload)` (write `def handle(event, payload):`)"
-                        ),
-                    ));
-                    None
-                }
-            },
-            Ok(_) => {
-                problems.push(script_problem(
-                    first_line,
-                    "the script does not define `handle` (add `def handle(event, payload):`)"
-                        .to_owned(),
-                ));
-                None
-            }
-            Err(e) => {
-                // The script's line 1 is `first_line` of its file (the hook file for `script`, the
-                // script file itself for `script_file`).
-                let line = match (e.location(), first_line) {
-                    (Some(at), Some(first)) => Some(first + at.line - 1),
-                    _ => first_line,
-                };
-                let at = e
-                    .location()
-                    .map(|l| format!(" (script line {}, column {})", l.line, l.column))
-                    .unwrap_or_default();
-                problems.push(script_problem(
-                    line,
-                    format!("script: {}{at} [{}]", e.message(), e.kind().as_str()),
-                ));
-                None
-            }
-        }
-    });
-    let when = fm.when.as_ref().and_then(|expr| {
-        let source = format!(
-            "def when(event, payload):\n    return ({})\n",
-            expr.replace('\n', " ")
-        );
-        match Script::compile(
-            engine,
-            sandbox,
-            &format!("{}: when", path.display()),
-            &source,
-            &[],
-        ) {
-            Ok(script) => Some(script),
-            Err(e) => {
-                problems.push(problem(
-                    line_of("when"),
-                    format!(
-                        "`when: {expr}` is not a valid Starlark expression: {}",
-                        e.message()
-                    ),
-                ));
-                None
-            }
-        }
-    });
+    let event = loading.event(&fm);
+    let (tools, delegates) = loading.matchers(&fm, event);
+    let (script_path, source, first_line) = loading.script_source(&fm);
+    let script = source
+        .and_then(|source| loading.handle(engine, sandbox, &script_path, &source, first_line));
+    let when = loading.when(engine, sandbox, &fm);
     match (event, script) {
-        (Some(event), Some(script)) if problems.is_empty() => Ok(Hook {
+        (Some(event), Some(script)) if loading.problems.is_empty() => Ok(Hook {
             name: path
                 .file_stem()
                 .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
@@ -437,7 +288,197 @@ pub(crate) fn load(engine: &Engine, sandbox: &Sandbox, path: &Path) -> Result<Ho
             script,
             when,
         }),
-        _ => Err(problems),
+        _ => Err(loading.problems),
+    }
+}
+
+/// One hook file being loaded: where it is, its front matter, and every problem found so far.
+struct Loading<'a> {
+    path: &'a Path,
+    yaml: &'a str,
+    /// The file line the front matter starts on.
+    yaml_line: usize,
+    problems: Vec<Problem>,
+}
+
+impl Loading<'_> {
+    fn problem(&mut self, line: Option<usize>, message: String) {
+        self.problems.push(Problem {
+            path: self.path.to_path_buf(),
+            line,
+            message,
+        });
+    }
+
+    /// The file line of front-matter key `key`.
+    fn line_of(&self, key: &str) -> Option<usize> {
+        key_line(self.yaml, self.yaml_line, key)
+    }
+
+    /// The event the hook names, if it names one that exists.
+    fn event(&mut self, fm: &FrontMatter) -> Option<Event> {
+        let Some(name) = fm.event.as_deref() else {
+            if !fm.broken.contains(&"event") {
+                self.problem(None, "missing `event` (one of delegation.pre, delegation.post_verify, delegation.post, tool.pre, tool.post)".to_owned());
+            }
+            return None;
+        };
+        let event = Event::from_name(name);
+        if event.is_none() {
+            let known: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
+            self.problem(
+                self.line_of("event"),
+                format!(
+                    "unknown event {name:?} (known events: {})",
+                    known.join(", ")
+                ),
+            );
+        }
+        event
+    }
+
+    /// `tools` and `delegates`, compiled, each only where `event` is one it applies to.
+    fn matchers(
+        &mut self,
+        fm: &FrontMatter,
+        event: Option<Event>,
+    ) -> (Option<Matcher>, Option<Matcher>) {
+        let mut compiled = |key: &str, globs: Option<&[String]>| {
+            globs.map(Matcher::new).transpose().unwrap_or_else(|e| {
+                self.problem(self.line_of(key), format!("`{key}`: {e}"));
+                None
+            })
+        };
+        let tools = compiled("tools", fm.tools.as_deref());
+        let delegates = compiled("delegates", fm.delegates.as_deref());
+        if let Some(event) = event {
+            if tools.is_some() && !event.is_tool_event() {
+                self.problem(
+                    self.line_of("tools"),
+                    format!("`tools` only applies to tool.pre and tool.post hooks, not {event}"),
+                );
+            }
+            if delegates.is_some() && event.is_tool_event() {
+                self.problem(
+                    self.line_of("delegates"),
+                    format!("`delegates` only applies to delegation events, not {event}"),
+                );
+            }
+        }
+        (tools, delegates)
+    }
+
+    /// Where the script's lines are — the hook file for `script`, the script file for
+    /// `script_file` — its source, and the line of that file its line 1 is.
+    fn script_source(&mut self, fm: &FrontMatter) -> (PathBuf, Option<String>, Option<usize>) {
+        let here = self.path.to_path_buf();
+        match (&fm.script, &fm.script_file) {
+            (Some(_), Some(_)) => {
+                self.problem(
+                    self.line_of("script_file"),
+                    "give `script` or `script_file`, not both".to_owned(),
+                );
+                (here, None, None)
+            }
+            (None, None) if fm.broken.contains(&"script") || fm.broken.contains(&"script_file") => {
+                (here, None, None)
+            }
+            (None, None) => {
+                self.problem(None, "missing `script` (Starlark defining `def handle(event, payload):`) or `script_file`".to_owned());
+                (here, None, None)
+            }
+            (Some(source), None) => (
+                here,
+                Some(source.clone()),
+                script_first_line(self.yaml, self.yaml_line),
+            ),
+            (None, Some(file)) => {
+                let base = self.path.parent().unwrap_or(Path::new("."));
+                let full = base.join(file);
+                match harness_builtins::read_named(base, file, harness_builtins::MAX_SCRIPT_BYTES) {
+                    Ok(source) => (full, Some(source), Some(1)),
+                    Err(e) => {
+                        self.problem(
+                            self.line_of("script_file"),
+                            format!("`script_file`: cannot read {}: {e}", full.display()),
+                        );
+                        (here, None, None)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The script compiled, if it compiles and defines `handle(event, payload)`; its problems
+    /// name `script_path` and the line in it (`first_line` is the script's line 1).
+    fn handle(
+        &mut self,
+        engine: &Engine,
+        sandbox: &Sandbox,
+        script_path: &Path,
+        source: &str,
+        first_line: Option<usize>,
+    ) -> Option<Script> {
+        let name = script_path.display().to_string();
+        let why = match Script::compile(engine, sandbox, &name, source, &[]) {
+            Ok(script) if script.defines("handle") => match script.takes("handle", 2) {
+                Ok(()) => return Some(script),
+                Err(declared) => (
+                    first_line,
+                    format!(
+                        "`def {declared}` takes the wrong arguments: a hook is called as `handle(event, payload)` (write `def handle(event, payload):`)"
+                    ),
+                ),
+            },
+            Ok(_) => (
+                first_line,
+                "the script does not define `handle` (add `def handle(event, payload):`)"
+                    .to_owned(),
+            ),
+            Err(e) => {
+                let line = match (e.location(), first_line) {
+                    (Some(at), Some(first)) => Some(first + at.line - 1),
+                    _ => first_line,
+                };
+                let at = e
+                    .location()
+                    .map(|l| format!(" (script line {}, column {})", l.line, l.column))
+                    .unwrap_or_default();
+                (
+                    line,
+                    format!("script: {}{at} [{}]", e.message(), e.kind().as_str()),
+                )
+            }
+        };
+        self.problems.push(Problem {
+            path: script_path.to_path_buf(),
+            line: why.0,
+            message: why.1,
+        });
+        None
+    }
+
+    /// `when`, compiled as the body of `def when(event, payload)`.
+    fn when(&mut self, engine: &Engine, sandbox: &Sandbox, fm: &FrontMatter) -> Option<Script> {
+        let expr = fm.when.as_ref()?;
+        let source = format!(
+            "def when(event, payload):\n    return ({})\n",
+            expr.replace('\n', " ")
+        );
+        let name = format!("{}: when", self.path.display());
+        match Script::compile(engine, sandbox, &name, &source, &[]) {
+            Ok(script) => Some(script),
+            Err(e) => {
+                self.problem(
+                    self.line_of("when"),
+                    format!(
+                        "`when: {expr}` is not a valid Starlark expression: {}",
+                        e.message()
+                    ),
+                );
+                None
+            }
+        }
     }
 }
 
