@@ -85,112 +85,53 @@ impl Session {
         id: &str,
         family: Arc<crate::tree::Family>,
     ) -> Result<Self> {
-        let file = delegation.source().display().to_string();
-        let workspace = shared
-            .workspaces
-            .open(delegation.workdir())
-            .map_err(|e| Error::config(format!("{file}: workdir: {e}")))?;
-        let hosts = HostAllowList::new(delegation.allow_hosts())
-            .map_err(|e| Error::config(format!("{file}: network.allow: {e}")))?;
-        let checking = Capabilities {
-            hosts,
-            programs: delegation.allow_exec().to_vec(),
-            env: delegation.allow_env().to_vec(),
-            ..Capabilities::read_only()
-        };
-        let model = delegation.delegate().model().map(str::to_owned);
-        // One sandbox for every program started for this delegation, from hooks to checks.
-        let confinement = delegation.confinement(workspace.root());
-        // Everything besides name, source and args that shapes a compiled script.
-        let shape = Key::default()
-            .with_path(workspace.root())
-            .with(format!("{confinement:?}"))
-            .with_all(delegation.allow_hosts())
-            .with_all(delegation.allow_exec())
-            .with_all(delegation.allow_env())
-            .with(delegation.limits().key());
-        let mut names = vec![delegation.delegate().kind().to_owned()];
-        names.extend(model.clone());
-
+        let mut setting = Setting::new(shared, delegation)?;
         // Hooks load first: delegation.pre may change what the rest is built from.
-        let paths = hook_paths(delegation, &workspace);
-        let policy = if paths.is_empty() {
-            None
-        } else {
-            let sandbox = Arc::new(
-                Sandbox::new(
-                    Surface::Hook,
-                    workspace.clone(),
-                    checking.clone(),
-                    delegation.limits().clone(),
-                )
-                .with_isolation(confinement.clone()),
-            );
-            let engine = Arc::clone(&shared.hook_engine);
-            let key = paths
-                .iter()
-                .fold(shape.clone().with(paths.len().to_string()), |key, path| {
-                    key.with_path(path)
-                });
-            let policy = shared
-                .hooks
-                .get_or_compile(key, move || Policy::load(&engine, sandbox, &paths))
-                .await?;
-            Some(policy)
-        };
+        let policy = setting.hooks(shared, delegation).await?;
         let mut delegation = delegation.clone();
         // Only build the request payload when some delegation.pre hook will read it.
-        let mut shape = shape;
-        let mut confinement = confinement;
         if let Some(policy) = policy
             .as_ref()
-            .filter(|p| p.applies(HookEvent::DelegationPre, &names))
+            .filter(|p| p.applies(HookEvent::DelegationPre, &setting.names))
         {
-            pre_hooks(policy, &mut delegation, id, model.as_deref(), &names).await?;
+            let model = delegation.delegate().model().map(str::to_owned);
+            pre_hooks(
+                policy,
+                &mut delegation,
+                id,
+                model.as_deref(),
+                &setting.names,
+            )
+            .await?;
             // A hook may have offered `run_command`: the sandbox is made for what now runs.
-            let after = delegation.confinement(workspace.root());
-            if after != confinement {
-                shape = shape.with(format!("{after:?}"));
-                confinement = after;
+            let after = delegation.confinement(setting.workspace.root());
+            if after != setting.confinement {
+                setting.shape = setting.shape.with(format!("{after:?}"));
+                setting.confinement = after;
             }
         }
-
-        // The inline verifier and the per-tool ones, compiled alike (and once per shape).
-        let compile = |verify: &crate::verifier::VerifySource| {
-            let sandbox = Arc::new(
-                Sandbox::new(
-                    Surface::Verifier,
-                    workspace.clone(),
-                    checking.clone(),
-                    delegation.limits().clone(),
-                )
-                .with_isolation(confinement.clone()),
-            );
-            let engine = Arc::clone(&shared.engine);
-            let (name, source, args) = (
-                verify.name.clone(),
-                verify.source.clone(),
-                delegation.args().clone(),
-            );
-            let key = shape
-                .clone()
-                .with(&name)
-                .with(args.to_string())
-                .with(&source);
-            shared.verifiers.get_or_compile(key, move || {
-                Verifier::compile(&engine, sandbox, &name, &source, &args)
-            })
-        };
         // Each checked for the arguments it is called with before the delegate spends anything.
         let verifier = match delegation.verify() {
             None => None,
-            Some(verify) => Some(compile(verify).await?.expecting(&["result"])?),
+            Some(verify) => Some(
+                setting
+                    .verifier(shared, &delegation, verify)
+                    .await?
+                    .expecting(&["result"])?,
+            ),
         };
         let mut tool_verifiers = std::collections::HashMap::new();
         for (tool, verify) in delegation.tool_verifiers() {
-            let verifier = compile(verify).await?.expecting(&["call", "result"])?;
-            tool_verifiers.insert(tool.clone(), verifier);
+            let verifier = setting.verifier(shared, &delegation, verify).await?;
+            tool_verifiers.insert(tool.clone(), verifier.expecting(&["call", "result"])?);
         }
+        let Setting {
+            workspace,
+            confinement,
+            shape,
+            names,
+            ..
+        } = setting;
         let made = crate::delegate::Materials {
             engine: &shared.engine,
             scripts: &shared.scripts,
@@ -207,26 +148,8 @@ impl Session {
             delegation.checks(),
             workspace.root(),
         )?);
-        let critic = match delegation.critic().filter(|spec| spec.reviews()) {
-            None => None,
-            Some(spec) => {
-                let reviewer = spec.delegate.as_ref().unwrap_or(delegation.delegate());
-                let reads = Toolbox::new(
-                    workspace.clone(),
-                    &["read_file".to_owned(), "list_files".to_owned()],
-                    Arc::new(PolicyGuard::new(
-                        protected.clone(),
-                        Vec::new(),
-                        false,
-                        Arc::clone(&gate),
-                        None,
-                    )),
-                    None,
-                )?;
-                Some((reviewer.build(&made).await?, reads))
-            }
-        };
-        let (pipeline, warnings) = Pipeline::for_delegation(Materials {
+        let critic = critic(&delegation, &made, &protected, &gate).await?;
+        let (pipeline, mut warnings) = Pipeline::for_delegation(Materials {
             delegation: &delegation,
             workspace: &workspace,
             verifier,
@@ -255,18 +178,9 @@ impl Session {
             Arc::clone(&guard),
             confinement.clone(),
         )?;
-        let mut warnings = warnings;
         warnings.extend(delegation.unconfined_warning().map(str::to_owned));
-        let mut tool_specs = toolbox.specs();
-        if let Some(tree) = delegation.tree() {
-            for spec in &mut tool_specs {
-                if spec.name == crate::tools::Tool::Delegate.name() {
-                    *spec = tree.spec();
-                }
-            }
-        }
         Ok(Session {
-            tool_specs,
+            tool_specs: tool_specs(&toolbox, &delegation),
             shared: Arc::clone(shared),
             family,
             toolbox,
@@ -383,4 +297,153 @@ async fn pre_hooks(
     }
     delegation.apply(after);
     Ok(())
+}
+
+/// What every script and program of one session is made for: its workspace, what scripts may
+/// reach, the sandbox of the programs it starts, and the cache key of that shape.
+struct Setting {
+    workspace: Workspace,
+    /// What hooks and verifiers may reach.
+    checking: Capabilities,
+    /// One sandbox for every program started for this delegation, from hooks to checks.
+    confinement: Option<harness_builtins::Isolation>,
+    /// Everything besides name, source and args that shapes a compiled script.
+    shape: Key,
+    /// The delegate's kind and model, matched by hooks' `delegates:` globs.
+    names: Vec<String>,
+}
+
+impl Setting {
+    fn new(shared: &Shared, delegation: &Delegation) -> Result<Setting> {
+        let file = delegation.source().display().to_string();
+        let workspace = shared
+            .workspaces
+            .open(delegation.workdir())
+            .map_err(|e| Error::config(format!("{file}: workdir: {e}")))?;
+        let hosts = HostAllowList::new(delegation.allow_hosts())
+            .map_err(|e| Error::config(format!("{file}: network.allow: {e}")))?;
+        let checking = Capabilities {
+            hosts,
+            programs: delegation.allow_exec().to_vec(),
+            env: delegation.allow_env().to_vec(),
+            ..Capabilities::read_only()
+        };
+        let confinement = delegation.confinement(workspace.root());
+        let shape = Key::default()
+            .with_path(workspace.root())
+            .with(format!("{confinement:?}"))
+            .with_all(delegation.allow_hosts())
+            .with_all(delegation.allow_exec())
+            .with_all(delegation.allow_env())
+            .with(delegation.limits().key());
+        let mut names = vec![delegation.delegate().kind().to_owned()];
+        names.extend(delegation.delegate().model().map(str::to_owned));
+        Ok(Setting {
+            workspace,
+            checking,
+            confinement,
+            shape,
+            names,
+        })
+    }
+
+    /// A sandbox for scripts of `surface`.
+    fn sandbox(&self, surface: Surface, delegation: &Delegation) -> Arc<Sandbox> {
+        Arc::new(
+            Sandbox::new(
+                surface,
+                self.workspace.clone(),
+                self.checking.clone(),
+                delegation.limits().clone(),
+            )
+            .with_isolation(self.confinement.clone()),
+        )
+    }
+
+    /// The delegation's hooks, loaded (and compiled once per shape); `None` when it has none.
+    async fn hooks(&self, shared: &Shared, delegation: &Delegation) -> Result<Option<Policy>> {
+        let paths = hook_paths(delegation, &self.workspace);
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let sandbox = self.sandbox(Surface::Hook, delegation);
+        let engine = Arc::clone(&shared.hook_engine);
+        let key = paths.iter().fold(
+            self.shape.clone().with(paths.len().to_string()),
+            |key, path| key.with_path(path),
+        );
+        let policy = shared
+            .hooks
+            .get_or_compile(key, move || Policy::load(&engine, sandbox, &paths))
+            .await?;
+        Ok(Some(policy))
+    }
+
+    /// A verifier — the inline one or a per-tool one, compiled alike (and once per shape).
+    async fn verifier(
+        &self,
+        shared: &Shared,
+        delegation: &Delegation,
+        verify: &crate::verifier::VerifySource,
+    ) -> Result<Verifier> {
+        let sandbox = self.sandbox(Surface::Verifier, delegation);
+        let engine = Arc::clone(&shared.engine);
+        let (name, source, args) = (
+            verify.name.clone(),
+            verify.source.clone(),
+            delegation.args().clone(),
+        );
+        let key = self
+            .shape
+            .clone()
+            .with(&name)
+            .with(args.to_string())
+            .with(&source);
+        shared
+            .verifiers
+            .get_or_compile(key, move || {
+                Verifier::compile(&engine, sandbox, &name, &source, &args)
+            })
+            .await
+    }
+}
+
+/// The critic's delegate and the read-only tools it reviews with, when the delegation has a
+/// critic that reviews: its own delegate, else the delegation's.
+async fn critic(
+    delegation: &Delegation,
+    made: &crate::delegate::Materials<'_>,
+    protected: &[PathBuf],
+    gate: &Arc<crate::integrity::GateInputs>,
+) -> Result<Option<(Box<dyn Delegate>, Toolbox)>> {
+    let Some(spec) = delegation.critic().filter(|spec| spec.reviews()) else {
+        return Ok(None);
+    };
+    let reviewer = spec.delegate.as_ref().unwrap_or(delegation.delegate());
+    let reads = Toolbox::new(
+        made.workspace.clone(),
+        &["read_file".to_owned(), "list_files".to_owned()],
+        Arc::new(PolicyGuard::new(
+            protected.to_vec(),
+            Vec::new(),
+            false,
+            Arc::clone(gate),
+            None,
+        )),
+        None,
+    )?;
+    Ok(Some((reviewer.build(made).await?, reads)))
+}
+
+/// The tools as the delegate is told of them: `delegate` with the tree's profiles.
+fn tool_specs(toolbox: &Toolbox, delegation: &Delegation) -> Vec<ToolSpec> {
+    let mut specs = toolbox.specs();
+    if let Some(tree) = delegation.tree() {
+        for spec in &mut specs {
+            if spec.name == crate::tools::Tool::Delegate.name() {
+                *spec = tree.spec();
+            }
+        }
+    }
+    specs
 }
