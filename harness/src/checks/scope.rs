@@ -338,22 +338,7 @@ impl Check for ObserveStage {
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let Some(baseline) = &self.baseline else {
-                // Nothing the delegate can do changes the workspace: no changes, no HEAD moved.
-                subject.result.changes = Some(harness_hooks::Changes::default());
-                if let Some(object) = subject.value.as_object_mut() {
-                    object.insert(
-                        "changes".to_owned(),
-                        serde_json::to_value(harness_hooks::Changes::default()).unwrap_or_default(),
-                    );
-                }
-                subject.head_moved = Some(false);
-                if self.scoped {
-                    subject.emit(RunEvent::ScopeValidated {
-                        added: 0,
-                        modified: 0,
-                        deleted: 0,
-                    });
-                }
+                self.nothing_changed(subject);
                 return Ok(());
             };
             let baseline = baseline.complete().await?;
@@ -376,129 +361,14 @@ impl Check for ObserveStage {
                     serde_json::to_value(&diff.changes).unwrap_or_default(),
                 );
             }
-            for warning in diff.warnings {
-                subject.logs.push(warning);
-            }
-            let now = git_head(&self.root);
-            // HEAD moved to a commit that exists: writing an id into `.git/HEAD` is no commit.
-            let exists = |id: &str| commit_exists(&self.root, id, self.started);
-            subject.head_moved = Some(match (&self.head, &now) {
-                (Some(before), Some(after)) => before != after && exists(after),
-                // `git init` and a commit during the attempt.
-                (None, Some(after)) => exists(after),
-                (_, None) => false,
-            });
+            subject.logs.extend(diff.warnings.iter().cloned());
+            subject.head_moved = Some(self.head_moved());
             // Integrity first: it outranks the scope.
-            let tampered: Vec<(String, String)> = diff
-                .changes
-                .iter()
-                .filter_map(|(path, how)| {
-                    self.tampering(&baseline, path, how)
-                        .map(|why| (path.to_owned(), why))
-                })
-                .collect();
-            if !tampered.is_empty() {
-                for (path, why) in &tampered {
-                    let mut finding = Finding::blocking(Source::Integrity, path, why);
-                    finding.path = Some(path.clone());
-                    subject.findings.push(finding);
-                }
-                subject.emit(RunEvent::GateTampered {
-                    paths: tampered
-                        .iter()
-                        .map(|(path, why)| format!("{path} ({why})"))
-                        .collect(),
-                });
-                // The first line names every file (reports show first lines); the rest says why.
-                subject.fatal = Some(Error::new(
-                    ErrorKind::GateTampered,
-                    format!(
-                        "the delegate changed what judges it: {}\n  {}",
-                        tampered
-                            .iter()
-                            .map(|(path, _)| path.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        tampered
-                            .iter()
-                            .map(|(path, why)| format!("{path}: {why}"))
-                            .collect::<Vec<_>>()
-                            .join("\n  ")
-                    ),
-                ));
+            self.judge_tampering(subject, &baseline, &diff.changes);
+            if self.scoped {
+                self.judge_scope(subject, &diff);
             }
-            let violations = if self.scoped {
-                diff.violations
-            } else {
-                Vec::new()
-            };
-            for (path, why) in &violations {
-                let mut finding = Finding::blocking(Source::Scope, path, why);
-                finding.path = Some(path.clone());
-                subject.findings.push(finding);
-            }
-            let on_violation = self.scope.spec.on_violation;
-            if !self.scoped {
-            } else if violations.is_empty() {
-                subject.emit(RunEvent::ScopeValidated {
-                    added: diff.changes.added.len(),
-                    modified: diff.changes.modified.len(),
-                    deleted: diff.changes.deleted.len(),
-                });
-            } else {
-                subject.emit(RunEvent::ScopeViolationDetected {
-                    paths: violations.iter().map(|(p, _)| p.clone()).collect(),
-                    on_violation: match on_violation {
-                        OnViolation::Fail => "fail",
-                        OnViolation::Retry => "retry",
-                    }
-                    .to_owned(),
-                });
-            }
-            if subject.fatal.is_none()
-                && !violations.is_empty()
-                && on_violation == OnViolation::Fail
-            {
-                subject.fatal = Some(Error::new(
-                    ErrorKind::ScopeViolation,
-                    format!(
-                        "the delegate changed files outside its scope:\n  {}",
-                        violations
-                            .iter()
-                            .map(|(path, why)| format!("{path}: {why}"))
-                            .collect::<Vec<_>>()
-                            .join("\n  ")
-                    ),
-                ));
-            }
-            // Stamp the gate inputs as the checks are about to see them.
-            let guarded = self
-                .guarded
-                .get_or_init(|| {
-                    baseline
-                        .paths()
-                        .filter(|p| {
-                            always_protected(p).is_some()
-                                || self.gate.matching(p).is_some()
-                                || self.gate.guards_scripts(p)
-                        })
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .clone();
-            let root = self.root.clone();
-            subject.gate_stamps = tokio::task::spawn_blocking(move || {
-                guarded
-                    .iter()
-                    .map(|p| {
-                        let full = root.join(p);
-                        let now = stamp(&full);
-                        (full, now)
-                    })
-                    .collect()
-            })
-            .await
-            .unwrap_or_default();
+            subject.gate_stamps = self.stamp_gate(&baseline).await;
             subject.workspace_root = self.root.clone();
             subject.diff = diff.diff;
             subject.result.changes = Some(diff.changes);
@@ -510,6 +380,157 @@ impl Check for ObserveStage {
         // A scope or protected gate inputs are judges; observation alone is not.
         self.scoped || !self.gate.is_empty()
     }
+}
+
+impl ObserveStage {
+    /// Nothing the delegate can do changes the workspace: no changes, no HEAD moved.
+    fn nothing_changed(&self, subject: &mut Subject<'_>) {
+        subject.result.changes = Some(harness_hooks::Changes::default());
+        if let Some(object) = subject.value.as_object_mut() {
+            object.insert(
+                "changes".to_owned(),
+                serde_json::to_value(harness_hooks::Changes::default()).unwrap_or_default(),
+            );
+        }
+        subject.head_moved = Some(false);
+        if self.scoped {
+            subject.emit(RunEvent::ScopeValidated {
+                added: 0,
+                modified: 0,
+                deleted: 0,
+            });
+        }
+    }
+
+    /// True when HEAD moved to a commit that exists during the attempt (writing an id into
+    /// `.git/HEAD` is no commit; `git init` and a commit is).
+    fn head_moved(&self) -> bool {
+        let now = git_head(&self.root);
+        let exists = |id: &str| commit_exists(&self.root, id, self.started);
+        match (&self.head, &now) {
+            (Some(before), Some(after)) => before != after && exists(after),
+            (None, Some(after)) => exists(after),
+            (_, None) => false,
+        }
+    }
+
+    /// Each change to what judges the delegate: a blocking integrity finding, a `GateTampered`
+    /// event, and the attempt's fatal error naming every file.
+    fn judge_tampering(
+        &self,
+        subject: &mut Subject<'_>,
+        baseline: &Snapshot,
+        changes: &harness_hooks::Changes,
+    ) {
+        let tampered: Vec<(String, String)> = changes
+            .iter()
+            .filter_map(|(path, how)| {
+                self.tampering(baseline, path, how)
+                    .map(|why| (path.to_owned(), why))
+            })
+            .collect();
+        if tampered.is_empty() {
+            return;
+        }
+        for (path, why) in &tampered {
+            let mut finding = Finding::blocking(Source::Integrity, path, why);
+            finding.path = Some(path.clone());
+            subject.findings.push(finding);
+        }
+        subject.emit(RunEvent::GateTampered {
+            paths: tampered
+                .iter()
+                .map(|(path, why)| format!("{path} ({why})"))
+                .collect(),
+        });
+        // The first line names every file (reports show first lines); the rest says why.
+        let paths: Vec<&str> = tampered.iter().map(|(path, _)| path.as_str()).collect();
+        subject.fatal = Some(Error::new(
+            ErrorKind::GateTampered,
+            format!(
+                "the delegate changed what judges it: {}\n  {}",
+                paths.join(", "),
+                why_each(&tampered)
+            ),
+        ));
+    }
+
+    /// Each change the scope refuses: a blocking scope finding and its event; with
+    /// `on_violation: fail` (and no tampering before it), the attempt's fatal error.
+    fn judge_scope(&self, subject: &mut Subject<'_>, diff: &crate::scope::Diff) {
+        let violations = &diff.violations;
+        for (path, why) in violations {
+            let mut finding = Finding::blocking(Source::Scope, path, why);
+            finding.path = Some(path.clone());
+            subject.findings.push(finding);
+        }
+        let on_violation = self.scope.spec.on_violation;
+        if violations.is_empty() {
+            subject.emit(RunEvent::ScopeValidated {
+                added: diff.changes.added.len(),
+                modified: diff.changes.modified.len(),
+                deleted: diff.changes.deleted.len(),
+            });
+            return;
+        }
+        subject.emit(RunEvent::ScopeViolationDetected {
+            paths: violations.iter().map(|(p, _)| p.clone()).collect(),
+            on_violation: match on_violation {
+                OnViolation::Fail => "fail",
+                OnViolation::Retry => "retry",
+            }
+            .to_owned(),
+        });
+        if subject.fatal.is_none() && on_violation == OnViolation::Fail {
+            subject.fatal = Some(Error::new(
+                ErrorKind::ScopeViolation,
+                format!(
+                    "the delegate changed files outside its scope:\n  {}",
+                    why_each(violations)
+                ),
+            ));
+        }
+    }
+
+    /// The gate inputs stamped as the checks are about to see them.
+    async fn stamp_gate(&self, baseline: &Snapshot) -> Vec<(PathBuf, Stamp)> {
+        let guarded = self
+            .guarded
+            .get_or_init(|| {
+                baseline
+                    .paths()
+                    .filter(|p| {
+                        always_protected(p).is_some()
+                            || self.gate.matching(p).is_some()
+                            || self.gate.guards_scripts(p)
+                    })
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .clone();
+        let root = self.root.clone();
+        tokio::task::spawn_blocking(move || {
+            guarded
+                .iter()
+                .map(|p| {
+                    let full = root.join(p);
+                    let now = stamp(&full);
+                    (full, now)
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+}
+
+/// `path: why` for each, one to a line.
+fn why_each(items: &[(String, String)]) -> String {
+    items
+        .iter()
+        .map(|(path, why)| format!("{path}: {why}"))
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 /// Builds observation (integrity and scope) for [`STAGES`](crate::pipeline::STAGES): always,
