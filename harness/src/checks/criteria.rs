@@ -473,13 +473,8 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
         Ok(g) => g.compile_matcher(),
         Err(e) => return fail(format!("the pattern {glob:?} does not compile: {e}")),
     };
-    let root = workspace.root();
-    let mut scanned = 0usize;
-    let mut found: Vec<String> = Vec::new();
-    let mut count = 0usize;
-    // Files the glob names that could not be judged: each is a failure, never skipped.
-    let mut unjudged: Vec<String> = Vec::new();
-    let walk = walkdir::WalkDir::new(root)
+    let mut scan = PlaceholderScan::default();
+    let walk = walkdir::WalkDir::new(workspace.root())
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()
@@ -495,61 +490,43 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
                 let at = e
                     .path()
                     .map_or_else(|| "?".to_owned(), |p| workspace.relative(p));
-                unjudged.push(format!("{at}: cannot be read ({e})"));
+                scan.unjudged.push(format!("{at}: cannot be read ({e})"));
                 continue;
             }
         };
-        if entry.file_type().is_dir() {
-            continue;
-        }
         let rel = workspace.relative(entry.path());
-        if !matcher.is_match(&rel) {
+        if entry.file_type().is_dir() || !matcher.is_match(&rel) {
             continue;
         }
-        let kind = entry.file_type();
-        if kind.is_symlink() {
-            unjudged.push(format!("{rel}: is a symbolic link (not followed)"));
-            continue;
+        match scanned_bytes(&entry) {
+            Ok(bytes) => scan.file(&rel, &bytes),
+            Err(why) => scan.unjudged.push(format!("{rel}: {why}")),
         }
-        if !kind.is_file() {
-            unjudged.push(format!("{rel}: is not a regular file"));
-            continue;
-        }
-        match entry.metadata() {
-            Ok(meta) if meta.len() > MAX_SCANNED_BYTES => {
-                unjudged.push(format!(
-                    "{rel}: is {} bytes, over the {MAX_SCANNED_BYTES}-byte scan cap",
-                    meta.len()
-                ));
-                continue;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                unjudged.push(format!("{rel}: cannot be read ({e})"));
-                continue;
-            }
-        }
-        // Bytes, not text: a file that is not UTF-8 is scanned all the same.
-        let bytes = match harness_builtins::open_regular(entry.path()).and_then(|f| {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(
-                &mut std::io::Read::take(f, MAX_SCANNED_BYTES + 1),
-                &mut bytes,
-            )
-            .map(|_| bytes)
-        }) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                unjudged.push(format!("{rel}: cannot be read ({e})"));
-                continue;
-            }
-        };
-        scanned += 1;
+    }
+    scan.judged(glob)
+}
+
+/// What `no_placeholders` found so far.
+#[derive(Default)]
+struct PlaceholderScan {
+    /// Files scanned.
+    scanned: usize,
+    /// Placeholders found, the first [`MAX_QUOTED`] quoted as `path:line marker`.
+    found: Vec<String>,
+    count: usize,
+    /// Files the glob names that could not be judged: each is a failure, never skipped.
+    unjudged: Vec<String>,
+}
+
+impl PlaceholderScan {
+    /// Scans one file's bytes (not text: a file that is not UTF-8 is scanned all the same).
+    fn file(&mut self, rel: &str, bytes: &[u8]) {
+        self.scanned += 1;
         for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
             for m in PLACEHOLDER.find_iter(line) {
-                count += 1;
-                if found.len() < MAX_QUOTED {
-                    found.push(format!(
+                self.count += 1;
+                if self.found.len() < MAX_QUOTED {
+                    self.found.push(format!(
                         "{rel}:{} {}",
                         i + 1,
                         String::from_utf8_lossy(m.as_bytes())
@@ -558,46 +535,85 @@ fn no_placeholders(workspace: &harness_builtins::Workspace, glob: &str) -> Judge
             }
         }
     }
-    if scanned == 0 && unjudged.is_empty() {
-        return fail(format!(
-            "no file matches {glob}: nothing was checked (no evidence is not a pass)"
+
+    /// The judgement: a pass only when some file was scanned, none held a placeholder and
+    /// every file the glob names could be judged.
+    fn judged(self, glob: &str) -> Judged {
+        if self.scanned == 0 && self.unjudged.is_empty() {
+            return fail(format!(
+                "no file matches {glob}: nothing was checked (no evidence is not a pass)"
+            ));
+        }
+        if self.count == 0 && self.unjudged.is_empty() {
+            return Judged {
+                passed: true,
+                result: EvidenceResult::Pass,
+                proof: format!(
+                    "no placeholders in {} file(s) matching {glob}",
+                    self.scanned
+                ),
+                sha256: None,
+                bytes: None,
+            };
+        }
+        let more = |shown: usize, of: usize| {
+            if of > shown {
+                format!(" and {} more", of - shown)
+            } else {
+                String::new()
+            }
+        };
+        let mut parts = Vec::new();
+        if self.count > 0 {
+            parts.push(format!(
+                "{} placeholder(s) in files matching {glob}: {}{}",
+                self.count,
+                self.found.join(", "),
+                more(self.found.len(), self.count)
+            ));
+        }
+        if !self.unjudged.is_empty() {
+            let shown = self.unjudged.len().min(MAX_QUOTED);
+            parts.push(format!(
+                "{} file(s) matching {glob} could not be judged: {}{}",
+                self.unjudged.len(),
+                self.unjudged[..shown].join("; "),
+                more(shown, self.unjudged.len())
+            ));
+        }
+        fail(parts.join("; "))
+    }
+}
+
+/// The bytes of a file `no_placeholders` scans, or why it cannot be judged: a link (never
+/// followed), not a regular file, over the scan cap, or unreadable.
+fn scanned_bytes(entry: &walkdir::DirEntry) -> std::result::Result<Vec<u8>, String> {
+    let kind = entry.file_type();
+    if kind.is_symlink() {
+        return Err("is a symbolic link (not followed)".to_owned());
+    }
+    if !kind.is_file() {
+        return Err("is not a regular file".to_owned());
+    }
+    let len = entry
+        .metadata()
+        .map_err(|e| format!("cannot be read ({e})"))?
+        .len();
+    if len > MAX_SCANNED_BYTES {
+        return Err(format!(
+            "is {len} bytes, over the {MAX_SCANNED_BYTES}-byte scan cap"
         ));
     }
-    if count == 0 && unjudged.is_empty() {
-        return Judged {
-            passed: true,
-            result: EvidenceResult::Pass,
-            proof: format!("no placeholders in {scanned} file(s) matching {glob}"),
-            sha256: None,
-            bytes: None,
-        };
-    }
-    let mut parts = Vec::new();
-    if count > 0 {
-        let more = if count > found.len() {
-            format!(" and {} more", count - found.len())
-        } else {
-            String::new()
-        };
-        parts.push(format!(
-            "{count} placeholder(s) in files matching {glob}: {}{more}",
-            found.join(", ")
-        ));
-    }
-    if !unjudged.is_empty() {
-        let shown = unjudged.len().min(MAX_QUOTED);
-        let more = if unjudged.len() > shown {
-            format!(" and {} more", unjudged.len() - shown)
-        } else {
-            String::new()
-        };
-        parts.push(format!(
-            "{} file(s) matching {glob} could not be judged: {}{more}",
-            unjudged.len(),
-            unjudged[..shown].join("; ")
-        ));
-    }
-    fail(parts.join("; "))
+    let mut bytes = Vec::new();
+    harness_builtins::open_regular(entry.path())
+        .and_then(|f| {
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(f, MAX_SCANNED_BYTES + 1),
+                &mut bytes,
+            )
+        })
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    Ok(bytes)
 }
 
 /// Judges `no_new_skips` (of `glob`, or the common test locations) on what the attempt changed.
@@ -794,4 +810,66 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `no_placeholders` on one workspace: what it passes, quotes, and refuses to judge.
+    #[test]
+    fn no_placeholders_quotes_what_it_finds_and_fails_what_it_cannot_judge() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).expect("src");
+        std::fs::write(root.join("src/done.rs"), "fn done() {}\n").expect("write");
+        let many: String = (0..MAX_QUOTED + 2).map(|_| "// TODO\n").collect();
+        std::fs::write(root.join("src/many.py"), many).expect("write");
+        std::fs::write(root.join("src/bytes.c"), b"\xff\xfe int x; /* FIXME */\n").expect("write");
+        std::os::unix::fs::symlink("done.rs", root.join("src/link.rs")).expect("link");
+        let big = vec![b'a'; usize::try_from(MAX_SCANNED_BYTES).expect("fits") + 1];
+        std::fs::write(root.join("src/big.txt"), big).expect("write");
+        let workspace = harness_builtins::Workspace::new(root).expect("workspace");
+        let judged = |glob: &str| no_placeholders(&workspace, glob);
+
+        let clean = judged("src/done.rs");
+        assert!(clean.passed, "{}", clean.proof);
+        assert_eq!(
+            clean.proof,
+            "no placeholders in 1 file(s) matching src/done.rs"
+        );
+
+        let many = judged("src/*.py");
+        assert!(!many.passed);
+        assert!(
+            many.proof.starts_with(&format!(
+                "{} placeholder(s) in files matching src/*.py: src/many.py:1 TODO",
+                MAX_QUOTED + 2
+            )) && many.proof.ends_with(" and 2 more"),
+            "{}",
+            many.proof
+        );
+
+        let not_utf8 = judged("src/*.c");
+        assert!(!not_utf8.passed);
+        assert!(
+            not_utf8.proof.contains("src/bytes.c:1 FIXME"),
+            "{}",
+            not_utf8.proof
+        );
+
+        for (glob, why) in [
+            (
+                "src/link.rs",
+                "src/link.rs: is a symbolic link (not followed)",
+            ),
+            ("src/*.txt", "over the"),
+            ("nothing/*.rs", "no file matches nothing/*.rs"),
+            ("src/[", "does not compile"),
+        ] {
+            let judged = judged(glob);
+            assert!(!judged.passed, "{glob}");
+            assert!(judged.proof.contains(why), "{glob}: {}", judged.proof);
+        }
+    }
 }
