@@ -548,40 +548,7 @@ struct Parsed {
 
 /// Reads exactly one JSON object (a single ```json fence around it is tolerated).
 fn parse(text: &str) -> Result<Parsed, String> {
-    let mut body = text.trim();
-    if let Some(inner) = body
-        .strip_prefix("```json")
-        .or_else(|| body.strip_prefix("```"))
-        .and_then(|rest| rest.strip_suffix("```"))
-    {
-        body = inner.trim();
-    }
-    if body.is_empty() {
-        return Err("the reviewer answered nothing; it must answer one JSON object".to_owned());
-    }
-    let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
-    let value = match values.next() {
-        Some(Ok(value)) => value,
-        Some(Err(e)) => {
-            return Err(format!(
-                "the reviewer's answer is not one JSON object ({e}): {}",
-                harness_builtins::shorten(body, 200)
-            ));
-        }
-        None => return Err("the reviewer answered nothing".to_owned()),
-    };
-    if values.next().is_some() {
-        return Err(format!(
-            "the reviewer answered more than one JSON value; it must answer exactly one object: {}",
-            harness_builtins::shorten(body, 200)
-        ));
-    }
-    let Value::Object(map) = value else {
-        return Err(format!(
-            "the reviewer's answer is not a JSON object: {}",
-            harness_builtins::shorten(body, 200)
-        ));
-    };
+    let map = one_object(text)?;
     let outcome = match map.get("outcome").and_then(Value::as_str) {
         Some("PASS") => CriticOutcome::Pass,
         Some("SOFT_FAIL") => CriticOutcome::SoftFail,
@@ -620,60 +587,11 @@ fn parse(text: &str) -> Result<Parsed, String> {
         Some(Value::Array(items)) => items,
         Some(_) => return Err("the reviewer's `findings` must be a list".to_owned()),
     };
-    let mut findings = Vec::new();
-    for (i, item) in listed.iter().enumerate() {
-        let at = format!("the reviewer's `findings[{i}]`");
-        let Value::Object(f) = item else {
-            return Err(format!("{at} must be an object"));
-        };
-        let severity = match f.get("severity").and_then(Value::as_str) {
-            Some("security") => Severity::Security,
-            Some("crash") => Severity::Crash,
-            Some("data_loss") => Severity::DataLoss,
-            Some("wrong_algorithm") => Severity::WrongAlgorithm,
-            Some("missing_ac") => Severity::MissingAc,
-            Some("style") => Severity::Style,
-            Some("perf") => Severity::Perf,
-            Some("other") => Severity::Other,
-            other => {
-                return Err(format!(
-                    "{at}: unknown severity {}; use security, crash, data_loss, wrong_algorithm, missing_ac, style, perf or other",
-                    other.map_or_else(|| "(missing)".to_owned(), |s| format!("{s:?}"))
-                ));
-            }
-        };
-        let title = f
-            .get("title")
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| format!("{at} needs a `title`"))?;
-        let body = f.get("body").and_then(Value::as_str).unwrap_or_default();
-        let blocking = matches!(
-            severity,
-            Severity::Security
-                | Severity::Crash
-                | Severity::DataLoss
-                | Severity::WrongAlgorithm
-                | Severity::MissingAc
-        );
-        let message = if body.trim().is_empty() {
-            title.to_owned()
-        } else {
-            format!("{title}: {body}")
-        };
-        let mut finding = if blocking {
-            Finding::blocking(Source::Critic, severity.as_str(), message)
-        } else {
-            Finding::advisory(Source::Critic, severity.as_str(), message)
-        };
-        finding.severity = severity;
-        finding.path = f.get("path").and_then(Value::as_str).map(str::to_owned);
-        finding.line = f
-            .get("line")
-            .and_then(Value::as_u64)
-            .and_then(|l| u32::try_from(l).ok());
-        findings.push(finding);
-    }
+    let findings = listed
+        .iter()
+        .enumerate()
+        .map(|(i, item)| critic_finding(&format!("the reviewer's `findings[{i}]`"), item))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Parsed {
         outcome,
         reasoning,
@@ -681,6 +599,100 @@ fn parse(text: &str) -> Result<Parsed, String> {
         confidence,
         findings,
     })
+}
+
+/// The one JSON object a reviewer's answer must be (a fenced block is unwrapped).
+fn one_object(text: &str) -> Result<serde_json::Map<String, Value>, String> {
+    let mut body = text.trim();
+    if let Some(inner) = body
+        .strip_prefix("```json")
+        .or_else(|| body.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+    {
+        body = inner.trim();
+    }
+    if body.is_empty() {
+        return Err("the reviewer answered nothing; it must answer one JSON object".to_owned());
+    }
+    let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
+    let value = match values.next() {
+        Some(Ok(value)) => value,
+        Some(Err(e)) => {
+            return Err(format!(
+                "the reviewer's answer is not one JSON object ({e}): {}",
+                harness_builtins::shorten(body, 200)
+            ));
+        }
+        None => return Err("the reviewer answered nothing".to_owned()),
+    };
+    if values.next().is_some() {
+        return Err(format!(
+            "the reviewer answered more than one JSON value; it must answer exactly one object: {}",
+            harness_builtins::shorten(body, 200)
+        ));
+    }
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(format!(
+            "the reviewer's answer is not a JSON object: {}",
+            harness_builtins::shorten(body, 200)
+        )),
+    }
+}
+
+/// One of the reviewer's findings (`at` names it in errors): blocking for security, crash,
+/// data_loss, wrong_algorithm and missing_ac; advisory (debt) for the rest.
+fn critic_finding(at: &str, item: &Value) -> Result<Finding, String> {
+    let Value::Object(f) = item else {
+        return Err(format!("{at} must be an object"));
+    };
+    let severity = match f.get("severity").and_then(Value::as_str) {
+        Some("security") => Severity::Security,
+        Some("crash") => Severity::Crash,
+        Some("data_loss") => Severity::DataLoss,
+        Some("wrong_algorithm") => Severity::WrongAlgorithm,
+        Some("missing_ac") => Severity::MissingAc,
+        Some("style") => Severity::Style,
+        Some("perf") => Severity::Perf,
+        Some("other") => Severity::Other,
+        other => {
+            return Err(format!(
+                "{at}: unknown severity {}; use security, crash, data_loss, wrong_algorithm, missing_ac, style, perf or other",
+                other.map_or_else(|| "(missing)".to_owned(), |s| format!("{s:?}"))
+            ));
+        }
+    };
+    let title = f
+        .get("title")
+        .and_then(Value::as_str)
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| format!("{at} needs a `title`"))?;
+    let body = f.get("body").and_then(Value::as_str).unwrap_or_default();
+    let blocking = matches!(
+        severity,
+        Severity::Security
+            | Severity::Crash
+            | Severity::DataLoss
+            | Severity::WrongAlgorithm
+            | Severity::MissingAc
+    );
+    let message = if body.trim().is_empty() {
+        title.to_owned()
+    } else {
+        format!("{title}: {body}")
+    };
+    let mut finding = if blocking {
+        Finding::blocking(Source::Critic, severity.as_str(), message)
+    } else {
+        Finding::advisory(Source::Critic, severity.as_str(), message)
+    };
+    finding.severity = severity;
+    finding.path = f.get("path").and_then(Value::as_str).map(str::to_owned);
+    finding.line = f
+        .get("line")
+        .and_then(Value::as_u64)
+        .and_then(|l| u32::try_from(l).ok());
+    Ok(finding)
 }
 
 #[cfg(test)]
