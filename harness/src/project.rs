@@ -291,44 +291,7 @@ impl ProjectPolicy {
                 holdout: defaults.holdout,
             },
         )?;
-        let given = raw.limits.unwrap_or_default();
-        let mut limits = Limits::default();
-        let range = |key: &str, value: Option<u64>, min: u64, max: u64| -> Result<Option<u64>> {
-            match value {
-                Some(n) if !(min..=max).contains(&n) => Err(Error::config(format!(
-                    "project policy {file}: `limits.{key}` must be between {min} and {max}, got {n}"
-                ))),
-                other => Ok(other),
-            }
-        };
-        let mib = |n: u64| usize::try_from(n.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
-        if let Some(n) = range("steps", given.steps, 1_000, 10_000_000_000)? {
-            limits.max_steps = n;
-        }
-        if let Some(n) = range("wall_ms", given.wall_ms, 10, 3_600_000)? {
-            limits.timeout = Duration::from_millis(n);
-        }
-        if let Some(n) = range("heap_mb", given.heap_mb, 8, 16_384)? {
-            limits.max_heap_bytes = mib(n);
-        }
-        // Deep Starlark stacks need deep native stacks: the runtime's threads have 16 MiB.
-        if let Some(n) = range("call_depth", given.call_depth, 5, 200)? {
-            limits.max_call_depth = usize::try_from(n).unwrap_or(usize::MAX);
-        }
-        // Bounded above so that what passes the check can still be walked by recursion.
-        if let Some(n) = range("nesting_depth", given.nesting_depth, 10, 1_000)? {
-            limits.max_nesting_depth = usize::try_from(n).unwrap_or(usize::MAX);
-        }
-        if let Some(n) = range("read_mb", given.read_mb, 1, 4_096)? {
-            limits.max_read_bytes = n * 1024 * 1024;
-        }
-        if let Some(n) = range("http_body_mb", given.http_body_mb, 1, 1_024)? {
-            limits.max_http_body_bytes = mib(n);
-        }
-        if let Some(n) = range("output_kb", given.output_kb, 1, 1_048_576)? {
-            limits.max_exec_output_bytes =
-                usize::try_from(n.saturating_mul(1024)).unwrap_or(usize::MAX);
-        }
+        let limits = limits(&file.to_string(), raw.limits.unwrap_or_default())?;
         let patterns = raw.redact.unwrap_or_default().patterns;
         let redact = Redactor::with_patterns(&patterns).map_err(|e| {
             Error::config(format!(
@@ -336,23 +299,7 @@ impl ProjectPolicy {
                 e.message()
             ))
         })?;
-        let commands = match raw.commands.and_then(|c| c.isolation).as_deref() {
-            None | Some("auto") => CommandIsolation::Auto,
-            Some("none") => CommandIsolation::None,
-            Some("bwrap") => {
-                harness_builtins::bubblewrap().map_err(|e| {
-                    Error::config(format!(
-                        "project policy {file}: `commands.isolation: bwrap`: {e}"
-                    ))
-                })?;
-                CommandIsolation::Bwrap
-            }
-            Some(other) => {
-                return Err(Error::config(format!(
-                    "project policy {file}: `commands.isolation` is {other:?}; use `auto` (the default: bubblewrap where it works), `bwrap` or `none`"
-                )));
-            }
-        };
+        let commands = isolation(&file.to_string(), raw.commands.and_then(|c| c.isolation))?;
         Ok(ProjectPolicy {
             commands,
             max_verify_retries: defaults.max_verify_retries,
@@ -364,6 +311,70 @@ impl ProjectPolicy {
             profiles,
         })
     }
+}
+
+/// The `limits` of a project policy (`file`), each within its range, over the defaults.
+fn limits(file: &str, given: RawLimits) -> Result<Limits> {
+    let mut limits = Limits::default();
+    let range = |key: &str, value: Option<u64>, min: u64, max: u64| -> Result<Option<u64>> {
+        match value {
+            Some(n) if !(min..=max).contains(&n) => Err(Error::config(format!(
+                "project policy {file}: `limits.{key}` must be between {min} and {max}, got {n}"
+            ))),
+            other => Ok(other),
+        }
+    };
+    let mib = |n: u64| usize::try_from(n.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
+    if let Some(n) = range("steps", given.steps, 1_000, 10_000_000_000)? {
+        limits.max_steps = n;
+    }
+    if let Some(n) = range("wall_ms", given.wall_ms, 10, 3_600_000)? {
+        limits.timeout = Duration::from_millis(n);
+    }
+    if let Some(n) = range("heap_mb", given.heap_mb, 8, 16_384)? {
+        limits.max_heap_bytes = mib(n);
+    }
+    // Deep Starlark stacks need deep native stacks: the runtime's threads have 16 MiB.
+    if let Some(n) = range("call_depth", given.call_depth, 5, 200)? {
+        limits.max_call_depth = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    // Bounded above so that what passes the check can still be walked by recursion.
+    if let Some(n) = range("nesting_depth", given.nesting_depth, 10, 1_000)? {
+        limits.max_nesting_depth = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = range("read_mb", given.read_mb, 1, 4_096)? {
+        limits.max_read_bytes = n * 1024 * 1024;
+    }
+    if let Some(n) = range("http_body_mb", given.http_body_mb, 1, 1_024)? {
+        limits.max_http_body_bytes = mib(n);
+    }
+    if let Some(n) = range("output_kb", given.output_kb, 1, 1_048_576)? {
+        limits.max_exec_output_bytes =
+            usize::try_from(n.saturating_mul(1024)).unwrap_or(usize::MAX);
+    }
+    Ok(limits)
+}
+
+/// The `commands.isolation` of a project policy (`file`); `bwrap` only where bubblewrap works.
+fn isolation(file: &str, isolation: Option<String>) -> Result<CommandIsolation> {
+    let isolation = match isolation.as_deref() {
+        None | Some("auto") => CommandIsolation::Auto,
+        Some("none") => CommandIsolation::None,
+        Some("bwrap") => {
+            harness_builtins::bubblewrap().map_err(|e| {
+                Error::config(format!(
+                    "project policy {file}: `commands.isolation: bwrap`: {e}"
+                ))
+            })?;
+            CommandIsolation::Bwrap
+        }
+        Some(other) => {
+            return Err(Error::config(format!(
+                "project policy {file}: `commands.isolation` is {other:?}; use `auto` (the default: bubblewrap where it works), `bwrap` or `none`"
+            )));
+        }
+    };
+    Ok(isolation)
 }
 
 #[cfg(test)]
