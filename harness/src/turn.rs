@@ -90,20 +90,7 @@ pub(crate) async fn attempt(
                 ),
             ));
         }
-        let calls: Vec<ToolCall> = answer
-            .tool_calls
-            .into_iter()
-            .map(|c| {
-                session.calls_made += 1;
-                ToolCall {
-                    id: c
-                        .id
-                        .unwrap_or_else(|| format!("call_{}", session.calls_made)),
-                    name: c.name,
-                    arguments: c.arguments,
-                }
-            })
-            .collect();
+        let calls = named(session, answer.tool_calls);
         session.messages.push(Message::Assistant {
             content: answer.content,
             tool_calls: calls.clone(),
@@ -111,40 +98,7 @@ pub(crate) async fn attempt(
         if !calls.is_empty() {
             session.pipeline.baseline_ready().await?;
         }
-        let mut calls = calls.into_iter().peekable();
-        while let Some(call) = calls.next() {
-            // Consecutive `delegate` calls run at once (up to limits.max_children); every other
-            // call runs alone, in order.
-            let mut group = vec![call];
-            if is_delegate(&group[0]) {
-                while let Some(next) = calls.next_if(is_delegate) {
-                    group.push(next);
-                }
-            }
-            for call in &group {
-                events.emit(RunEvent::ToolCalled {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    observed: false,
-                });
-            }
-            let made = {
-                let session = &*session;
-                let run = events.run_id();
-                futures_util::future::join_all(
-                    group
-                        .into_iter()
-                        .map(|call| Box::pin(call_tool(session, run, call))),
-                )
-                .await
-            };
-            for made in made {
-                let (call, output) = made?;
-                let output = verify_tool(session, &call, output, events).await?;
-                let log = (&mut tool_calls, &mut tool_results);
-                returned(session, call, output, events, log);
-            }
-        }
+        run_calls(session, calls, events, (&mut tool_calls, &mut tool_results)).await?;
     }
     Err(Error::new(
         ErrorKind::Timeout,
@@ -153,6 +107,72 @@ pub(crate) async fn attempt(
             attempt + 1
         ),
     ))
+}
+
+/// The calls a turn asked for, each with an id (`call_N` for those the delegate did not name).
+fn named(session: &mut Session, requested: Vec<crate::delegate::RequestedCall>) -> Vec<ToolCall> {
+    requested
+        .into_iter()
+        .map(|c| {
+            session.calls_made += 1;
+            ToolCall {
+                id: c
+                    .id
+                    .unwrap_or_else(|| format!("call_{}", session.calls_made)),
+                name: c.name,
+                arguments: c.arguments,
+            }
+        })
+        .collect()
+}
+
+/// Runs a turn's calls: consecutive `delegate` calls at once (up to `limits.max_children`),
+/// every other call alone, in order; each result verified and logged in `log`.
+async fn run_calls(
+    session: &mut Session,
+    calls: Vec<ToolCall>,
+    events: &Emitter<'_>,
+    log: (&mut Vec<ToolCall>, &mut Vec<ToolResult>),
+) -> Result<()> {
+    let (tool_calls, tool_results) = log;
+    let mut calls = calls.into_iter().peekable();
+    while let Some(call) = calls.next() {
+        let mut group = vec![call];
+        if is_delegate(&group[0]) {
+            while let Some(next) = calls.next_if(is_delegate) {
+                group.push(next);
+            }
+        }
+        for call in &group {
+            events.emit(RunEvent::ToolCalled {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                observed: false,
+            });
+        }
+        let made = {
+            let session = &*session;
+            let run = events.run_id();
+            futures_util::future::join_all(
+                group
+                    .into_iter()
+                    .map(|call| Box::pin(call_tool(session, run, call))),
+            )
+            .await
+        };
+        for made in made {
+            let (call, output) = made?;
+            let output = verify_tool(session, &call, output, events).await?;
+            returned(
+                session,
+                call,
+                output,
+                events,
+                (&mut *tool_calls, &mut *tool_results),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Records the tools an agent CLI ran itself during the turn: in the conversation, the attempt's
