@@ -129,22 +129,9 @@ pub(crate) fn decide(
         end(&mut verdict, Error::new(ErrorKind::CriticRejected, message))
     } else if verdict.blocking().next().is_none() && unavailable(&verdict) {
         // An unusable review never leaves a run plain `passed` (DESIGN §4.9).
-        if rules.on_unavailable == OnUnavailable::Retry && !last {
-            let why = verdict
-                .critic
-                .as_ref()
-                .and_then(|c| c.error.clone())
-                .unwrap_or_default();
-            let mut finding = Finding::blocking(
-                Source::Critic,
-                "unavailable",
-                format!(
-                    "the reviewer was unavailable ({why}); the work is sent back to be reviewed again (critic.on_unavailable: retry)"
-                ),
-            );
-            finding.severity = crate::verdict::Severity::Other;
-            verdict.findings.push(finding);
-            verdict.decision = Decision::Retry;
+        let retry = rules.on_unavailable == OnUnavailable::Retry && !last;
+        if retry {
+            review_again(&mut verdict);
             Next::Retry(RetryContext::assemble(
                 &verdict,
                 budget.total,
@@ -170,42 +157,9 @@ pub(crate) fn decide(
             end(&mut verdict, Error::new(ErrorKind::NoGate, message))
         }
     } else if verdict.blocking().next().is_none() {
-        verdict.decision = Decision::Pass;
-        let mut debt = critic_findings(&verdict);
-        // `gaming: advisory`: code that games the tests is no failure, but never a plain pass.
-        let gaming: Vec<Finding> = verdict
-            .findings
-            .iter()
-            .filter(|f| f.source == Source::Gaming)
-            .cloned()
-            .collect();
-        let outcome = if gaming.is_empty() {
-            Outcome::Passed
-        } else {
-            Outcome::PassedWithDebt
-        };
-        debt.extend(gaming);
-        Next::Deliver { outcome, debt }
+        passed(&mut verdict)
     } else if last && verdict.blocking().all(|f| f.source == Source::Critic) {
-        // The budget is spent and only the critic still objects.
-        match rules.on_exhausted {
-            OnExhausted::Debt => {
-                verdict.decision = Decision::Pass;
-                Next::Deliver {
-                    outcome: Outcome::PassedWithDebt,
-                    debt: critic_findings(&verdict),
-                }
-            }
-            OnExhausted::Fail => {
-                let objections: Vec<String> = verdict.blocking().map(ToString::to_string).collect();
-                let message = format!(
-                    "the critic still objected after all {} attempts (critic.on_exhausted: fail):\n  {}",
-                    budget.total,
-                    objections.join("\n  ")
-                );
-                end(&mut verdict, Error::new(ErrorKind::CriticRejected, message))
-            }
-        }
+        critic_still_objects(&mut verdict, rules.on_exhausted, budget.total)
     } else if let Some(max) = rules.max_tokens.filter(|max| budget.tokens > *max) {
         let message = format!(
             "the delegation used {} tokens, more than limits.max_tokens = {max}; it was stopped after attempt {}",
@@ -239,6 +193,67 @@ pub(crate) fn decide(
         verdict: Some(verdict),
         next,
     }
+}
+
+/// A pass: its debt is the critic's findings and, under `gaming: advisory`, the gaming stage's —
+/// code that games the tests is no failure, but never a plain pass.
+fn passed(verdict: &mut Verdict) -> Next {
+    verdict.decision = Decision::Pass;
+    let mut debt = critic_findings(verdict);
+    let gaming: Vec<Finding> = verdict
+        .findings
+        .iter()
+        .filter(|f| f.source == Source::Gaming)
+        .cloned()
+        .collect();
+    let outcome = if gaming.is_empty() {
+        Outcome::Passed
+    } else {
+        Outcome::PassedWithDebt
+    };
+    debt.extend(gaming);
+    Next::Deliver { outcome, debt }
+}
+
+/// The budget is spent and only the critic still objects: debt for a human, or a failure
+/// (`critic.on_exhausted: fail`).
+fn critic_still_objects(verdict: &mut Verdict, on_exhausted: OnExhausted, total: u32) -> Next {
+    if on_exhausted == OnExhausted::Debt {
+        verdict.decision = Decision::Pass;
+        return Next::Deliver {
+            outcome: Outcome::PassedWithDebt,
+            debt: critic_findings(verdict),
+        };
+    }
+    let objections: Vec<String> = verdict.blocking().map(ToString::to_string).collect();
+    verdict.decision = Decision::Fail;
+    Next::End(Error::new(
+        ErrorKind::CriticRejected,
+        format!(
+            "the critic still objected after all {total} attempts (critic.on_exhausted: fail):\n  {}",
+            objections.join("\n  ")
+        ),
+    ))
+}
+
+/// `critic.on_unavailable: retry`: the attempt is sent back to be reviewed again, with a
+/// blocking finding saying why.
+fn review_again(verdict: &mut Verdict) {
+    let why = verdict
+        .critic
+        .as_ref()
+        .and_then(|c| c.error.clone())
+        .unwrap_or_default();
+    let mut finding = Finding::blocking(
+        Source::Critic,
+        "unavailable",
+        format!(
+            "the reviewer was unavailable ({why}); the work is sent back to be reviewed again (critic.on_unavailable: retry)"
+        ),
+    );
+    finding.severity = crate::verdict::Severity::Other;
+    verdict.findings.push(finding);
+    verdict.decision = Decision::Retry;
 }
 
 /// Whether the critic reviewed `verdict`'s attempt and its review could not be used.
