@@ -412,20 +412,7 @@ impl AgentDelegate {
     async fn run(&mut self, prompt: &str, attempt: u32) -> Result<Turn> {
         let adapter = self.spec.kind.adapter();
         let name = adapter.name();
-        let resume = match (&self.session, self.runs) {
-            (Some(id), _) => Some(id.clone()),
-            (None, 0) => None,
-            (None, _) => {
-                return Err(Error::new(
-                    ErrorKind::Delegate,
-                    format!(
-                        "delegate `{name}`: attempt {} must resume the {} of attempt 1, but none was recorded; refusing to start a fresh one as the same delegate",
-                        attempt + 1,
-                        adapter.session_word()
-                    ),
-                ));
-            }
-        };
+        let resume = self.resume(attempt)?;
         let invocation = Invocation {
             spec: &self.spec,
             prompt,
@@ -469,63 +456,9 @@ impl AgentDelegate {
                 format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
             )
         })?;
-        let named = self.named();
-        let fail = |what: String| {
-            Error::new(
-                ErrorKind::Delegate,
-                format!(
-                    "delegate {named}: {what}{}",
-                    super::output_tail(&run.stdout, &run.stderr)
-                ),
-            )
-        };
-        if let Some(line) = &run.stopped_at {
-            let why = adapter.fatal(line).unwrap_or_default();
-            return Err(fail(format!(
-                "{why}; stopped at this line of its output: {}",
-                clipped(line)
-            )));
-        }
-        if run.timed_out {
-            return Err(fail(format!(
-                "timed out after {}s and was killed with its process group (raise `delegate.timeout_s` if the agent needs longer)",
-                self.spec.timeout.as_secs_f64()
-            )));
-        }
-        if run.stdout_cut {
-            return Err(fail(format!(
-                "its output ran past {MAX_OUTPUT_BYTES} bytes; a cut stream cannot be read to its end (give the agent a smaller task)"
-            )));
-        }
-        let parsed = adapter.parse(&run.stdout, &invocation);
-        let exit = super::how_it_ended(run.exit_code);
-        let parsed = match (parsed, exit) {
-            (Ok(parsed), None) => parsed,
-            // The CLI's own words first: an error it reported in its stream, else how it exited.
-            (Ok(parsed), Some(exit)) => {
-                let said = parsed.error.unwrap_or_default();
-                return Err(fail(format!("{exit}{}", prefixed(": ", &said))));
-            }
-            (Err(why), Some(exit)) => return Err(fail(format!("{exit}; {why}"))),
-            (Err(why), None) => return Err(fail(why)),
-        };
-        if let Some(error) = parsed.error {
-            return Err(fail(error));
-        }
-        let word = adapter.session_word();
-        let Some(session) = parsed.session else {
-            return Err(fail(format!(
-                "the output names no {word} id, so a retry could not continue it"
-            )));
-        };
-        if let Some(expected) = &resume
-            && *expected != session
-        {
-            return Err(fail(format!(
-                "asked to resume {word} {expected}, the CLI reported {session}: it did not continue the same {word}"
-            )));
-        }
-        self.session = Some(session);
+        let parsed = self.read_run(&run, &invocation)?;
+        // `read_run` refused an answer that names no session.
+        self.session.clone_from(&parsed.session);
         Ok(Turn {
             content: Some(parsed.response),
             tool_calls: Vec::new(),
@@ -536,6 +469,97 @@ impl AgentDelegate {
             finish_reason: Some("stop".to_owned()),
             observed: parsed.observed,
         })
+    }
+}
+
+impl AgentDelegate {
+    /// The session attempt `attempt` resumes: none for the first run, the one recorded for every
+    /// later one — never a fresh session as the same delegate.
+    fn resume(&self, attempt: u32) -> Result<Option<String>> {
+        match (&self.session, self.runs) {
+            (Some(id), _) => Ok(Some(id.clone())),
+            (None, 0) => Ok(None),
+            (None, _) => {
+                let adapter = self.spec.kind.adapter();
+                Err(Error::new(
+                    ErrorKind::Delegate,
+                    format!(
+                        "delegate `{}`: attempt {} must resume the {} of attempt 1, but none was recorded; refusing to start a fresh one as the same delegate",
+                        adapter.name(),
+                        attempt + 1,
+                        adapter.session_word()
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// What the CLI's run answered, or why it is no answer: stopped on a fatal line, timed out,
+    /// output cut, a failed exit or stream, or no session id (or another than the one resumed).
+    fn read_run(
+        &self,
+        run: &harness_builtins::ProgramRun,
+        invocation: &Invocation<'_>,
+    ) -> Result<Parsed> {
+        let adapter = self.spec.kind.adapter();
+        let named = self.named();
+        let fail = |what: String| {
+            Err(Error::new(
+                ErrorKind::Delegate,
+                format!(
+                    "delegate {named}: {what}{}",
+                    super::output_tail(&run.stdout, &run.stderr)
+                ),
+            ))
+        };
+        if let Some(line) = &run.stopped_at {
+            let why = adapter.fatal(line).unwrap_or_default();
+            return fail(format!(
+                "{why}; stopped at this line of its output: {}",
+                clipped(line)
+            ));
+        }
+        if run.timed_out {
+            return fail(format!(
+                "timed out after {}s and was killed with its process group (raise `delegate.timeout_s` if the agent needs longer)",
+                self.spec.timeout.as_secs_f64()
+            ));
+        }
+        if run.stdout_cut {
+            return fail(format!(
+                "its output ran past {MAX_OUTPUT_BYTES} bytes; a cut stream cannot be read to its end (give the agent a smaller task)"
+            ));
+        }
+        let parsed = match (
+            adapter.parse(&run.stdout, invocation),
+            super::how_it_ended(run.exit_code),
+        ) {
+            (Ok(parsed), None) => parsed,
+            // The CLI's own words first: an error it reported in its stream, else how it exited.
+            (Ok(parsed), Some(exit)) => {
+                let said = parsed.error.unwrap_or_default();
+                return fail(format!("{exit}{}", prefixed(": ", &said)));
+            }
+            (Err(why), Some(exit)) => return fail(format!("{exit}; {why}")),
+            (Err(why), None) => return fail(why),
+        };
+        if let Some(error) = parsed.error {
+            return fail(error);
+        }
+        let word = adapter.session_word();
+        let Some(session) = &parsed.session else {
+            return fail(format!(
+                "the output names no {word} id, so a retry could not continue it"
+            ));
+        };
+        if let Some(expected) = invocation.resume
+            && expected != session
+        {
+            return fail(format!(
+                "asked to resume {word} {expected}, the CLI reported {session}: it did not continue the same {word}"
+            ));
+        }
+        Ok(parsed)
     }
 }
 
