@@ -295,16 +295,6 @@ impl HookSet {
                 )
             });
             let _entered = span.enter();
-            let call = |script: &harness_builtins::Script, function: &str, payload: &Value| {
-                let event_value = Value::String(event.as_str().to_owned());
-                if inline {
-                    script.call_inline(&self.sandbox, function, &[&event_value, payload])
-                } else {
-                    script.call(&self.sandbox, function, &[&event_value, payload])
-                }
-            };
-            let deferred =
-                |e: &harness_builtins::Error| e.kind() == harness_builtins::ErrorKind::WouldBlock;
             let fail = |message: String| {
                 span.record("hook.action", "error");
                 span.record("otel.status_code", "ERROR");
@@ -314,35 +304,15 @@ impl HookSet {
                     message,
                 }
             };
-            if let Some(when) = &hook.when {
-                let out = match call(when, "when", &payload) {
-                    Ok(out) => out,
-                    Err(e) if deferred(&e) => return Ok(defer(&span, index, payload, runs)),
-                    Err(e) => {
-                        return Err(fail(format!(
-                            "`when` failed: {} [{}]",
-                            e,
-                            e.kind().as_str()
-                        )));
-                    }
-                };
-                match out.value {
-                    Value::Bool(true) => {}
-                    Value::Bool(false) => {
-                        span.record("hook.action", "skipped");
-                        continue;
-                    }
-                    other => {
-                        return Err(fail(format!("`when` must be True or False, got {other}")));
-                    }
+            let decision = match self.ask(hook, event, &payload, inline) {
+                Err(message) => return Err(fail(message)),
+                Ok(Answer::Skipped) => {
+                    span.record("hook.action", "skipped");
+                    continue;
                 }
-            }
-            let out = match call(&hook.script, "handle", &payload) {
-                Ok(out) => out,
-                Err(e) if deferred(&e) => return Ok(defer(&span, index, payload, runs)),
-                Err(e) => return Err(fail(format!("{} [{}]", e, e.kind().as_str()))),
+                Ok(Answer::Deferred) => return Ok(defer(&span, index, payload, runs)),
+                Ok(Answer::Decided(decision)) => decision,
             };
-            let decision = Decision::from_value(out.value).map_err(fail)?;
             span.record("hook.action", decision.action().as_str());
             match decision {
                 Decision::Allow => runs.push(HookRun {
@@ -387,6 +357,56 @@ impl HookSet {
             blocked: None,
             runs,
         }))
+    }
+}
+
+/// What one hook answered.
+enum Answer {
+    /// Its `when` was false.
+    Skipped,
+    /// It ran past the inline budget: the blocking pass runs it again.
+    Deferred,
+    /// Its `handle` decided.
+    Decided(Decision),
+}
+
+impl HookSet {
+    /// Asks `hook` about `payload`: its `when` (True or False), then its `handle`; `Err` says why
+    /// it broke.
+    fn ask(
+        &self,
+        hook: &Hook,
+        event: Event,
+        payload: &Value,
+        inline: bool,
+    ) -> Result<Answer, String> {
+        let call = |script: &harness_builtins::Script, function: &str| {
+            let event_value = Value::String(event.as_str().to_owned());
+            if inline {
+                script.call_inline(&self.sandbox, function, &[&event_value, payload])
+            } else {
+                script.call(&self.sandbox, function, &[&event_value, payload])
+            }
+        };
+        let deferred =
+            |e: &harness_builtins::Error| e.kind() == harness_builtins::ErrorKind::WouldBlock;
+        if let Some(when) = &hook.when {
+            let out = match call(when, "when") {
+                Ok(out) => out,
+                Err(e) if deferred(&e) => return Ok(Answer::Deferred),
+                Err(e) => return Err(format!("`when` failed: {} [{}]", e, e.kind().as_str())),
+            };
+            match out.value {
+                Value::Bool(true) => {}
+                Value::Bool(false) => return Ok(Answer::Skipped),
+                other => return Err(format!("`when` must be True or False, got {other}")),
+            }
+        }
+        match call(&hook.script, "handle") {
+            Ok(out) => Decision::from_value(out.value).map(Answer::Decided),
+            Err(e) if deferred(&e) => Ok(Answer::Deferred),
+            Err(e) => Err(format!("{} [{}]", e, e.kind().as_str())),
+        }
     }
 }
 
