@@ -54,81 +54,95 @@ impl Dashboard {
                 ),
             ]);
         }
-        let widths: Vec<usize> = (0..header.len())
-            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-            .collect();
-        for row in &rows {
-            let mut line = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                let pad = widths[c] - cell.chars().count();
-                if c == 0 {
-                    line.push_str(cell);
-                    line.push_str(&" ".repeat(pad));
-                } else {
-                    line.push_str("  ");
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(cell);
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
+        out.push_str(&aligned(&rows));
         for stats in &self.kinds {
-            let authority = stats.authority_line();
-            let integrity = stats.integrity.line();
-            if stats.top_reasons.is_empty()
-                && stats.top_hooks.is_empty()
-                && stats.top_checks.is_empty()
-                && stats.top_errors.is_empty()
-                && authority.is_none()
-                && integrity.is_none()
-            {
-                continue;
-            }
-            let _ = writeln!(out, "\n{}:", stats.kind);
-            if let Some(line) = authority {
-                let _ = writeln!(out, "  {line}");
-            }
-            if let Some(line) = integrity {
-                let _ = writeln!(out, "  {line}");
-                for file in stats.integrity.tampered_files.iter().take(TOP_IN_TABLE) {
-                    let _ = writeln!(out, "  {:>5}  tampered: {}", file.count, file.check);
-                }
-                for (rule, count) in &stats.integrity.gaming {
-                    let _ = writeln!(out, "  {count:>5}  gaming: {rule}");
-                }
-                for (name, count) in &stats.integrity.holdout_failures {
-                    let _ = writeln!(out, "  {count:>5}  holdout failed: {name}");
-                }
-                for check in stats.integrity.flaky_checks.iter().take(TOP_IN_TABLE) {
-                    let _ = writeln!(out, "  {:>5}  flaky: {}", check.count, check.check);
-                }
-            }
-            if !stats.top_reasons.is_empty() {
-                out.push_str("  top failure reasons:\n");
-                for r in stats.top_reasons.iter().take(TOP_IN_TABLE) {
-                    let _ = writeln!(out, "  {:>5}  [{}] {}", r.count, r.source, r.reason);
-                }
-            }
-            if !stats.top_hooks.is_empty() {
-                out.push_str("  top failing hooks:\n");
-                for h in stats.top_hooks.iter().take(TOP_IN_TABLE) {
-                    let _ = writeln!(out, "  {:>5}  {}", h.count, h.hook);
-                }
-            }
-            if !stats.top_checks.is_empty() {
-                out.push_str("  top failing checks:\n");
-                for c in stats.top_checks.iter().take(TOP_IN_TABLE) {
-                    let _ = writeln!(out, "  {:>5}  {}", c.count, c.check);
-                }
-            }
-            if !stats.top_errors.is_empty() {
-                out.push_str("  top errors:\n");
-                for e in stats.top_errors.iter().take(TOP_IN_TABLE) {
-                    let _ = writeln!(out, "  {:>5}  [{}] {}", e.count, e.kind, e.message);
-                }
-            }
+            details(&mut out, stats);
         }
         out
+    }
+}
+
+/// `rows` as text columns: the first left-aligned, the rest right-aligned, two spaces apart.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str("  ");
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One kind's details under the table: authority, integrity, and the top reasons, hooks,
+/// checks and errors; nothing when it has none.
+fn details(out: &mut String, stats: &KindStats) {
+    let authority = stats.authority_line();
+    let integrity = stats.integrity.line();
+    if stats.top_reasons.is_empty()
+        && stats.top_hooks.is_empty()
+        && stats.top_checks.is_empty()
+        && stats.top_errors.is_empty()
+        && authority.is_none()
+        && integrity.is_none()
+    {
+        return;
+    }
+    let _ = writeln!(out, "\n{}:", stats.kind);
+    if let Some(line) = authority {
+        let _ = writeln!(out, "  {line}");
+    }
+    if let Some(line) = integrity {
+        let _ = writeln!(out, "  {line}");
+        for file in stats.integrity.tampered_files.iter().take(TOP_IN_TABLE) {
+            let _ = writeln!(out, "  {:>5}  tampered: {}", file.count, file.check);
+        }
+        for (rule, count) in &stats.integrity.gaming {
+            let _ = writeln!(out, "  {count:>5}  gaming: {rule}");
+        }
+        for (name, count) in &stats.integrity.holdout_failures {
+            let _ = writeln!(out, "  {count:>5}  holdout failed: {name}");
+        }
+        for check in stats.integrity.flaky_checks.iter().take(TOP_IN_TABLE) {
+            let _ = writeln!(out, "  {:>5}  flaky: {}", check.count, check.check);
+        }
+    }
+    if !stats.top_reasons.is_empty() {
+        out.push_str("  top failure reasons:\n");
+        for r in stats.top_reasons.iter().take(TOP_IN_TABLE) {
+            let _ = writeln!(out, "  {:>5}  [{}] {}", r.count, r.source, r.reason);
+        }
+    }
+    if !stats.top_hooks.is_empty() {
+        out.push_str("  top failing hooks:\n");
+        for h in stats.top_hooks.iter().take(TOP_IN_TABLE) {
+            let _ = writeln!(out, "  {:>5}  {}", h.count, h.hook);
+        }
+    }
+    if !stats.top_checks.is_empty() {
+        out.push_str("  top failing checks:\n");
+        for c in stats.top_checks.iter().take(TOP_IN_TABLE) {
+            let _ = writeln!(out, "  {:>5}  {}", c.count, c.check);
+        }
+    }
+    if !stats.top_errors.is_empty() {
+        out.push_str("  top errors:\n");
+        for e in stats.top_errors.iter().take(TOP_IN_TABLE) {
+            let _ = writeln!(out, "  {:>5}  [{}] {}", e.count, e.kind, e.message);
+        }
     }
 }
