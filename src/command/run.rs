@@ -191,33 +191,11 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
             );
         }
         RunEvent::ToolFinished {
-            call,
-            child: Some(child),
-            ..
+            call, child, error, ..
         } => {
-            let task = call.arguments.get("task").and_then(|t| t.as_str());
-            let profile = call.arguments.get("profile").and_then(|p| p.as_str());
-            let attempts = child["attempts"].as_u64().unwrap_or(0);
             eprintln!(
-                "  delegate{} {:?} -> child {} {} after {attempts} attempt{}",
-                profile.map(|p| format!(" [{p}]")).unwrap_or_default(),
-                one_line(&redact.scrub(task.unwrap_or_default()), 80),
-                child["id"].as_str().unwrap_or("?"),
-                child["outcome"].as_str().unwrap_or("?"),
-                if attempts == 1 { "" } else { "s" }
-            );
-        }
-        RunEvent::ToolFinished { call, error, .. } => {
-            let status = match error {
-                None => "ok".to_owned(),
-                // Why it failed or was refused: a hook's reason, a path outside the workspace.
-                Some(error) => format!("error: {}", one_line(&redact.scrub(error), 200)),
-            };
-            let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
-            eprintln!(
-                "  tool {} {} -> {status}",
-                call.name,
-                redact.scrub(&arguments)
+                "{}",
+                tool_line(call, child.as_ref(), error.as_deref(), redact)
             );
         }
         RunEvent::Responded {
@@ -255,40 +233,7 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 eprintln!("    {reason}");
             }
         }
-        RunEvent::CheckCompleted {
-            check_name,
-            passed,
-            exit_code,
-            duration_ms,
-            required,
-            exit_codes,
-            flaky,
-            runner,
-        } => {
-            let runs = exit_codes
-                .iter()
-                .map(|c| c.map_or_else(|| "signal".to_owned(), |c| c.to_string()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let how = match (passed, exit_code) {
-                _ if *flaky => format!("FLAKY (exit codes {runs})"),
-                (true, _) => "passed".to_owned(),
-                (false, _) if exit_codes.len() > 1 => {
-                    format!("failed {} runs (exit codes {runs})", exit_codes.len())
-                }
-                (false, Some(code)) => format!("failed (exit {code})"),
-                (false, None) => "failed".to_owned(),
-            };
-            let advisory = if *required { "" } else { " [advisory]" };
-            let said = runner
-                .as_deref()
-                .map(|r| format!(" — {r}"))
-                .unwrap_or_default();
-            eprintln!(
-                "  check {check_name}: {how} in {:.1} s{advisory}{said}",
-                *duration_ms as f64 / 1000.0
-            );
-        }
+        RunEvent::CheckCompleted { .. } => eprintln!("{}", check_line(&record.event)),
         RunEvent::GateTampered { paths } => {
             eprintln!("  GATE TAMPERED: the delegate changed what judges it:");
             for path in paths {
@@ -335,6 +280,80 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
         ),
         _ => {}
     }
+}
+
+/// A tool call's line: a `delegate` call's child and how it ended, else the call and its status
+/// (why it failed or was refused: a hook's reason, a path outside the workspace), scrubbed.
+fn tool_line(
+    call: &harness::ToolCall,
+    child: Option<&serde_json::Value>,
+    error: Option<&str>,
+    redact: &harness::Redactor,
+) -> String {
+    if let Some(child) = child {
+        let task = call.arguments.get("task").and_then(|t| t.as_str());
+        let profile = call.arguments.get("profile").and_then(|p| p.as_str());
+        let attempts = child["attempts"].as_u64().unwrap_or(0);
+        return format!(
+            "  delegate{} {:?} -> child {} {} after {attempts} attempt{}",
+            profile.map(|p| format!(" [{p}]")).unwrap_or_default(),
+            one_line(&redact.scrub(task.unwrap_or_default()), 80),
+            child["id"].as_str().unwrap_or("?"),
+            child["outcome"].as_str().unwrap_or("?"),
+            if attempts == 1 { "" } else { "s" }
+        );
+    }
+    let status = match error {
+        None => "ok".to_owned(),
+        Some(error) => format!("error: {}", one_line(&redact.scrub(error), 200)),
+    };
+    let arguments = serde_json::Value::Object(call.arguments.clone()).to_string();
+    format!(
+        "  tool {} {} -> {status}",
+        call.name,
+        redact.scrub(&arguments)
+    )
+}
+
+/// A check's line: how it ended (a flaky or repeated run's exit codes), how long it took,
+/// whether it was advisory, and what its runner reported.
+fn check_line(event: &RunEvent) -> String {
+    let RunEvent::CheckCompleted {
+        check_name,
+        passed,
+        exit_code,
+        duration_ms,
+        required,
+        exit_codes,
+        flaky,
+        runner,
+    } = event
+    else {
+        return String::new();
+    };
+    let runs = exit_codes
+        .iter()
+        .map(|c| c.map_or_else(|| "signal".to_owned(), |c| c.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let how = match (passed, exit_code) {
+        _ if *flaky => format!("FLAKY (exit codes {runs})"),
+        (true, _) => "passed".to_owned(),
+        (false, _) if exit_codes.len() > 1 => {
+            format!("failed {} runs (exit codes {runs})", exit_codes.len())
+        }
+        (false, Some(code)) => format!("failed (exit {code})"),
+        (false, None) => "failed".to_owned(),
+    };
+    let advisory = if *required { "" } else { " [advisory]" };
+    let said = runner
+        .as_deref()
+        .map(|r| format!(" — {r}"))
+        .unwrap_or_default();
+    format!(
+        "  check {check_name}: {how} in {:.1} s{advisory}{said}",
+        *duration_ms as f64 / 1000.0
+    )
 }
 
 /// The outcome line, warnings and trace on stderr; the passed answer on stdout when `answer`.
