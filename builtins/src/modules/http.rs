@@ -260,24 +260,13 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
         if let Some(error) = &reply.error {
             return Ok(failure(&url, error.clone()));
         }
-        let mut body = reply.body.clone();
-        let truncated = body.len() > cap;
-        if truncated {
-            let mut end = cap;
-            while !body.is_char_boundary(end) {
-                end -= 1;
-            }
-            body.truncate(end);
-        }
-        return Ok(json!({
-            "status": reply.status,
-            "ok": (200..300).contains(&reply.status),
-            "headers": reply.headers,
-            "body": body,
-            "url": url.as_str(),
-            "error": null,
-            "truncated": truncated,
-        }));
+        return Ok(intercepted_reply(
+            &url,
+            &reply.body,
+            reply.status,
+            &reply.headers,
+            cap,
+        ));
     }
     let client = client(host)?;
     host.block_on(async {
@@ -325,39 +314,13 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
                 }
                 continue;
             }
-            let mut headers = serde_json::Map::new();
-            for (name, value) in response.headers() {
-                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                headers
-                    .entry(name.as_str().to_owned())
-                    .and_modify(|v| {
-                        if let serde_json::Value::String(s) = v {
-                            s.push_str(", ");
-                            s.push_str(&value);
-                        }
-                    })
-                    .or_insert(serde_json::Value::String(value));
-            }
+            let headers = joined_headers(response.headers());
             let final_url = response.url().to_string();
-            let mut response = response;
-            let mut kept = Vec::new();
-            let mut truncated = false;
-            loop {
-                let left = deadline.saturating_sub(started.elapsed());
-                match tokio::time::timeout(left, response.chunk()).await {
-                    Ok(Ok(Some(chunk))) => {
-                        let room = cap.saturating_sub(kept.len());
-                        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                        if chunk.len() > room {
-                            truncated = true;
-                            break;
-                        }
-                    }
-                    Ok(Ok(None)) => break,
-                    Ok(Err(e)) => return Ok(failure(&url, describe(&e))),
-                    Err(_) => return Ok(failure(&url, "timed out reading the body".to_owned())),
-                }
-            }
+            let left = deadline.saturating_sub(started.elapsed());
+            let (kept, truncated) = match read_capped(response, left, cap).await {
+                Ok(read) => read,
+                Err(why) => return Ok(failure(&url, why)),
+            };
             return Ok(json!({
                 "status": status.as_u16(),
                 "ok": status.is_success(),
@@ -373,6 +336,81 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
             format!("more than {MAX_REDIRECTS} redirects"),
         ))
     })?
+}
+
+/// What an interceptor answered, as a response: its body cut at `cap` bytes (on a character
+/// boundary).
+fn intercepted_reply(
+    url: &Url,
+    body: &str,
+    status: u16,
+    headers: &std::collections::BTreeMap<String, String>,
+    cap: usize,
+) -> serde_json::Value {
+    let mut body = body.to_owned();
+    let truncated = body.len() > cap;
+    if truncated {
+        let mut end = cap;
+        while !body.is_char_boundary(end) {
+            end -= 1;
+        }
+        body.truncate(end);
+    }
+    json!({
+        "status": status,
+        "ok": (200..300).contains(&status),
+        "headers": headers,
+        "body": body,
+        "url": url.as_str(),
+        "error": null,
+        "truncated": truncated,
+    })
+}
+
+/// A response's headers by name, repeated ones joined with `, `.
+fn joined_headers(
+    given: &reqwest::header::HeaderMap,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut headers = serde_json::Map::new();
+    for (name, value) in given {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        headers
+            .entry(name.as_str().to_owned())
+            .and_modify(|v| {
+                if let serde_json::Value::String(s) = v {
+                    s.push_str(", ");
+                    s.push_str(&value);
+                }
+            })
+            .or_insert(serde_json::Value::String(value));
+    }
+    headers
+}
+
+/// The body, at most `cap` bytes of it (and whether there was more), read within `left`; `Err`
+/// says why it could not be read.
+async fn read_capped(
+    mut response: reqwest::Response,
+    left: Duration,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), String> {
+    let deadline = tokio::time::Instant::now() + left;
+    let mut kept = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => {
+                let room = cap.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if chunk.len() > room {
+                    return Ok((kept, true));
+                }
+            }
+            Ok(Ok(None)) => return Ok((kept, false)),
+            Ok(Err(e)) => return Err(describe(&e)),
+            Err(_) => return Err("timed out reading the body".to_owned()),
+        }
+    }
 }
 
 fn timeout_of(seconds: Value) -> anyhow::Result<Duration> {
