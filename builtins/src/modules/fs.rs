@@ -206,23 +206,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] end: i32,
         eval: &mut Evaluator,
     ) -> anyhow::Result<String> {
-        let host = Host::of(eval)?;
-        let full = resolve(host, "fs.cite", path)?;
-        if start < 1 || end < start {
-            anyhow::bail!(
-                "fs.cite: lines {start}..{end} of {path:?}: lines count from 1 and end at or after start"
-            );
-        }
-        let (start, end) = (start.unsigned_abs().into(), end.unsigned_abs().into());
-        match crate::citation::hash_lines(&full, start, end) {
-            Ok(hash) => Ok(crate::citation::marker(path, start, end, &hash)),
-            Err(crate::citation::LinesError::OutOfBounds(lines)) => {
-                anyhow::bail!("fs.cite: {path:?} has {lines} line(s), not {end}")
-            }
-            Err(crate::citation::LinesError::Unreadable(e)) => {
-                anyhow::bail!("fs.cite: {path:?}: {e}")
-            }
-        }
+        cite_lines(Host::of(eval)?, path, start, end)
     }
 
     /// Returns the sorted names of the entries of directory `dir` (default: the workspace root).
@@ -234,17 +218,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos, default = ".")] dir: &str,
         eval: &mut Evaluator,
     ) -> anyhow::Result<Vec<String>> {
-        let host = Host::of(eval)?;
-        let full = resolve(host, "fs.list", dir)?;
-        let entries =
-            std::fs::read_dir(&full).map_err(|e| anyhow::anyhow!("fs.list: {dir:?}: {e}"))?;
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| anyhow::anyhow!("fs.list: {dir:?}: {e}"))?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
-        names.sort();
-        Ok(names)
+        list_dir(Host::of(eval)?, dir)
     }
 
     /// Returns the sorted workspace-relative paths of the files and directories matching a glob
@@ -259,59 +233,7 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] pattern: &str,
         eval: &mut Evaluator,
     ) -> anyhow::Result<Vec<String>> {
-        let host = Host::of(eval)?;
-        require_fs(host, "fs.glob")?;
-        let workspace = &host.sandbox.workspace;
-        let escapes = || {
-            let e = PathError::Escapes {
-                path: pattern.to_owned(),
-                root: workspace.root().to_path_buf(),
-            };
-            host.refuse(format!("fs.glob: {e}"))
-        };
-        let parts = split_pattern(pattern).map_err(|problem| match problem {
-            GlobProblem::Escapes => escapes(),
-            GlobProblem::ParentOfWildcard => anyhow::anyhow!(
-                "fs.glob: invalid pattern {pattern:?}: `..` cannot follow a wildcard"
-            ),
-        })?;
-        // A pattern naming the root itself (its absolute path, `.`) matches nothing: the root is
-        // never listed. (Its parent, where the walk would start, is outside.)
-        if !is_wild(&parts.rest)
-            && workspace
-                .resolve(&parts.whole)
-                .is_ok_and(|p| p == workspace.root())
-        {
-            return Ok(Vec::new());
-        }
-        let start = workspace.resolve(&parts.start).map_err(|e| match e {
-            PathError::Escapes { .. } => escapes(),
-            PathError::Io { .. } | PathError::Refused { .. } => anyhow::anyhow!("fs.glob: {e}"),
-        })?;
-        if parts.rest.is_empty() {
-            return Ok(Vec::new());
-        }
-        let matcher = GlobBuilder::new(&parts.rest)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| anyhow::anyhow!("fs.glob: invalid pattern {pattern:?}: {}", e.kind()))?
-            .compile_matcher();
-        let mut found = Vec::new();
-        for entry in walkdir::WalkDir::new(&start)
-            .min_depth(1)
-            .follow_links(false)
-        {
-            let Ok(entry) = entry else { continue };
-            let Ok(below) = entry.path().strip_prefix(&start) else {
-                continue;
-            };
-            let below = below.to_string_lossy().replace('\\', "/");
-            if matcher.is_match(&below) {
-                found.push(workspace.relative(entry.path()));
-            }
-        }
-        found.sort();
-        Ok(found)
+        glob_in(Host::of(eval)?, pattern)
     }
 
     /// Returns the hex SHA-256 of a file's bytes.
@@ -334,6 +256,96 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
         )?;
         Ok(super::hash::sha256_hex(&data))
     }
+}
+
+/// `fs.cite(path, start, end)`: the citation marker of those lines.
+fn cite_lines(host: &Host, path: &str, start: i32, end: i32) -> anyhow::Result<String> {
+    let full = resolve(host, "fs.cite", path)?;
+    if start < 1 || end < start {
+        anyhow::bail!(
+            "fs.cite: lines {start}..{end} of {path:?}: lines count from 1 and end at or after start"
+        );
+    }
+    let (start, end) = (start.unsigned_abs().into(), end.unsigned_abs().into());
+    match crate::citation::hash_lines(&full, start, end) {
+        Ok(hash) => Ok(crate::citation::marker(path, start, end, &hash)),
+        Err(crate::citation::LinesError::OutOfBounds(lines)) => {
+            anyhow::bail!("fs.cite: {path:?} has {lines} line(s), not {end}")
+        }
+        Err(crate::citation::LinesError::Unreadable(e)) => {
+            anyhow::bail!("fs.cite: {path:?}: {e}")
+        }
+    }
+}
+
+/// `fs.list(dir)`: the sorted names of its entries.
+fn list_dir(host: &Host, dir: &str) -> anyhow::Result<Vec<String>> {
+    let full = resolve(host, "fs.list", dir)?;
+    let entries = std::fs::read_dir(&full).map_err(|e| anyhow::anyhow!("fs.list: {dir:?}: {e}"))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| anyhow::anyhow!("fs.list: {dir:?}: {e}"))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// `fs.glob(pattern)`: the sorted workspace-relative paths matching it, walked without
+/// following links from the pattern's literal start.
+fn glob_in(host: &Host, pattern: &str) -> anyhow::Result<Vec<String>> {
+    require_fs(host, "fs.glob")?;
+    let workspace = &host.sandbox.workspace;
+    let escapes = || {
+        let e = PathError::Escapes {
+            path: pattern.to_owned(),
+            root: workspace.root().to_path_buf(),
+        };
+        host.refuse(format!("fs.glob: {e}"))
+    };
+    let parts = split_pattern(pattern).map_err(|problem| match problem {
+        GlobProblem::Escapes => escapes(),
+        GlobProblem::ParentOfWildcard => {
+            anyhow::anyhow!("fs.glob: invalid pattern {pattern:?}: `..` cannot follow a wildcard")
+        }
+    })?;
+    // A pattern naming the root itself (its absolute path, `.`) matches nothing: the root is
+    // never listed. (Its parent, where the walk would start, is outside.)
+    if !is_wild(&parts.rest)
+        && workspace
+            .resolve(&parts.whole)
+            .is_ok_and(|p| p == workspace.root())
+    {
+        return Ok(Vec::new());
+    }
+    let start = workspace.resolve(&parts.start).map_err(|e| match e {
+        PathError::Escapes { .. } => escapes(),
+        PathError::Io { .. } | PathError::Refused { .. } => anyhow::anyhow!("fs.glob: {e}"),
+    })?;
+    if parts.rest.is_empty() {
+        return Ok(Vec::new());
+    }
+    let matcher = GlobBuilder::new(&parts.rest)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| anyhow::anyhow!("fs.glob: invalid pattern {pattern:?}: {}", e.kind()))?
+        .compile_matcher();
+    let mut found = Vec::new();
+    for entry in walkdir::WalkDir::new(&start)
+        .min_depth(1)
+        .follow_links(false)
+    {
+        let Ok(entry) = entry else { continue };
+        let Ok(below) = entry.path().strip_prefix(&start) else {
+            continue;
+        };
+        let below = below.to_string_lossy().replace('\\', "/");
+        if matcher.is_match(&below) {
+            found.push(workspace.relative(entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 #[cfg(test)]
