@@ -5,8 +5,7 @@
 //! [`scope`](crate::scope) — and comes back validated. Unknown keys, wrong types, missing or
 //! conflicting keys and missing script files are configuration errors naming the file, the key
 //! and what is expected. Scripts are read through the reader the caller gives; the project
-//! policy and the caller's overrides are applied after, by the
-//! [`Assembler`](crate::Assembler).
+//! policy and the caller's overrides are applied after, by the assembly of the delegation.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -139,8 +139,8 @@ impl JournalWriter {
                     // replaces its start.
                     if let Err(e) = journal.begin(&starts) {
                         for start in &starts {
-                            eprintln!(
-                                "warning: the start of {} was not written: {}",
+                            tracing::warn!(
+                                "the start of {} was not written: {}",
                                 start.id,
                                 e.message()
                             );
