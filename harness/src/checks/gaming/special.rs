@@ -105,7 +105,8 @@ pub(crate) fn find<'t>(
     found
 }
 
-/// Whether the added line `fact` (the `index`th of `facts`) special-cases `test`.
+/// Whether the added line `fact` (the `index`th of `facts`) special-cases `test`: whether it
+/// takes any of the [`SHAPES`].
 fn matches(
     source: &Source,
     facts: &[(usize, Facts)],
@@ -114,9 +115,42 @@ fn matches(
     function: Option<&super::source::Function>,
     test: &Tested,
 ) -> bool {
-    let strong = test.args.iter().any(|a| !a.trivial());
-    let expected_near = || {
-        test.expected.as_ref().is_some_and(|e| {
+    let case = Case {
+        source,
+        facts,
+        index,
+        fact,
+        function,
+        test,
+        strong: test.args.iter().any(|a| !a.trivial()),
+        same_function: match (&test.function, function) {
+            (Some(name), Some(f)) => names_match(name, &f.name),
+            _ => false,
+        },
+    };
+    SHAPES.iter().any(|shape| shape(&case))
+}
+
+/// One added line weighed against one test: what every shape reads.
+struct Case<'a> {
+    source: &'a Source,
+    facts: &'a [(usize, Facts)],
+    index: usize,
+    fact: &'a Facts,
+    /// The function the line is in.
+    function: Option<&'a super::source::Function>,
+    test: &'a Tested,
+    /// Some argument of the test is not trivial (0, 1, an empty string…).
+    strong: bool,
+    /// The line is in the function the test calls.
+    same_function: bool,
+}
+
+impl Case<'_> {
+    /// The test's expected value (not a trivial one) is written within four lines after.
+    fn expected_near(&self) -> bool {
+        let (facts, index) = (self.facts, self.index);
+        self.test.expected.as_ref().is_some_and(|e| {
             !e.trivial()
                 && facts[index..]
                     .iter()
@@ -124,129 +158,159 @@ fn matches(
                     .take_while(|(l, _)| *l <= facts[index].0 + 4)
                     .any(|(_, f)| f.literals.contains(e))
         })
+    }
+}
+
+/// The shapes a special case takes, in the order they are tried.
+const SHAPES: &[fn(&Case<'_>) -> bool] = &[
+    joined_arguments,
+    numbers_in_a_string,
+    packed_inputs,
+    member_of_a_collection,
+    row_with_expected,
+    trivial_inputs_answered,
+    tuple_of_inputs,
+    compared_one_by_one,
+    keyed_table,
+    expected_returned,
+];
+
+/// A joined argument list compared or keying an entry: `"40,2"`, `'kitten|sitting'`.
+fn joined_arguments(c: &Case<'_>) -> bool {
+    let (test, fact) = (c.test, c.fact);
+    if test.args.len() < 2 || !c.strong || fact.strings.is_empty() {
+        return false;
+    }
+    let parts: Vec<String> = test
+        .args
+        .iter()
+        .map(|a| match a {
+            Lit::Str(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    [",", ", ", ":", "|", "-", "_", " ", "/", ";", "+"]
+        .iter()
+        .any(|sep| fact.strings.contains(&parts.join(sep)))
+}
+
+/// The test's arguments, or its whole row, written as a string of numbers (`"40+2=43"`).
+fn numbers_in_a_string(c: &Case<'_>) -> bool {
+    let test = c.test;
+    if test.args.len() < 2 || !c.strong {
+        return false;
+    }
+    let row: Vec<Lit> = test.args.iter().chain(&test.expected).cloned().collect();
+    c.fact
+        .numeric_strings
+        .iter()
+        .any(|numbers| *numbers == test.args || *numbers == row)
+}
+
+/// Arithmetic over the inputs that is a number only the test's arguments make.
+fn packed_inputs(c: &Case<'_>) -> bool {
+    c.strong
+        && c.same_function
+        && c.function.is_some_and(|f| {
+            c.fact
+                .folded
+                .iter()
+                .any(|(expr, value)| folds_to(expr, &f.params, &c.test.args) == Some(*value))
+        })
+}
+
+/// A collection holding the test's whole argument list (`(a, b) in {(40, 2)}`).
+fn member_of_a_collection(c: &Case<'_>) -> bool {
+    c.test.args.len() >= 2 && c.strong && c.fact.members.contains(&c.test.args)
+}
+
+/// A row of the test's arguments and its expected value (`((40, 2), 43)`, a Map's entry).
+fn row_with_expected(c: &Case<'_>) -> bool {
+    let Some(expected) = &c.test.expected else {
+        return false;
     };
-    let same_function = match (&test.function, function) {
-        (Some(name), Some(f)) => names_match(name, &f.name),
-        _ => false,
-    };
-    // A joined argument list compared or keying an entry: `"40,2"`, `'kitten|sitting'`.
-    if test.args.len() >= 2 && strong && !fact.strings.is_empty() {
-        let parts: Vec<String> = test
-            .args
-            .iter()
-            .map(|a| match a {
-                Lit::Str(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect();
-        let joined = [",", ", ", ":", "|", "-", "_", " ", "/", ";", "+"]
-            .iter()
-            .any(|sep| fact.strings.contains(&parts.join(sep)));
-        if joined {
-            return true;
-        }
+    if !c.strong && expected.trivial() {
+        return false;
     }
-    // The test's arguments, or its whole row, written as a string of numbers (`"40+2=43"`).
-    if test.args.len() >= 2 && strong {
-        let row: Vec<Lit> = test.args.iter().chain(&test.expected).cloned().collect();
-        if fact
-            .numeric_strings
-            .iter()
-            .any(|numbers| *numbers == test.args || *numbers == row)
-        {
-            return true;
-        }
-    }
-    // Arithmetic over the inputs that is a number only the test's arguments make.
-    if strong
-        && same_function
-        && let Some(f) = function
-        && fact
-            .folded
-            .iter()
-            .any(|(expr, value)| folds_to(expr, &f.params, &test.args) == Some(*value))
+    let row: Vec<Lit> = c.test.args.iter().chain([expected]).cloned().collect();
+    c.fact.rows.contains(&row)
+}
+
+/// Trivial inputs answered with a value only a test would give (`x == 2.0` →
+/// 1.4142135623730951) in the function the test calls.
+fn trivial_inputs_answered(c: &Case<'_>) -> bool {
+    if c.strong
+        || !c.same_function
+        || !c.test.expected.as_ref().is_some_and(Lit::distinctive)
+        || !c.expected_near()
     {
-        return true;
+        return false;
     }
-    // A collection holding the test's whole argument list (`(a, b) in {(40, 2)}`).
-    if test.args.len() >= 2 && strong && fact.members.contains(&test.args) {
-        return true;
+    let compared: Vec<&Lit> = c
+        .fact
+        .compared
+        .iter()
+        .chain(c.fact.tuples.iter().flatten())
+        .collect();
+    contains_all(&compared, &c.test.args)
+}
+
+/// A tuple of the inputs compared with the test's whole argument list.
+fn tuple_of_inputs(c: &Case<'_>) -> bool {
+    c.test.args.len() >= 2
+        && c.fact.tuples.contains(&c.test.args)
+        && (c.strong || c.expected_near())
+}
+
+/// The inputs compared one by one: every argument of a multi-argument call; one input only in
+/// the function the test calls (with a general path beside it), or returning what the test
+/// expects.
+fn compared_one_by_one(c: &Case<'_>) -> bool {
+    let fact = c.fact;
+    if !fact.compares() || !c.strong {
+        return false;
     }
-    // A row of the test's arguments and its expected value (`((40, 2), 43)`, a Map's entry).
-    if let Some(expected) = &test.expected
-        && (strong || !expected.trivial())
-    {
-        let row: Vec<Lit> = test.args.iter().chain([expected]).cloned().collect();
-        if fact.rows.contains(&row) {
-            return true;
-        }
+    let compared: Vec<&Lit> = fact
+        .compared
+        .iter()
+        .chain(fact.tuples.iter().flatten())
+        .chain(&fact.inherited)
+        .collect();
+    if !contains_all(&compared, &c.test.args) {
+        return false;
     }
-    // Trivial inputs answered with a value only a test would give (`x == 2.0` → 1.4142135623730951)
-    // in the function the test calls.
-    if !strong
-        && same_function
-        && test.expected.as_ref().is_some_and(Lit::distinctive)
-        && expected_near()
-    {
-        let compared: Vec<&Lit> = fact
-            .compared
-            .iter()
-            .chain(fact.tuples.iter().flatten())
-            .collect();
-        if contains_all(&compared, &test.args) {
-            return true;
-        }
-    }
-    // A tuple of the inputs compared with the test's whole argument list.
-    if test.args.len() >= 2 && fact.tuples.contains(&test.args) && (strong || expected_near()) {
-        return true;
-    }
-    // The inputs compared one by one: every argument of a multi-argument call.
-    if fact.compares() && strong {
-        let compared: Vec<&Lit> = fact
-            .compared
-            .iter()
-            .chain(fact.tuples.iter().flatten())
-            .chain(&fact.inherited)
-            .collect();
-        if contains_all(&compared, &test.args) {
-            if test.args.len() >= 2 {
-                return true;
-            }
-            // One input: in the function the test calls (with a general path beside it), or
-            // returning what the test expects.
-            if (same_function && function.is_some_and(|f| general_path(source, f)))
-                || expected_near()
-            {
-                return true;
-            }
-        }
-    }
-    // A table keyed by the test's arguments.
-    for (key, value) in &fact.entries {
+    c.test.args.len() >= 2
+        || (c.same_function && c.function.is_some_and(|f| general_path(c.source, f)))
+        || c.expected_near()
+}
+
+/// A table keyed by the test's arguments.
+fn keyed_table(c: &Case<'_>) -> bool {
+    let test = c.test;
+    c.fact.entries.iter().any(|(key, value)| {
         if *key != test.args {
-            continue;
+            return false;
         }
         let value_matches = match (value, &test.expected) {
             (Some(v), Some(e)) => v == e,
             _ => false,
         };
-        if (test.args.len() >= 2 && (strong || value_matches)) || (strong && value_matches) {
-            return true;
-        }
-    }
-    // The expected literal returned by the tested function, its inputs unused.
-    if let (Some(returned), Some(expected), Some(f)) = (&fact.returns, &test.expected, function)
-        && same_function
-        && strong
+        (test.args.len() >= 2 && (c.strong || value_matches)) || (c.strong && value_matches)
+    })
+}
+
+/// The expected literal returned by the tested function, its inputs unused.
+fn expected_returned(c: &Case<'_>) -> bool {
+    let (Some(returned), Some(expected), Some(f)) = (&c.fact.returns, &c.test.expected, c.function)
+    else {
+        return false;
+    };
+    c.same_function
+        && c.strong
         && !expected.trivial()
         && returned == expected
         && !f.params.is_empty()
-        && !uses_params(source, f)
-    {
-        return true;
-    }
-    false
+        && !uses_params(c.source, f)
 }
 
 /// Whether the test's name for a function and its definition's name are the same function
