@@ -778,238 +778,35 @@ fn first_word<'w>(words: &'w [Word<'w>]) -> Option<&'w Word<'w>> {
 fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
     let text = clause.text.as_str();
     let words = words(text);
-    // A table row: the first cell is the file, another cell says what happened to it.
     if let Some(label) = &clause.label {
-        let rest = &text[label.len().min(text.len())..];
-        let verb = WRITE_VERB
-            .find(rest)
-            .filter(|m| asserted(&rest[..m.start()]))
-            .map(|m| m.as_str().to_owned())
-            .or_else(|| {
-                LABEL_VERB
-                    .find(rest.trim_start_matches([' ', '—']))
-                    .map(|_| "changed".to_owned())
-            })
-            .or_else(|| clause.context.clone());
-        if let Some(verb) = verb {
-            for word in self::words(label) {
-                if let Some(path) = as_path(&word) {
-                    push(file_claim(&verb, path, false));
-                }
-            }
-        }
-        return;
+        return table_row(clause, label, push);
     }
-    // An item under "Files changed:" that starts with a path: the path is claimed with the
-    // item's own verb, or the header's.
-    if let Some(context) = &clause.context
-        && let Some(first) = first_word(&words)
-        && let Some(path) = as_path(first)
-    {
-        let rest = &text[word_end(first, text)..];
-        let verb = WRITE_VERB
-            .find(rest)
-            .filter(|m| asserted(&rest[..m.start()]))
-            .map_or_else(|| context.clone(), |m| m.as_str().to_owned());
-        // "`a.py` would get a new class": a plan under the header, not a deed.
-        let negated = NOT_ASSERTED.is_match(rest) && WRITE_VERB.find(rest).is_none()
-            || rest.to_ascii_lowercase().contains("unchanged");
-        if !negated {
-            push(file_claim(&verb, path, false));
-        }
+    if listed_item(clause, &words, push) || labelled(text, &words, push) {
         return;
-    }
-    // A label: `src/a.rs: adds parse()`, `**src/a.rs** — updated`.
-    if let Some(first) = first_word(&words)
-        && let Some(path) = as_path(first)
-    {
-        let after = text[word_end(first, text)..].trim_start_matches(['*', '`', ' ']);
-        if let Some(rest) = after
-            .strip_prefix(':')
-            .or_else(|| after.strip_prefix('—'))
-            .or_else(|| after.strip_prefix("- "))
-            .or_else(|| after.strip_prefix("->"))
-        {
-            if let Some(m) = WRITE_VERB
-                .find(rest)
-                .filter(|m| m.start() < 3 && asserted(&rest[..m.start()]))
-            {
-                // `tox.ini: removed the py38 env` removes something from the file.
-                let object = rest[m.end()..].chars().any(char::is_alphanumeric);
-                push(file_claim(m.as_str(), path, object));
-                return;
-            }
-            if LABEL_VERB.is_match(rest) && !NOT_ASSERTED.is_match(rest) {
-                push(file_claim("changed", path, false));
-                return;
-            }
-        }
     }
     for verb in WRITE_VERB.find_iter(text) {
         let before = &text[..verb.start()];
         // "the removed alias", "an updated copy": an adjective, not a deed.
-        if before.split_whitespace().next_back().is_some_and(|w| {
-            matches!(
-                w.to_ascii_lowercase().as_str(),
-                "the"
-                    | "a"
-                    | "an"
-                    | "its"
-                    | "this"
-                    | "that"
-                    | "these"
-                    | "those"
-                    | "newly"
-                    | "any"
-                    | "as"
-                    | "already"
-                    | "previously"
-                    | "originally"
-                    | "auto"
-                    | "automatically"
-            )
-        }) {
+        if before
+            .split_whitespace()
+            .next_back()
+            .is_some_and(|w| ADJECTIVE_MAKERS.contains(&w.to_ascii_lowercase().as_str()))
+        {
             continue;
         }
-        // Passive: `hello.txt was created`, `src/a.rs has been updated`.
-        let before_words: Vec<&str> = before.split_whitespace().collect();
-        let aux = before_words.iter().rev().take(3).position(|w| {
-            matches!(
-                w.to_ascii_lowercase().as_str(),
-                "was" | "were" | "been" | "got"
-            )
-        });
-        if let Some(aux) = aux {
-            // The subject is the path right before the auxiliary ("`x` has been created").
-            if !passive_negation_free(before) {
-                continue;
-            }
-            // "was written by the original author": someone else's deed.
-            let agent = text[verb.end()..].trim_start().to_ascii_lowercase();
-            if agent.starts_with("by ") && !agent.starts_with("by me") {
-                continue;
-            }
-            let subject = words
-                .iter()
-                .filter(|w| w.start < verb.start())
-                .rev()
-                .nth(aux + 1)
-                .or_else(|| {
-                    words
-                        .iter()
-                        .filter(|w| w.start < verb.start())
-                        .rev()
-                        .nth(aux + 2)
-                });
-            if let Some(path) = subject.and_then(as_path) {
+        match passive(text, &words, &verb) {
+            Passive::Subject(path) => {
                 push(file_claim(verb.as_str(), path, false));
                 continue;
             }
+            Passive::NotMine => continue,
+            Passive::No => {}
         }
         if !asserted(before) {
             continue;
         }
-        // The object: the first path after the verb, near it, and the paths listed with it.
         let after: Vec<&Word<'_>> = words.iter().filter(|w| w.start >= verb.end()).collect();
-        let mut claimed = Vec::new();
-        let mut from = false;
-        let mut started = false;
-        let mut gap = 0;
-        for (n, word) in after.iter().enumerate() {
-            let lower = word.raw.to_ascii_lowercase();
-            match as_path(word) {
-                Some(_) if !started && n > 0 && names_no_file(after[n - 1].raw) => break,
-                Some(path) => {
-                    claimed.push(path);
-                    started = true;
-                    gap = 0;
-                }
-                None if started => {
-                    let w = lower.trim_matches(|c: char| ",.;:".contains(c));
-                    let renaming = matches!(
-                        verb.as_str().to_ascii_lowercase().as_str(),
-                        "renamed" | "moved"
-                    ) && matches!(w, "to" | "into" | "->" | "→");
-                    if (matches!(w, "and" | "&" | "plus" | "," | "") || renaming) && gap == 0 {
-                        gap += 1;
-                        continue;
-                    }
-                    break;
-                }
-                None => {
-                    let w = lower.trim_matches(|c: char| ",.;:()".contains(c));
-                    let removing = matches!(
-                        verb.as_str().to_ascii_lowercase().as_str(),
-                        "deleted" | "removed"
-                    );
-                    if matches!(w, "from" | "in" | "inside" | "within" | "of") {
-                        from = true;
-                    }
-                    // A path after these is where something came from, not what was written:
-                    // "updated main.rs using the helper from utils.rs" (but "removed x from y"
-                    // changes y).
-                    if !removing
-                        && matches!(
-                            w,
-                            "from"
-                                | "using"
-                                | "following"
-                                | "with"
-                                | "via"
-                                | "by"
-                                | "after"
-                                | "matching"
-                                | "mirroring"
-                                | "based"
-                                | "according"
-                                | "reported"
-                                | "described"
-                                | "mentioned"
-                                | "noted"
-                                | "listed"
-                                | "shown"
-                                | "specified"
-                                | "defined"
-                                | "found"
-                                | "seen"
-                                | "documented"
-                        )
-                    {
-                        break;
-                    }
-                    // The object is near the verb: a clause that goes on to other things has
-                    // none ("fixed the bug, as described in notes.md").
-                    if n >= 8
-                        || matches!(
-                            w,
-                            "as" | "like"
-                                | "than"
-                                | "per"
-                                | "see"
-                                | "is"
-                                | "are"
-                                | "was"
-                                | "were"
-                                | "which"
-                                | "that"
-                                | "because"
-                                | "since"
-                                | "so"
-                                | "but"
-                                | "while"
-                                | "when"
-                                | "where"
-                                | "if"
-                        )
-                    {
-                        break;
-                    }
-                }
-            }
-            if !started && word.raw.ends_with(['.', ';']) {
-                break;
-            }
-        }
+        let (mut claimed, from) = objects(verb.as_str(), &after);
         let lower = verb.as_str().to_ascii_lowercase();
         if (lower == "renamed" || lower == "moved") && claimed.len() == 2 && !from {
             // `renamed a.go to b.go`: a is gone, b is there.
@@ -1029,6 +826,230 @@ fn file_claims(clause: &Clause, push: &mut impl FnMut(Claim)) {
             push(file_claim(verb.as_str(), path, from));
         }
     }
+}
+
+/// Words right before a write verb that make it an adjective: "the removed alias".
+const ADJECTIVE_MAKERS: &[&str] = &[
+    "the",
+    "a",
+    "an",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "newly",
+    "any",
+    "as",
+    "already",
+    "previously",
+    "originally",
+    "auto",
+    "automatically",
+];
+
+/// Auxiliaries of the passive: `hello.txt was created`, `src/a.rs has been updated`.
+const PASSIVE_AUXILIARIES: &[&str] = &["was", "were", "been", "got"];
+
+/// Words after which a path is where something came from, not what was written: "updated
+/// main.rs using the helper from utils.rs" (but "removed x from y" changes y).
+const SOURCE_MARKERS: &[&str] = &[
+    "from",
+    "using",
+    "following",
+    "with",
+    "via",
+    "by",
+    "after",
+    "matching",
+    "mirroring",
+    "based",
+    "according",
+    "reported",
+    "described",
+    "mentioned",
+    "noted",
+    "listed",
+    "shown",
+    "specified",
+    "defined",
+    "found",
+    "seen",
+    "documented",
+];
+
+/// Words that take a clause on to other things, so that the verb's object is not after them:
+/// "fixed the bug, as described in notes.md".
+const CLAUSE_TURNS: &[&str] = &[
+    "as", "like", "than", "per", "see", "is", "are", "was", "were", "which", "that", "because",
+    "since", "so", "but", "while", "when", "where", "if",
+];
+
+/// A table row: the first cell (the label) is the file, another cell says what happened to it.
+fn table_row(clause: &Clause, label: &str, push: &mut impl FnMut(Claim)) {
+    let text = clause.text.as_str();
+    let rest = &text[label.len().min(text.len())..];
+    let verb = WRITE_VERB
+        .find(rest)
+        .filter(|m| asserted(&rest[..m.start()]))
+        .map(|m| m.as_str().to_owned())
+        .or_else(|| {
+            LABEL_VERB
+                .find(rest.trim_start_matches([' ', '—']))
+                .map(|_| "changed".to_owned())
+        })
+        .or_else(|| clause.context.clone());
+    if let Some(verb) = verb {
+        for word in words(label) {
+            if let Some(path) = as_path(&word) {
+                push(file_claim(&verb, path, false));
+            }
+        }
+    }
+}
+
+/// An item under "Files changed:" that starts with a path: the path is claimed with the item's
+/// own verb, or the header's. True when the clause is such an item.
+fn listed_item(clause: &Clause, words: &[Word<'_>], push: &mut impl FnMut(Claim)) -> bool {
+    let text = clause.text.as_str();
+    let (Some(context), Some(first)) = (&clause.context, first_word(words)) else {
+        return false;
+    };
+    let Some(path) = as_path(first) else {
+        return false;
+    };
+    let rest = &text[word_end(first, text)..];
+    let verb = WRITE_VERB
+        .find(rest)
+        .filter(|m| asserted(&rest[..m.start()]))
+        .map_or_else(|| context.clone(), |m| m.as_str().to_owned());
+    // "`a.py` would get a new class": a plan under the header, not a deed.
+    let negated = NOT_ASSERTED.is_match(rest) && WRITE_VERB.find(rest).is_none()
+        || rest.to_ascii_lowercase().contains("unchanged");
+    if !negated {
+        push(file_claim(&verb, path, false));
+    }
+    true
+}
+
+/// A label: `src/a.rs: adds parse()`, `**src/a.rs** — updated`. True when the clause is one
+/// that claims.
+fn labelled(text: &str, words: &[Word<'_>], push: &mut impl FnMut(Claim)) -> bool {
+    let Some(first) = first_word(words) else {
+        return false;
+    };
+    let Some(path) = as_path(first) else {
+        return false;
+    };
+    let after = text[word_end(first, text)..].trim_start_matches(['*', '`', ' ']);
+    let Some(rest) = after
+        .strip_prefix(':')
+        .or_else(|| after.strip_prefix('—'))
+        .or_else(|| after.strip_prefix("- "))
+        .or_else(|| after.strip_prefix("->"))
+    else {
+        return false;
+    };
+    if let Some(m) = WRITE_VERB
+        .find(rest)
+        .filter(|m| m.start() < 3 && asserted(&rest[..m.start()]))
+    {
+        // `tox.ini: removed the py38 env` removes something from the file.
+        let object = rest[m.end()..].chars().any(char::is_alphanumeric);
+        push(file_claim(m.as_str(), path, object));
+        return true;
+    }
+    if LABEL_VERB.is_match(rest) && !NOT_ASSERTED.is_match(rest) {
+        push(file_claim("changed", path, false));
+        return true;
+    }
+    false
+}
+
+/// What a write verb in the passive says.
+enum Passive {
+    /// Not in the passive.
+    No,
+    /// In the passive, but negated or someone else's deed ("was written by the original
+    /// author").
+    NotMine,
+    /// `x has been created`: the path right before the auxiliary.
+    Subject(String),
+}
+
+/// Whether `verb` is in the passive, and of which path.
+fn passive(text: &str, words: &[Word<'_>], verb: &regex::Match<'_>) -> Passive {
+    let before = &text[..verb.start()];
+    let before_words: Vec<&str> = before.split_whitespace().collect();
+    let Some(aux) = before_words
+        .iter()
+        .rev()
+        .take(3)
+        .position(|w| PASSIVE_AUXILIARIES.contains(&w.to_ascii_lowercase().as_str()))
+    else {
+        return Passive::No;
+    };
+    if !passive_negation_free(before) {
+        return Passive::NotMine;
+    }
+    let agent = text[verb.end()..].trim_start().to_ascii_lowercase();
+    if agent.starts_with("by ") && !agent.starts_with("by me") {
+        return Passive::NotMine;
+    }
+    let earlier = || words.iter().filter(|w| w.start < verb.start()).rev();
+    let subject = earlier().nth(aux + 1).or_else(|| earlier().nth(aux + 2));
+    match subject.and_then(as_path) {
+        Some(path) => Passive::Subject(path),
+        // A passive naming no path may still be asserted with an object after it.
+        None => Passive::No,
+    }
+}
+
+/// The paths a write verb claims: the first path after it, near it, and the paths listed with
+/// it (`a.rs, b.rs and c.rs`; `renamed a to b`); and whether a path came after "from", "in" or
+/// "of" (something removed from a file changes it).
+fn objects(verb: &str, after: &[&Word<'_>]) -> (Vec<String>, bool) {
+    let verb = verb.to_ascii_lowercase();
+    let renaming_verb = matches!(verb.as_str(), "renamed" | "moved");
+    let removing = matches!(verb.as_str(), "deleted" | "removed");
+    let mut claimed = Vec::new();
+    let mut from = false;
+    let mut started = false;
+    let mut gap = 0;
+    for (n, word) in after.iter().enumerate() {
+        let lower = word.raw.to_ascii_lowercase();
+        match as_path(word) {
+            Some(_) if !started && n > 0 && names_no_file(after[n - 1].raw) => break,
+            Some(path) => {
+                claimed.push(path);
+                started = true;
+                gap = 0;
+            }
+            None if started => {
+                let w = lower.trim_matches(|c: char| ",.;:".contains(c));
+                let renaming = renaming_verb && matches!(w, "to" | "into" | "->" | "→");
+                if (matches!(w, "and" | "&" | "plus" | "," | "") || renaming) && gap == 0 {
+                    gap += 1;
+                    continue;
+                }
+                break;
+            }
+            None => {
+                let w = lower.trim_matches(|c: char| ",.;:()".contains(c));
+                if matches!(w, "from" | "in" | "inside" | "within" | "of") {
+                    from = true;
+                }
+                if (!removing && SOURCE_MARKERS.contains(&w)) || n >= 8 || CLAUSE_TURNS.contains(&w)
+                {
+                    break;
+                }
+            }
+        }
+        if !started && word.raw.ends_with(['.', ';']) {
+            break;
+        }
+    }
+    (claimed, from)
 }
 
 /// Words after which a path-like word names no file: `branch fix/x`, `dependency a.b/c`.
