@@ -1127,6 +1127,57 @@ fn tests_claim(text: &str, line: &str, push: &mut impl FnMut(Claim)) {
 /// Claims that a command ran (or succeeded), from one clause; `tail` is the rest of its line
 /// ("— clean").
 fn command_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
+    ran_claims(text, tail, push);
+    praised_commands(text, tail, push);
+}
+
+/// Words after a program's name that are not its subcommand: `ran cargo and …`, `ran make
+/// locally`.
+const NOT_SUBCOMMANDS: &[&str] = &[
+    "and", "on", "in", "to", "with", "again", "for", "after", "before", "which", "that", "locally",
+    "once", "is", "was", "reports", "passes", "succeeds",
+];
+
+/// What a command that went well is said to do, right after it: "`cargo build` succeeds",
+/// "`make test` — all green".
+const WENT_WELL: &[&str] = &[
+    "succeed",
+    "pass",
+    "is clean",
+    "are clean",
+    "was clean",
+    "clean",
+    "runs clean",
+    "completed",
+    "completes",
+    "exits 0",
+    "exited 0",
+    "builds",
+    "compiles",
+    "now passes",
+    "now succeeds",
+    "is green",
+    "reports no",
+    "shows no",
+    "returns 0",
+    "finished without",
+    "ok",
+    "no warnings",
+    "no errors",
+    "0 errors",
+    "all green",
+    "green",
+    "all pass",
+    "passes",
+    "passed",
+    "succeeded",
+    "works",
+];
+
+/// `ran cargo clippy`, "I've run `npm run build` and `npm test`": the commands a "ran" names,
+/// in code or as a known program and its subcommand, and whether the clause says they
+/// succeeded.
+fn ran_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
     let words = words(text);
     let trim = |w: &str| w.trim_matches(|c: char| "(),.;:".contains(c)).to_owned();
     let said_ok = |rest: &str| {
@@ -1161,27 +1212,7 @@ fn command_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
                 !w.is_empty()
                     && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
                     && !after[at].raw.ends_with([',', ')', '.', ';'])
-                    && !matches!(
-                        w.as_str(),
-                        "and"
-                            | "on"
-                            | "in"
-                            | "to"
-                            | "with"
-                            | "again"
-                            | "for"
-                            | "after"
-                            | "before"
-                            | "which"
-                            | "that"
-                            | "locally"
-                            | "once"
-                            | "is"
-                            | "was"
-                            | "reports"
-                            | "passes"
-                            | "succeeds"
-                    )
+                    && !NOT_SUBCOMMANDS.contains(&w.as_str())
             });
             commands.push(match next {
                 Some(next) => format!("{program} {next}"),
@@ -1193,7 +1224,12 @@ fn command_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
             push(Claim::Ran { command, succeeded });
         }
     }
-    // "`cargo build` succeeds", "| `cargo fmt --check` | clean |", "builds cleanly (`go build`)".
+}
+
+/// "`cargo build` succeeds", "| `cargo fmt --check` | clean |", "builds cleanly (`go build`)":
+/// a command in code said to have gone well.
+fn praised_commands(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
+    let words = words(text);
     for word in words.iter().filter(|w| w.code) {
         if command_words(word.raw).is_none() {
             continue;
@@ -1209,41 +1245,7 @@ fn command_claims(text: &str, tail: &str, push: &mut impl FnMut(Claim)) {
         let next = following
             .trim_start_matches(|c: char| !c.is_alphanumeric())
             .to_ascii_lowercase();
-        let direct = [
-            "succeed",
-            "pass",
-            "is clean",
-            "are clean",
-            "was clean",
-            "clean",
-            "runs clean",
-            "completed",
-            "completes",
-            "exits 0",
-            "exited 0",
-            "builds",
-            "compiles",
-            "now passes",
-            "now succeeds",
-            "is green",
-            "reports no",
-            "shows no",
-            "returns 0",
-            "finished without",
-            "ok",
-            "no warnings",
-            "no errors",
-            "0 errors",
-            "all green",
-            "green",
-            "all pass",
-            "passes",
-            "passed",
-            "succeeded",
-            "works",
-        ]
-        .iter()
-        .any(|p| next.starts_with(p));
+        let direct = WENT_WELL.iter().any(|p| next.starts_with(p));
         let before = &text[..word.start];
         let after_praise = before.trim_end().ends_with('(')
             && SUCCEEDED.is_match(last_chars(before, 40))
