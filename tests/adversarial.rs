@@ -340,7 +340,7 @@ fn a_fifo_in_the_workspace_is_refused_not_waited_on() {
 fn run_command_ends_with_its_process_group() {
     // The command returns at once but leaves a background child holding its output open, which
     // would write a file two seconds later.
-    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "(sleep 2; touch late.txt) & echo started"], "timeout_s": 20}}]"#;
+    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "(sleep 2.01; touch late.txt) & echo started"], "timeout_s": 20}}]"#;
     let dir = project(
         &calls_then_done(calls),
         "tools: [run_command]\nworkdir: .\n",
@@ -356,11 +356,11 @@ fn run_command_ends_with_its_process_group() {
             .is_some_and(|c| c.contains("exit code 0") && c.contains("started")),
         "{results:?}"
     );
-    std::thread::sleep(std::time::Duration::from_secs(3));
     assert!(
-        !dir.join("ws/late.txt").exists(),
+        crate::util::gone("sleep 2.01; touch late.txt"),
         "a background child outlived its command"
     );
+    assert!(!dir.join("ws/late.txt").exists());
 }
 
 /// Starts `harness ARGS`, waits until every file of `started` exists (its commands are running),
@@ -439,7 +439,7 @@ fn a_killed_batch_leaves_its_running_delegations_on_record_as_interrupted() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_detached_child_is_killed_when_its_command_ends() {
-    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "setsid sh -c 'sleep 1.5; touch late.txt' >/dev/null 2>&1 </dev/null & sleep 0.3; echo started"]}}]"#;
+    let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "setsid sh -c 'sleep 1.51; touch late.txt' >/dev/null 2>&1 </dev/null & sleep 0.3; echo started"]}}]"#;
     let dir = project(
         &calls_then_done(calls),
         "tools: [run_command]\nworkdir: .\n",
@@ -447,11 +447,11 @@ fn a_detached_child_is_killed_when_its_command_ends() {
     dir.write("ws/.harness/policy.yaml", UNCONFINED);
     let (out, report) = run(&dir);
     assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");
-    std::thread::sleep(std::time::Duration::from_millis(2500));
     assert!(
-        !dir.join("ws/late.txt").exists(),
+        crate::util::gone("sleep 1.51; touch late.txt"),
         "a detached child outlived its command"
     );
+    assert!(!dir.join("ws/late.txt").exists());
 }
 
 /// `harness run` killed with SIGKILL (no chance to clean up): its running command dies with it
@@ -460,7 +460,7 @@ fn a_detached_child_is_killed_when_its_command_ends() {
 #[test]
 fn a_killed_harness_leaves_its_command_not_running() {
     for policy in [Some(UNCONFINED), None] {
-        let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "touch started; sleep 2; echo survived > late.txt"]}}]"#;
+        let calls = r#"[{"name": "run_command", "arguments": {"argv": ["sh", "-c", "touch started; sleep 2.02; echo survived > late.txt"]}}]"#;
         let dir = project(
             &calls_then_done(calls),
             "tools: [run_command]\nworkdir: .\n",
@@ -477,11 +477,11 @@ fn a_killed_harness_leaves_its_command_not_running() {
             ],
             &[dir.join("ws/started")],
         );
-        std::thread::sleep(std::time::Duration::from_millis(3000));
         assert!(
-            !dir.join("ws/late.txt").exists(),
+            crate::util::gone("sleep 2.02; echo survived"),
             "{policy:?}: the command outlived a killed harness"
         );
+        assert!(!dir.join("ws/late.txt").exists());
         // Its row was written when it started: the run is found, as interrupted, and its
         // record does not audit as a whole run.
         let listed = harness(["runs", "list", "--json", "--journal"])
@@ -513,17 +513,17 @@ fn a_command_delegate_ends_with_its_process_group() {
     std::fs::create_dir_all(dir.join("ws")).expect("workspace");
     dir.write(
         "delegation.yaml",
-        "task: answer\ndelegate: {kind: command, command: [sh, -c, '(sleep 2; touch late.txt) & echo Done']}\nworkdir: ws\nverify: |\n  def run(result):\n      return result[\"response\"] == \"Done\"\n",
+        "task: answer\ndelegate: {kind: command, command: [sh, -c, '(sleep 2.03; touch late.txt) & echo Done']}\nworkdir: ws\nverify: |\n  def run(result):\n      return result[\"response\"] == \"Done\"\n",
     );
     let out = harness(["run", "--json", "--no-journal"])
         .args([dir.join("delegation.yaml")])
         .run();
     out.expect_code(0);
-    std::thread::sleep(std::time::Duration::from_secs(3));
     assert!(
-        !dir.join("ws/late.txt").exists(),
+        crate::util::gone("sleep 2.03; touch late.txt"),
         "a background child outlived the delegate"
     );
+    assert!(!dir.join("ws/late.txt").exists());
 }
 
 // --- class 5: run_command confinement ----------------------------------------------------------
@@ -625,7 +625,7 @@ const SLOW: &str =
 fn an_interrupted_run_is_recorded_as_cancelled_and_leaves_nothing_running() {
     // Its own duration, so no other test's command is taken for it below.
     let dir = project(
-        &calls_then_done(&SLOW.replace("sleep 60", "sleep 61")),
+        &calls_then_done(&SLOW.replace("sleep 60", "touch started; sleep 61")),
         "tools: [run_command]\nworkdir: .\n",
     );
     let journal = dir.join("runs.db");
@@ -637,7 +637,10 @@ fn an_interrupted_run_is_recorded_as_cancelled_and_leaves_nothing_running() {
         journal.as_os_str(),
         file.as_os_str(),
     ]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        crate::util::eventually(|| dir.join("ws/started").exists()),
+        "the command never started"
+    );
     signal(&child, "INT");
     let out = child.wait_with_output().expect("harness ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -654,20 +657,22 @@ fn an_interrupted_run_is_recorded_as_cancelled_and_leaves_nothing_running() {
     let record = recorded(&dir, report["id"].as_str().expect("id"));
     assert_eq!(record["outcome"], json!("error"), "{record}");
     assert_eq!(record["error"]["kind"], json!("cancelled"), "{record}");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", "sleep 61; touch late.txt"])
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    assert!(left.is_empty(), "the command outlived its run");
+    assert!(
+        crate::util::gone("sleep 61; touch late.txt"),
+        "the command outlived its run"
+    );
 }
 
 #[cfg(unix)]
 #[test]
 fn a_terminated_batch_records_what_it_cancelled() {
     let dir = TempDir::new();
-    dir.write("ws/slow.star", calls_then_done(SLOW));
+    // The delegations share the workspace, so they take turns: one command runs, the other
+    // delegation waits for the workspace.
+    dir.write(
+        "ws/slow.star",
+        calls_then_done(&SLOW.replace("sleep 60", "touch started; sleep 60")),
+    );
     let line = json!({"task": "t", "delegate": {"kind": "scripted", "script": "slow.star"},
         "tools": ["run_command"], "verify": "def run(result):\n    return True\n"})
     .to_string();
@@ -683,7 +688,10 @@ fn a_terminated_batch_records_what_it_cancelled() {
         journal.as_os_str(),
         file.as_os_str(),
     ]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        crate::util::eventually(|| dir.join("ws/started").exists()),
+        "no command started"
+    );
     signal(&child, "TERM");
     let out = child.wait_with_output().expect("harness ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
