@@ -1303,31 +1303,37 @@ fn command_words(text: &str) -> Option<(String, Option<String>)> {
 // ---------------------------------------------------------------------------------------------
 // Checking claims
 
-/// Tool calls that write a file: their names (lowercase) and argument keys holding the path.
-const WRITE_TOOLS: &[&str] = &[
+/// Write tools besides the agent CLIs' (each declares its own: `Adapter::write_tools`):
+/// harness's own `write_file`, and names models commonly give such tools — harness refuses a
+/// call to one it does not offer, and the claim's finding names that failed write.
+const OWN_WRITE_TOOLS: &[&str] = &[
     "write_file",
-    "write",
-    "edit",
-    "multiedit",
-    "notebookedit",
-    "replace",
     "create_file",
     "edit_file",
     "str_replace_editor",
     "str_replace_based_edit_tool",
-    "apply_patch",
-    "file_change",
     "patch",
 ];
-const PATH_KEYS: &[&str] = &[
-    "path",
-    "file_path",
-    "absolute_path",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "file",
-];
+/// The argument keys of a write call that hold its path, besides the agent CLIs'
+/// (`Adapter::path_keys`).
+const OWN_PATH_KEYS: &[&str] = &["path", "filename", "target_file", "file"];
+
+/// Every write tool and path key: harness's own and every agent CLI's, whichever delegate (or
+/// critic, or child) made the call.
+static WRITES: std::sync::LazyLock<(Vec<&'static str>, Vec<&'static str>)> =
+    std::sync::LazyLock::new(|| {
+        let mut tools = OWN_WRITE_TOOLS.to_vec();
+        let mut keys = OWN_PATH_KEYS.to_vec();
+        for kind in crate::delegate::AgentKind::ALL {
+            tools.extend(kind.write_tools());
+            keys.extend(kind.path_keys());
+        }
+        tools.sort_unstable();
+        tools.dedup();
+        keys.sort_unstable();
+        keys.dedup();
+        (tools, keys)
+    });
 
 /// The simple commands of a command line: each a program and its arguments, with `sh -c`
 /// scripts opened, environment assignments and `cd DIR` steps left out. `echo cargo test` is
@@ -1481,8 +1487,9 @@ fn calls(ground: &Ground<'_>) -> Vec<Call> {
                 });
             let mut wrote = Vec::new();
             let name = call.name.to_ascii_lowercase();
-            if WRITE_TOOLS.contains(&name.as_str()) {
-                for key in PATH_KEYS {
+            let (write_tools, path_keys) = &*WRITES;
+            if write_tools.contains(&name.as_str()) {
+                for key in path_keys {
                     if let Some(Value::String(path)) = args.get(*key) {
                         wrote.push((path.clone(), false));
                     }
@@ -1910,6 +1917,34 @@ impl Check for ClaimsStage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The write tools and path keys the claims stage grounds file claims in come from harness
+    /// and from each agent CLI's adapter; every CLI's write tool is among them, lowercase as
+    /// calls are compared. (A CLI whose write tool were missing would have every honest file
+    /// claim flagged.)
+    #[test]
+    fn write_tools_are_harness_own_and_each_agent_clis() {
+        let (tools, keys) = &*WRITES;
+        for kind in crate::delegate::AgentKind::ALL {
+            for tool in kind.write_tools() {
+                assert_eq!(*tool, tool.to_ascii_lowercase(), "{kind:?}");
+                assert!(tools.contains(tool), "{kind:?}: {tool}");
+            }
+            for key in kind.path_keys() {
+                assert!(keys.contains(key), "{kind:?}: {key}");
+            }
+        }
+        // What Claude Code, Codex and Gemini CLI name their writes.
+        for (kind, tool) in [
+            (crate::delegate::AgentKind::Claude, "write"),
+            (crate::delegate::AgentKind::Claude, "multiedit"),
+            (crate::delegate::AgentKind::Codex, "file_change"),
+            (crate::delegate::AgentKind::Gemini, "replace"),
+        ] {
+            assert!(kind.write_tools().contains(&tool), "{kind:?}: {tool}");
+        }
+        assert!(tools.contains(&"write_file") && keys.contains(&"path"));
+    }
 
     fn wrote(path: &str, verb: &str) -> Claim {
         Claim::Wrote {

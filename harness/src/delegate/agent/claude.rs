@@ -24,6 +24,14 @@ impl Adapter for Claude {
         "npm install -g @anthropic-ai/claude-code"
     }
 
+    fn write_tools(&self) -> &'static [&'static str] {
+        &["write", "edit", "multiedit", "notebookedit"]
+    }
+
+    fn path_keys(&self) -> &'static [&'static str] {
+        &["file_path", "notebook_path"]
+    }
+
     /// `CLAUDE_CONFIG_DIR`, else `~/.claude` and `~/.claude.json`; its settings (hooks,
     /// permissions), memory, commands, agents, skills and plugins guarded.
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {

@@ -22,6 +22,11 @@ impl Adapter for Codex {
         "npm install -g @openai/codex"
     }
 
+    fn write_tools(&self) -> &'static [&'static str] {
+        // A `file_change` item's `changes` list each path with its kind (`delete`…).
+        &["file_change", "apply_patch"]
+    }
+
     /// `CODEX_HOME`, else `~/.codex`; its `config.toml` (MCP servers, `notify`), instructions
     /// and prompts guarded.
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {

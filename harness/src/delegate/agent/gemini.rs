@@ -23,6 +23,14 @@ impl Adapter for Gemini {
         "npm install -g @google/gemini-cli"
     }
 
+    fn write_tools(&self) -> &'static [&'static str] {
+        &["write_file", "replace"]
+    }
+
+    fn path_keys(&self) -> &'static [&'static str] {
+        &["file_path", "absolute_path"]
+    }
+
     /// `.gemini` in `GEMINI_CLI_HOME`, else in the user's HOME; its settings (MCP servers,
     /// hooks), memory, commands and extensions guarded.
     fn config(&self, home: &Path, env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<Config> {

@@ -45,6 +45,15 @@ trait Adapter: Sync {
     fn session_word(&self) -> &'static str {
         "session"
     }
+    /// Its tools that write files, by the names its output gives their calls (lowercase): the
+    /// claims stage grounds a claim to have written a file in them.
+    fn write_tools(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The argument keys of those calls that hold the file's path.
+    fn path_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Whether it needs a directory of its own for the delegation's life, outside the workspace
     /// (Aider's chat history, Gemini CLI's private configuration): [`Invocation::own_dir`].
     fn keeps_own_dir(&self) -> bool {
@@ -187,6 +196,24 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
+    /// Every agent CLI harness runs.
+    pub const ALL: [AgentKind; 4] = [
+        AgentKind::Claude,
+        AgentKind::Codex,
+        AgentKind::Gemini,
+        AgentKind::Aider,
+    ];
+
+    /// Its tools that write files, as its output names their calls (lowercase).
+    pub(crate) fn write_tools(self) -> &'static [&'static str] {
+        self.adapter().write_tools()
+    }
+
+    /// The argument keys of its write calls that hold the path.
+    pub(crate) fn path_keys(self) -> &'static [&'static str] {
+        self.adapter().path_keys()
+    }
+
     fn adapter(self) -> &'static dyn Adapter {
         match self {
             AgentKind::Claude => &claude::Claude,
