@@ -68,7 +68,7 @@ pub struct Delegation {
     plan: Vec<PlanStep>,
     tool_verifiers: Vec<(String, VerifySource)>,
     /// Its place in a delegation tree, when it offers `delegate` (DESIGN §9).
-    tree: Option<crate::tree::Tree>,
+    tree: Option<crate::tree::profile::Tree>,
 }
 
 impl Delegation {
@@ -84,7 +84,7 @@ impl Delegation {
         overrides: &Overrides,
         workdir: PathBuf,
     ) -> Result<Self> {
-        let tree = crate::tree::Tree::root(&file, project, overrides, &workdir)?;
+        let tree = crate::tree::profile::Tree::root(&file, project, overrides, &workdir)?;
         let label = &file.label;
         let gates = file.gates.over(
             &project.defaults,
@@ -183,12 +183,12 @@ impl Delegation {
     }
 
     /// Its place in a delegation tree, when it offers `delegate`.
-    pub(crate) fn tree(&self) -> Option<&crate::tree::Tree> {
+    pub(crate) fn tree(&self) -> Option<&crate::tree::profile::Tree> {
         self.tree.as_ref()
     }
 
     /// Places a child in its parent's tree.
-    pub(crate) fn set_tree(&mut self, tree: crate::tree::Tree) {
+    pub(crate) fn set_tree(&mut self, tree: crate::tree::profile::Tree) {
         self.tree = Some(tree);
     }
 
@@ -200,7 +200,9 @@ impl Delegation {
     /// How deep in a delegation tree it runs: 0 for a root (or a delegation that offers no
     /// `delegate`).
     pub fn depth(&self) -> u32 {
-        self.tree.as_ref().map_or(0, crate::tree::Tree::depth)
+        self.tree
+            .as_ref()
+            .map_or(0, crate::tree::profile::Tree::depth)
     }
 
     /// Where it was read from.
@@ -510,7 +512,11 @@ impl Delegation {
         ));
         protected.extend(self.hooks.iter().flatten().cloned());
         protected.extend(self.extra_hooks.iter().cloned());
-        protected.extend(self.tree.iter().flat_map(crate::tree::Tree::scripts));
+        protected.extend(
+            self.tree
+                .iter()
+                .flat_map(crate::tree::profile::Tree::scripts),
+        );
         protected
     }
 
@@ -535,7 +541,7 @@ impl Delegation {
             || self
                 .tree
                 .as_ref()
-                .is_some_and(crate::tree::Tree::children_run_programs)
+                .is_some_and(crate::tree::profile::Tree::children_run_programs)
     }
 
     /// Returns true when the delegate can change the workspace at all (a writing tool, a

@@ -190,7 +190,7 @@ pub struct ProjectPolicy {
     pub(crate) critic: Option<crate::checks::CriticSpec>,
     /// `delegates`: named child profiles for every delegation of the workspace that offers
     /// `delegate`, and for `harness mcp` (scripts relative to `.harness/`).
-    pub(crate) profiles: crate::tree::PolicyProfiles,
+    pub(crate) profiles: crate::tree::profile::PolicyProfiles,
 }
 
 /// Reads the scripts a policy names, relative to `base` (its directory), beneath it; `at` names
@@ -267,11 +267,11 @@ impl ProjectPolicy {
         // Read when a delegation that offers `delegate` (or `harness mcp`) uses them, so that a
         // profile whose model key is unset here does not stop every run of the workspace.
         let profiles = match raw.delegates {
-            Some(named) => crate::tree::PolicyProfiles {
+            Some(named) => crate::tree::profile::PolicyProfiles {
                 named,
                 source: path.to_path_buf(),
             },
-            None => crate::tree::PolicyProfiles::default(),
+            None => crate::tree::profile::PolicyProfiles::default(),
         };
         let gates = crate::gates::Gates::parse(
             &at,

@@ -64,7 +64,7 @@ pub(crate) async fn run(
     // Boxed here and at the other seams below: async state machines nest by value, so without a
     // box the delegation's future is tens of kilobytes, copied by every move (into `instrument`,
     // into `timeout`, into the spawned task) and held per running delegation.
-    let family = crate::tree::Family::new(delegation);
+    let family = crate::tree::family::Family::new(delegation);
     let work = Box::pin(execute(shared, delegation, &events, &mut report, &family))
         .instrument(span.clone());
     let work = async {
@@ -167,7 +167,7 @@ async fn execute(
     delegation: &Delegation,
     events: &Emitter<'_>,
     report: &mut Report,
-    family: &std::sync::Arc<crate::tree::Family>,
+    family: &std::sync::Arc<crate::tree::family::Family>,
 ) -> Result<Outcome> {
     events.emit(RunEvent::DelegationStarted {
         delegate: delegation.delegate().kind().to_owned(),
@@ -196,7 +196,10 @@ async fn execute(
     let _writing = if delegation.changes_files() && delegation.observe() {
         // A child works in its parent's workspace, whose lock the parent holds: children of one
         // parent take turns on a lock of their own.
-        let lock = match delegation.tree().and_then(crate::tree::Tree::siblings) {
+        let lock = match delegation
+            .tree()
+            .and_then(crate::tree::profile::Tree::siblings)
+        {
             Some(siblings) => std::sync::Arc::clone(siblings),
             None => shared.writer_lock(delegation.workdir()),
         };

@@ -49,7 +49,7 @@ pub(crate) struct Session {
     /// What runs the children of its `delegate` calls (DESIGN §9).
     pub(crate) shared: Arc<Shared>,
     /// The children it started, their slots and budget.
-    pub(crate) family: Arc<crate::tree::Family>,
+    pub(crate) family: Arc<crate::tree::family::Family>,
 }
 
 /// The hook paths of a delegation: its `hooks:` list, or `.harness/hooks` in the workspace when
@@ -83,7 +83,7 @@ impl Session {
         shared: &Arc<Shared>,
         delegation: &Delegation,
         id: &str,
-        family: Arc<crate::tree::Family>,
+        family: Arc<crate::tree::family::Family>,
     ) -> Result<Self> {
         let mut setting = Setting::new(shared, delegation)?;
         // Hooks load first: delegation.pre may change what the rest is built from.

@@ -327,14 +327,14 @@ impl DelegationFile {
             .timeout_s
             .map(|s| seconds(&file, "limits.timeout_s", Some(s), 0.0))
             .transpose()?;
-        crate::tree::check_limits(&file, limits.max_children, limits.max_depth)?;
+        crate::tree::profile::check_limits(&file, limits.max_children, limits.max_depth)?;
         let offers = tools
             .iter()
             .any(|t| t == crate::tools::Tool::Delegate.name());
-        crate::tree::check_offer(&file, offers, &delegate, raw.delegates.is_some())?;
+        crate::tree::profile::check_offer(&file, offers, &delegate, raw.delegates.is_some())?;
         let profiles = match raw.delegates {
             None => Vec::new(),
-            Some(named) => crate::tree::parse_profiles(&file, source, named, base, read)?,
+            Some(named) => crate::tree::profile::parse_profiles(&file, source, named, base, read)?,
         };
         Ok(DelegationFile {
             source: source.to_path_buf(),

@@ -371,7 +371,7 @@ fn is_delegate(call: &ToolCall) -> bool {
 /// delegation offers it), any other with the toolbox.
 async fn execute(session: &Session, run: &str, call: &ToolCall) -> ToolOutput {
     if is_delegate(call) && session.delegation.tree().is_some() {
-        crate::tree::call(
+        crate::tree::family::call(
             &session.shared,
             &session.delegation,
             run,
