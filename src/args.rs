@@ -14,7 +14,12 @@ use clap::{Args, Parser, Subcommand};
 /// 2 usage or configuration error (or a refused override), 3 broken verifier, hook or check,
 /// 4 delegate/tool/timeout/budget error, 5 blocked by a policy hook, 130 cancelled.
 #[derive(Debug, Parser)]
-#[command(name = "harness", version, propagate_version = true)]
+#[command(
+    name = "harness",
+    version,
+    propagate_version = true,
+    after_help = "Every key of a delegation file and of the project policy, the JSON output, events, outcomes and exit codes: docs/reference.md. How harness is built: docs/architecture.md."
+)]
 pub struct Cli {
     /// Export traces and metrics over OTLP to this base URL (e.g. http://localhost:4318); the
     /// standard OTEL_EXPORTER_OTLP_* variables configure the rest. Off when nothing is set.

@@ -120,7 +120,14 @@ fn config_errors_say_what_to_fix_in_plain_words() {
         ),
         (
             "task: t\n\tdelegate: {kind: scripted, script: a.star}\n",
-            &["tab", "replace the tab at that place with spaces", "line 2"][..],
+            &[
+                "a tab at line 2, column 1",
+                "YAML indents with spaces only — replace it with spaces",
+            ][..],
+        ),
+        (
+            "task: @me\ndelegate: {kind: scripted, script: a.star}\n",
+            &["'@' at line 1, column 7", "put the value in quotes"][..],
         ),
         (
             "task: t\ndelegate: {kind: scripted, script: a.star}\nmax_verify_retries: many\n",

@@ -176,8 +176,12 @@ fn fan_out(assembler: &Assembler, path: &Path, name: &str, base: &Path) -> Resul
     // Read as the policy is: a FIFO, a device or a link out is refused at once, the size capped.
     let text = harness_builtins::read_regular(path, MAX_BATCH_YAML)
         .map_err(|e| Error::config(format!("batch file {name}: {e}")))?;
-    let doc: Value = serde_norway::from_str(&text)
-        .map_err(|e| Error::config(format!("{name}: {}", crate::plain::plain(&e.to_string()))))?;
+    let doc: Value = serde_norway::from_str(&text).map_err(|e| {
+        Error::config(format!(
+            "{name}: {}",
+            crate::plain::plain_yaml(&e.to_string(), &text)
+        ))
+    })?;
     let Value::Object(mut doc) = doc else {
         return Err(Error::config(format!(
             "{name}: expected a mapping with `template` and `args`"

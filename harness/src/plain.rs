@@ -26,10 +26,57 @@ pub(crate) fn plain(message: &str) -> String {
     ] {
         text = text.replace(machine, words);
     }
-    if text.contains("found a tab character") || text.contains("cannot start any token") {
-        text.push_str("; YAML indents with spaces only: replace the tab at that place with spaces");
+    const TAB: &str = "found a tab character";
+    if let (Some(start), Some((line, column))) = (text.find(TAB), position(&text)) {
+        return format!("{}{}", &text[..start], tab_at(line, column));
     }
     text
+}
+
+/// What a tab in the indentation is, in plain words.
+fn tab_at(line: usize, column: usize) -> String {
+    format!(
+        "a tab at line {line}, column {column}: YAML indents with spaces only — replace it with spaces"
+    )
+}
+
+/// A YAML reader's `message` about `source` in plain words: as [`plain`], and a character the
+/// reader cannot start a token with is named for what it is — a tab ("a tab at line 3, column
+/// 1: YAML indents with spaces only — replace it with spaces"), or a reserved character such as
+/// `@` or `` ` `` (quote the value).
+pub(crate) fn plain_yaml(message: &str, source: &str) -> String {
+    const NO_TOKEN: &str = "found character that cannot start any token";
+    if !message.contains(NO_TOKEN) {
+        return plain(message);
+    }
+    let at = position(message);
+    let found = at.and_then(|(line, column)| {
+        source
+            .lines()
+            .nth(line.checked_sub(1)?)?
+            .chars()
+            .nth(column.checked_sub(1)?)
+    });
+    let (Some((line, column)), Some(found)) = (at, found) else {
+        return plain(message);
+    };
+    let start = message.find(NO_TOKEN).unwrap_or(0);
+    let before = &message[..start];
+    if found == '\t' {
+        return format!("{before}{}", tab_at(line, column));
+    }
+    format!(
+        "{before}{found:?} at line {line}, column {column} cannot start a YAML value (`@` and `` ` `` are reserved): put the value in quotes"
+    )
+}
+
+/// The `line L column C` a YAML reader's message names.
+fn position(message: &str) -> Option<(usize, usize)> {
+    let rest = &message[message.find("line ")? + "line ".len()..];
+    let (line, rest) = rest.split_once(' ')?;
+    let rest = rest.strip_prefix("column ")?;
+    let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((line.parse().ok()?, column.parse().ok()?))
 }
 
 /// `unknown field `X`, expected one of `a`, `b`, …` with the known key closest to X named, when
@@ -90,9 +137,30 @@ mod tests {
             ),
             "max_verify_retries: string \"many\", expected a whole number (0 or more) at line 3 column 21"
         );
-        assert!(
-            plain("found a tab character that violates indentation at line 2 column 1")
-                .ends_with("replace the tab at that place with spaces")
+        assert_eq!(
+            plain(
+                "found a tab character that violates indentation at line 2 column 1, while scanning a plain scalar at line 1 column 7"
+            ),
+            "a tab at line 2, column 1: YAML indents with spaces only — replace it with spaces"
         );
+    }
+
+    #[test]
+    fn a_character_yaml_cannot_start_with_is_named_for_what_it_is() {
+        let message = "found character that cannot start any token at line 3 column 1, while scanning for the next token";
+        assert_eq!(
+            plain_yaml(message, "task: x\ndelegate:\n\tkind: command\n"),
+            "a tab at line 3, column 1: YAML indents with spaces only — replace it with spaces"
+        );
+        let said = plain_yaml(
+            "found character that cannot start any token at line 1 column 7, while scanning for the next token",
+            "task: @here\n",
+        );
+        assert_eq!(
+            said,
+            "'@' at line 1, column 7 cannot start a YAML value (`@` and `` ` `` are reserved): put the value in quotes"
+        );
+        // A position past the text: said as the reader said it.
+        assert!(plain_yaml(message, "").contains("cannot start any token"));
     }
 }

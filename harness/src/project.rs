@@ -243,7 +243,7 @@ impl ProjectPolicy {
             serde_norway::from_str(text).map_err(|e| {
                 Error::config(format!(
                     "project policy {file}: {} ({KEYS_HINT})",
-                    crate::plain::plain(&e.to_string())
+                    crate::plain::plain_yaml(&e.to_string(), text)
                 ))
             })?
         };

@@ -166,7 +166,7 @@ impl DelegationFile {
         let raw: RawFile = serde_norway::from_str(text).map_err(|e| {
             Error::config(format!(
                 "{file}: {} ({KEYS_HINT})",
-                crate::plain::plain(&e.to_string())
+                crate::plain::plain_yaml(&e.to_string(), text)
             ))
         })?;
         Self::from_raw(source, file, raw, base, read)
