@@ -111,14 +111,15 @@ impl Dashboard {
                 page.push_str("</table>\n");
             }
             if !stats.top_errors.is_empty() {
-                page.push_str("<h3>Top errors</h3>\n<table>\n<tr><th>count</th><th>kind</th><th>message</th></tr>\n");
+                page.push_str("<h3>Top errors</h3>\n<table class=\"errors\">\n<tr><th>count</th><th>kind</th><th>message</th><th>example runs</th></tr>\n");
                 for e in &stats.top_errors {
                     let _ = writeln!(
                         page,
-                        "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+                        "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
                         e.count,
                         escape(&e.kind),
-                        escape(&e.message)
+                        escape(&e.message),
+                        run_links(&e.runs, run_link)
                     );
                 }
                 page.push_str("</table>\n");
@@ -302,6 +303,22 @@ fn span_words(ms: u64) -> String {
     }
 }
 
+/// Example runs: links to `run_link` + their id when one is given, else their ids.
+fn run_links(runs: &[String], run_link: Option<&str>) -> String {
+    runs.iter()
+        .map(|id| match run_link {
+            Some(link) => format!(
+                "<a href=\"{}{}\">{}</a>",
+                escape(link),
+                escape(id),
+                escape(id)
+            ),
+            None => format!("<code>{}</code>", escape(id)),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The failure reasons, most frequent first: how many attempts gave each, where from (the
 /// finding's source and name), the reason, and example runs.
 fn reasons_table(reasons: &[super::ReasonCount], run_link: Option<&str>) -> String {
@@ -309,19 +326,7 @@ fn reasons_table(reasons: &[super::ReasonCount], run_link: Option<&str>) -> Stri
         "<table class=\"reasons\">\n<tr><th>attempts</th><th>retries</th><th>tokens</th><th>from</th><th>reason</th><th>example runs</th></tr>\n",
     );
     for r in reasons {
-        let runs: Vec<String> = r
-            .runs
-            .iter()
-            .map(|id| match run_link {
-                Some(link) => format!(
-                    "<a href=\"{}{}\">{}</a>",
-                    escape(link),
-                    escape(id),
-                    escape(id)
-                ),
-                None => format!("<code>{}</code>", escape(id)),
-            })
-            .collect();
+        let runs = run_links(&r.runs, run_link);
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\" title=\"{}\">{}</td><td class=\"text\">{}</td></tr>",
@@ -331,7 +336,7 @@ fn reasons_table(reasons: &[super::ReasonCount], run_link: Option<&str>) -> Stri
             escape(&r.source),
             escape(&r.example),
             escape(&r.reason),
-            runs.join(" ")
+            runs
         );
     }
     html.push_str("</table>\n");

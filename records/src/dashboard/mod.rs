@@ -68,7 +68,14 @@ struct Tallies {
     checks: HashMap<String, usize>,
     flaky: HashMap<String, usize>,
     tampered: HashMap<String, usize>,
-    errors: HashMap<(String, String), usize>,
+    errors: HashMap<(String, String), ErrorTally>,
+}
+
+/// How often one error ended a run, and example runs.
+#[derive(Default)]
+struct ErrorTally {
+    count: usize,
+    runs: Vec<String>,
 }
 
 impl Tallies {
@@ -184,10 +191,11 @@ impl Tallies {
         stats.integrity.flaky_checks =
             top(self.flaky, |(check, count)| CheckCount { check, count });
         stats.integrity.tampered_runs = stats.errors.get("gate_tampered").copied().unwrap_or(0);
-        stats.top_errors = top(self.errors, |((kind, message), count)| ErrorCount {
+        stats.top_errors = top(self.errors, |((kind, message), tally)| ErrorCount {
             kind,
             message,
-            count,
+            count: tally.count,
+            runs: tally.runs,
         });
     }
 }
@@ -223,6 +231,8 @@ pub struct ErrorCount {
     pub message: String,
     /// How many delegations ended with it.
     pub count: usize,
+    /// Up to [`EXAMPLE_RUNS`] runs that ended with it, for a look.
+    pub runs: Vec<String>,
 }
 
 /// The median, 95th percentile (nearest rank) and maximum of some measurements.
@@ -515,10 +525,14 @@ impl KindStats {
                 *self.errors.entry(kind.to_owned()).or_default() += 1;
                 let message = record.error_message.as_deref().unwrap_or_default();
                 let first = message.lines().next().unwrap_or_default();
-                *tallies
+                let tally = tallies
                     .errors
                     .entry((kind.to_owned(), normalise_error(first)))
-                    .or_default() += 1;
+                    .or_default();
+                tally.count += 1;
+                if tally.runs.len() < EXAMPLE_RUNS {
+                    tally.runs.push(record.id.clone());
+                }
             }
         }
     }
@@ -561,7 +575,7 @@ impl KindStats {
                 "check": c.check, "count": c.count,
             })).collect::<Vec<_>>(),
             "top_errors": self.top_errors.iter().map(|e| json!({
-                "kind": e.kind, "message": e.message, "count": e.count,
+                "kind": e.kind, "message": e.message, "count": e.count, "runs": e.runs,
             })).collect::<Vec<_>>(),
             "integrity": {
                 "gate_tampered": self.integrity.tampered_runs,
@@ -607,6 +621,12 @@ impl Counted for usize {
 }
 
 impl Counted for ReasonTally {
+    fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl Counted for ErrorTally {
     fn count(&self) -> usize {
         self.count
     }
@@ -1086,6 +1106,25 @@ pub(crate) mod tests {
             html.contains("<title>passed with debt: 1</title>"),
             "{html}"
         );
+    }
+
+    /// A broken verifier or hook ends a run with an error, not a reason: its row links example
+    /// runs like every reason's.
+    #[test]
+    fn errors_link_their_example_runs() {
+        let records: Vec<Record> = (1..=5)
+            .map(|n| record(&format!("d-{n}"), "claude", "error", Some("verifier"), &[]))
+            .collect();
+        let dashboard = Dashboard::build(&records);
+        let errors = &dashboard.kinds[0].top_errors;
+        assert_eq!(errors[0].count, 5);
+        assert_eq!(errors[0].runs, ["d-1", "d-2", "d-3"]);
+        assert_eq!(
+            dashboard.to_json()["kinds"][0]["top_errors"][0]["runs"],
+            json!(["d-1", "d-2", "d-3"])
+        );
+        let html = dashboard.to_html("", Some("/runs/"));
+        assert!(html.contains("<a href=\"/runs/d-1\">d-1</a>"), "{html}");
     }
 
     #[test]
