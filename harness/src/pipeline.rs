@@ -122,6 +122,14 @@ impl Pipeline {
         Ok((pipeline, made.warnings))
     }
 
+    /// When the delegation's time ran out while its workspace's baseline was still being taken:
+    /// the error that says so (the workspace is too large to snapshot in time), the walk stopped.
+    pub(crate) fn baseline_unfinished(&self) -> Option<Error> {
+        self.baseline
+            .as_ref()
+            .and_then(crate::checks::Baseline::unfinished)
+    }
+
     /// Waits until the workspace's baseline is recorded (at once when it is not observed): the
     /// delegate may change nothing before.
     ///

@@ -234,14 +234,17 @@ async fn execute(
     let ended = match delegation.timeout() {
         None => work.await,
         Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!(
-                    "{}: the delegation ran longer than limits.timeout_s = {}s and was stopped",
-                    delegation.source().display(),
-                    limit.as_secs_f64()
-                ),
-            ))
+            // Out of time before the delegate could act: the walk of its workspace is the cause.
+            Err(session.pipeline.baseline_unfinished().unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "{}: the delegation ran longer than limits.timeout_s = {}s and was stopped",
+                        delegation.source().display(),
+                        limit.as_secs_f64()
+                    ),
+                )
+            }))
         }),
     };
     report.delegate_version = session.delegate.version().map(str::to_owned);

@@ -198,13 +198,7 @@ impl Baseline {
                 Ok(got) => got,
                 Err(_) => {
                     self.stop.store(true, Ordering::Relaxed);
-                    return Err(Error::new(
-                        ErrorKind::Timeout,
-                        format!(
-                            "{}: the workspace is too large to snapshot within limits.timeout_s; set `observe: false` for trees this large (the critic, claims and scope then see no changes), or leave build output out with `scope.ignore`",
-                            self.label
-                        ),
-                    ));
+                    return Err(too_large(&self.label));
                 }
             },
             None => waited.await,
@@ -217,6 +211,17 @@ impl Baseline {
                 format!("{}: the workspace snapshot failed to run", self.label),
             )),
         }
+    }
+
+    /// When the delegation's time ran out before the walk was done: the walk is stopped, and
+    /// this is what the delegation ended on (the delegate never got to act).
+    pub(crate) fn unfinished(&self) -> Option<Error> {
+        let taken = self.phase.borrow().is_some() || self.phase.has_changed().is_err();
+        if taken {
+            return None;
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        Some(too_large(&self.label))
     }
 
     /// The complete baseline (waiting for it as [`Baseline::ready`] does).
@@ -236,6 +241,17 @@ impl Baseline {
     pub(crate) async fn ready(&self) -> Result<()> {
         self.complete().await.map(|_| ())
     }
+}
+
+/// The delegation (`label`) ran out of `limits.timeout_s` while its workspace's baseline was
+/// still being taken: the delegate never got to act.
+fn too_large(label: &str) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!(
+            "{label}: the workspace is too large to snapshot within limits.timeout_s; set `observe: false` for trees this large (the critic, claims and scope then see no changes), or leave build output out with `scope.ignore`"
+        ),
+    )
 }
 
 impl ObserveStage {
