@@ -373,14 +373,10 @@ fn kill_once_started(args: &[&std::ffi::OsStr], started: &[std::path::PathBuf]) 
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("harness starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !started.iter().all(|f| f.exists()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the commands never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    assert!(
+        crate::util::eventually(|| started.iter().all(|f| f.exists())),
+        "the commands never started"
+    );
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
 }

@@ -304,26 +304,19 @@ pub fn expect_error_kind(out: &Output, report: &Value, code: i32, kind: &str) {
     assert_eq!(report["error"]["kind"], serde_json::json!(kind), "{out:?}");
 }
 
-/// Waits, up to 10 s, until no process's command line contains `marker`; false if one still
+/// Waits, up to 20 s, until no process's command line contains `marker`; false if one still
 /// does then. What a test asserts was killed with its process group is gone at once, so this
 /// returns as soon as it is. The marker must be unique to the test: tests run side by side.
 #[cfg(unix)]
 pub fn gone(marker: &str) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let running = Command::new("pgrep")
+    eventually(|| {
+        Command::new("pgrep")
             .args(["-f", marker])
             .output()
-            .map(|o| !o.stdout.is_empty())
-            .unwrap_or(false);
-        if !running {
-            return true;
-        }
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+            // No pgrep: the caller's file check is what is left to judge by.
+            .map(|o| o.stdout.is_empty())
+            .unwrap_or(true)
+    })
 }
 
 /// Waits, up to 20 s, until `ready` holds (a file a command writes as it starts); false if it

@@ -1615,7 +1615,8 @@ fn wrote(
         .strip_prefix(root)
         .unwrap_or(path)
         .trim_start_matches("./");
-    let exact = ground.root.join(rel).symlink_metadata().is_ok();
+    let meta = ground.root.join(rel).symlink_metadata().ok();
+    let exact = meta.is_some();
     let names = |claimed: &str, actual: &str, root: &str| {
         if exact {
             components(claimed, root) == components(actual, root)
@@ -1644,10 +1645,7 @@ fn wrote(
     if written || changed == Some(true) {
         return None;
     }
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    let here = ground.root.join(rel);
-    let meta = here.symlink_metadata().ok();
-    let exists = meta.is_some();
+    let exists = exact;
     // Written since the delegation began (a path the snapshot leaves out, or no
     // snapshot), or a directory that exists (the snapshot records files only).
     let recent = meta.as_ref().is_some_and(|m| {
