@@ -156,7 +156,15 @@ pub enum Command {
     /// tool call has exactly one result (and no result lacks its call); and that every evidence
     /// file still has the recorded SHA-256, never read through a link (`evidence_link`). Prints
     /// every failure with its code and where; exit 0 valid, 1 invalid, 2 unreadable.
+    ///
+    /// A DSSE envelope (`runs export --format dsse`) is verified with --pubkey: its in-toto
+    /// statement, a signature by the key over the envelope's pre-authentication encoding, and
+    /// with --document the run document it attests (its SHA-256 is the subject's, its outcome
+    /// the statement's result, and it is audited as above).
     Audit(AuditArgs),
+    /// Keys for signed exports and attestations.
+    #[command(subcommand)]
+    Keys(KeysCommand),
 }
 
 /// Flags shared by every command that runs scripts.
@@ -308,8 +316,12 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub select: JournalArgs,
     /// Print exactly one JSON object instead of the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sarif")]
     pub json: bool,
+    /// Print the final findings of every selected run as one SARIF 2.1.0 log instead of the
+    /// table (for code scanning).
+    #[arg(long, conflicts_with = "by_root")]
+    pub sarif: bool,
     /// Also write the report as one self-contained HTML page (inline SVG charts, no network).
     #[arg(long, value_name = "FILE", conflicts_with = "by_root")]
     pub html: Option<PathBuf>,
@@ -350,14 +362,55 @@ pub struct RunsExportArgs {
     /// out of every workspace a delegate can write: a key inside the run's workdir is refused.
     #[arg(long, value_name = "KEY.pem")]
     pub sign: Option<PathBuf>,
+    /// What to write: `json`, the run document (`harness.run/v1`); or `dsse`, an in-toto
+    /// Statement v1 (test-result predicate) about that document in a DSSE envelope signed with
+    /// `--sign` — what securesystemslib, sigstore and in-toto verifiers read. Its subject digest
+    /// is the SHA-256 of the bytes `runs export ID` (json) writes.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// With `--format dsse`: the run's page, put in the statement as its `url` (e.g. the
+    /// `harness serve` address followed by `/runs/ID`).
+    #[arg(long, value_name = "URL", requires = "sign")]
+    pub url: Option<String>,
+}
+
+/// What `runs export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The run document, `harness.run/v1`.
+    Json,
+    /// An in-toto attestation of it in a signed DSSE envelope.
+    Dsse,
+}
+
+/// `harness keys`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Print the keyid of a public key (PEM): the lowercase hex SHA-256 of its DER
+    /// SubjectPublicKeyInfo, as DSSE envelopes (`runs export --format dsse`) name it.
+    Id(KeysIdArgs),
+}
+
+/// `harness keys id`.
+#[derive(Debug, Args)]
+pub struct KeysIdArgs {
+    /// An ed25519 public key (`openssl pkey -in KEY.pem -pubout -out KEY.pub.pem`) or private
+    /// key (PEM).
+    #[arg(value_name = "KEY.pem")]
+    pub key: PathBuf,
 }
 
 /// `harness audit`.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// A run id (read from the journal and exported first) or an exported `.json` file.
+    /// A run id (read from the journal and exported first), an exported `.json` file, or a DSSE
+    /// envelope (`runs export --format dsse`; needs `--pubkey`).
     #[arg(value_name = "RUN_ID|FILE")]
     pub target: String,
+    /// With an envelope: the run document it attests (`runs export ID -o FILE`), which must be
+    /// its subject and is audited too.
+    #[arg(long, value_name = "FILE")]
+    pub document: Option<PathBuf>,
     /// Where the evidence files are [default: the run's recorded workdir].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -404,8 +457,12 @@ pub struct RunsShowArgs {
     pub journal: Option<PathBuf>,
     /// Print the record as one JSON object: the whole run (request, every attempt's result,
     /// verdict and retry prompt).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sarif")]
     pub json: bool,
+    /// Print the final findings as a SARIF 2.1.0 log (for code scanning: `ruleId` per finding
+    /// source and name, blocking findings as errors, files relative to the workspace).
+    #[arg(long)]
+    pub sarif: bool,
 }
 
 /// `harness batch`.

@@ -11,40 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::util::{Output, TempDir, confinement_works, harness, repo_root};
-
-/// `PATH` with a Python that has pytest first, or `None` (skipped, said) when there is none.
-fn pytest_path() -> Option<String> {
-    let python = std::env::var("HARNESS_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let works = std::process::Command::new(&python)
-        .args(["-c", "import pytest"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        assert!(
-            std::env::var_os("HARNESS_REQUIRE_PYTEST").is_none(),
-            "HARNESS_REQUIRE_PYTEST is set but {python} cannot import pytest"
-        );
-        eprintln!("skipped: {python} cannot import pytest (set HARNESS_TEST_PYTHON)");
-        return None;
-    }
-    let bin = which(&python)?.parent()?.to_path_buf();
-    Some(format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    ))
-}
-
-/// Where `program` is: itself when it is a path, else found on `PATH`.
-fn which(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        return Some(PathBuf::from(program));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
+use crate::util::{Output, TempDir, confinement_works, harness, pytest_path, repo_root};
 
 /// A delegate that writes `files` (path → content) on attempt 0 and claims the tests pass; on a
 /// retry it writes `honest` (when given) the same way.

@@ -59,3 +59,6 @@ mod mcp;
 mod gaming;
 // Golden files of `run --json` of the quickstart and `report --json` over it.
 mod golden;
+// harness in the pipeline: DSSE attestations (securesystemslib), SARIF (the official schema), the
+// GitHub Action run as GitHub runs it, and the pre-commit hooks (the real pre-commit).
+mod pipeline;

@@ -212,7 +212,7 @@ impl TempDir {
     }
 }
 
-/// Copies the directory tree `from` into `to` (which must exist).
+/// Copies the directory tree `from` into `to` (made when missing).
 pub fn copy_tree(from: &Path, to: &Path) {
     // What an earlier run left behind (files a directory's `.gitignore` lists, run journals) is
     // not part of an example: copying it would let a lying delegate find the work already done.
@@ -231,6 +231,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
                 None => name == pattern,
             })
     };
+    std::fs::create_dir_all(to).expect("create the target directory");
     for entry in std::fs::read_dir(from).expect("read the source directory") {
         let entry = entry.expect("a directory entry");
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -330,4 +331,37 @@ pub fn eventually(mut ready: impl FnMut() -> bool) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     true
+}
+
+/// `PATH` with a Python that has pytest first, or `None` (skipped, said) when there is none.
+pub fn pytest_path() -> Option<String> {
+    let python = std::env::var("HARNESS_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let works = std::process::Command::new(&python)
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        assert!(
+            std::env::var_os("HARNESS_REQUIRE_PYTEST").is_none(),
+            "HARNESS_REQUIRE_PYTEST is set but {python} cannot import pytest"
+        );
+        eprintln!("skipped: {python} cannot import pytest (set HARNESS_TEST_PYTHON)");
+        return None;
+    }
+    let bin = which(&python)?.parent()?.to_path_buf();
+    Some(format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    ))
+}
+
+/// Where `program` is: itself when it is a path, else found on `PATH`.
+pub fn which(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
 }

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod attest;
 mod audit;
 mod authority;
 mod dashboard;
@@ -22,8 +23,14 @@ mod error;
 mod export;
 mod journal;
 mod locate;
+mod sarif;
 mod writer;
 
+pub use attest::{
+    Attesting, Beside, ENVELOPE_SCHEMA, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE,
+    audit_envelope, document_bytes, dsse_key_id, envelope, is_envelope, pae, statement,
+    test_result,
+};
 pub use audit::{AuditFailure, AuditOptions, VerificationReport, audit};
 pub use authority::{
     AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, apply_override,
@@ -40,4 +47,5 @@ pub use journal::{
     Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION, Started, TreeNode,
 };
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
+pub use sarif::{SARIF_SCHEMA, SARIF_VERSION, WORKSPACE_BASE, sarif};
 pub use writer::{JournalWriter, Written};

@@ -29,6 +29,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Override(args) => authority::override_run(args).await,
         Command::AuditLog(command) => authority::audit_log(command).await,
         Command::Audit(args) => runs::audit(args).await,
+        Command::Keys(command) => runs::keys(command),
         Command::Init(args) => init::run(&args),
         Command::Test(args) => test::run(args).await,
         Command::Worker(args) => worker::run(args).await,

@@ -22,6 +22,11 @@ async fn report(args: &ReportArgs) -> Result<(), Failure> {
     let filter = settings::journal_filter(&args.select, None)?;
     let journal = settings::journal_to_read(args.select.journal.as_deref())?;
     let records = settings::read_journal(&journal, move |j| j.list(&filter)).await?;
+    if args.sarif {
+        let log = harness_records::sarif(&records, env!("CARGO_PKG_VERSION"));
+        println!("{log:#}");
+        return Ok(());
+    }
     let scope = scope(args, &journal, records.len());
     if args.by_root {
         by_root(args, &journal, &records, &scope);

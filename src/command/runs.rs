@@ -8,7 +8,9 @@ use crate::exit::Failure;
 use harness_records::Record;
 use serde_json::json;
 
-use crate::args::{AuditArgs, RunsCommand, RunsExportArgs, RunsListArgs, RunsShowArgs};
+use crate::args::{
+    AuditArgs, ExportFormat, KeysCommand, RunsCommand, RunsExportArgs, RunsListArgs, RunsShowArgs,
+};
 use crate::exit;
 use crate::settings;
 
@@ -75,6 +77,11 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     if args.json {
         let object = harness_records::reviewed_json(&record, decided.as_ref(), tree.as_ref());
         println!("{object}");
+        return Ok(());
+    }
+    if args.sarif {
+        let log = harness_records::sarif(std::slice::from_ref(&record), env!("CARGO_PKG_VERSION"));
+        println!("{log:#}");
         return Ok(());
     }
     // A human's decision stands beside the outcome, never in its place.
@@ -319,29 +326,102 @@ async fn exported(
 
 async fn export(args: &RunsExportArgs) -> Result<(), Failure> {
     let (mut document, _, _) = exported(args.journal.as_deref(), &args.id).await?;
-    if let Some(key) = &args.sign {
-        let workdir = document["run"]["workdir"]
-            .as_str()
-            .map(std::path::PathBuf::from);
-        let key = signing_key(key, workdir.as_deref())?;
-        harness_records::sign(&mut document, &key);
-    }
-    let text = serde_json::to_string_pretty(&document)
-        .map_err(|e| Error::config(format!("cannot write the export: {e}")))?;
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, text + "\n")
-                .map_err(|e| Error::config(format!("runs export -o {}: {e}", path.display())))?;
-            eprintln!(
-                "wrote {} ({}, seal {})",
-                path.display(),
+    let workdir = document["run"]["workdir"]
+        .as_str()
+        .map(std::path::PathBuf::from);
+    let key = args
+        .sign
+        .as_ref()
+        .map(|key| signing_key(key, workdir.as_deref()))
+        .transpose()?;
+    let (bytes, what) = match (args.format, &key) {
+        (ExportFormat::Json, key) => {
+            if let Some(key) = key {
+                harness_records::sign(&mut document, key);
+            }
+            let what = format!(
+                "{}, seal {}",
                 harness_records::RUN_SCHEMA,
                 document["seal"].as_str().unwrap_or("?")
             );
+            (harness_records::document_bytes(&document), what)
         }
-        None => println!("{text}"),
+        (ExportFormat::Dsse, None) => {
+            return Err(Error::config(
+                "runs export --format dsse: an envelope is signed: add --sign KEY.pem (an ed25519 private key, `openssl genpkey -algorithm ed25519 -out KEY.pem`)",
+            )
+            .into());
+        }
+        (ExportFormat::Dsse, Some(key)) => {
+            let commit = workdir.as_deref().and_then(git_head);
+            let attesting = harness_records::Attesting {
+                git_commit: commit.as_deref(),
+                url: args.url.as_deref(),
+            };
+            let statement = harness_records::statement(&document, &attesting);
+            let envelope = harness_records::envelope(&statement, key);
+            let what = format!(
+                "DSSE envelope of an in-toto test-result statement ({}), keyid {}",
+                statement["predicate"]["result"].as_str().unwrap_or("?"),
+                harness_records::dsse_key_id(&key.verifying_key())
+            );
+            // One line: the `.intoto.jsonl` convention, one envelope a line.
+            let mut bytes = envelope.to_string().into_bytes();
+            bytes.push(b'\n');
+            (bytes, what)
+        }
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, bytes)
+                .map_err(|e| Error::config(format!("runs export -o {}: {e}", path.display())))?;
+            eprintln!("wrote {} ({what})", path.display());
+        }
+        None => {
+            use std::io::Write as _;
+            std::io::stdout()
+                .write_all(&bytes)
+                .map_err(|e| Error::config(format!("cannot write the export: {e}")))?;
+        }
     }
     Ok(())
+}
+
+/// The commit `HEAD` names in `workdir`, when it is a git repository with a commit (asked of
+/// `git` itself; no git, no commit).
+fn git_head(workdir: &std::path::Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        .current_dir(workdir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(commit)
+}
+
+/// `harness keys …`.
+pub fn keys(command: KeysCommand) -> u8 {
+    let KeysCommand::Id(args) = command;
+    let refuse = |why: String| Error::config(format!("{}: {why}", args.key.display()));
+    let key = key_text(&args.key).map_err(refuse).and_then(|pem| {
+        harness_records::verifying_key(&pem)
+            .or_else(|public| {
+                harness_records::signing_key(&pem)
+                    .map(|key| key.verifying_key())
+                    .map_err(|_| public)
+            })
+            .map_err(refuse)
+    });
+    match key {
+        Ok(key) => {
+            println!("{}", harness_records::dsse_key_id(&key));
+            exit::OK
+        }
+        Err(e) => exit::fail(&e, false),
+    }
 }
 
 /// Key files larger than this are not keys.
@@ -386,6 +466,22 @@ pub async fn audit(args: AuditArgs) -> u8 {
         Ok(report) => {
             if args.json {
                 println!("{}", report.to_json());
+            } else if report.valid()
+                && report.schema_version.as_deref() == Some(harness_records::ENVELOPE_SCHEMA)
+            {
+                let m = &report.metrics;
+                let document = if m.contains_key("events") {
+                    format!(
+                        "; the run document is its subject, {} events, {} evidence files, sealed",
+                        m["events"], m["evidence_files"]
+                    )
+                } else {
+                    String::new()
+                };
+                println!(
+                    "valid: DSSE envelope of an in-toto test-result statement ({}), signature verified{document}",
+                    m["result"].as_str().unwrap_or("?")
+                );
             } else if report.valid() {
                 let m = &report.metrics;
                 println!(
@@ -425,7 +521,18 @@ async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport
     let mut expected = Vec::new();
     let mut children = None;
     let document = if std::path::Path::new(&args.target).is_file() {
-        let document = read_document(std::path::Path::new(&args.target))?;
+        let (document, _) = read_document(std::path::Path::new(&args.target))?;
+        if harness_records::is_envelope(&document) {
+            return audited_envelope(args, &document);
+        }
+        if let Some(path) = &args.document {
+            return Err(Error::config(format!(
+                "--document {}: only an envelope is audited with its run document; {} is a run document itself",
+                path.display(),
+                args.target
+            ))
+            .into());
+        }
         if args.journal.is_some() {
             let id = document["run"]["id"].as_str().ok_or_else(|| {
                 Error::config(format!(
@@ -439,6 +546,13 @@ async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport
         }
         document
     } else {
+        if let Some(path) = &args.document {
+            return Err(Error::config(format!(
+                "--document {}: only a DSSE envelope (a file) is audited with its run document",
+                path.display()
+            ))
+            .into());
+        }
         let (document, seal, journal) = exported(args.journal.as_deref(), &args.target).await?;
         expected.push(stored_seal(seal, &journal));
         children = Some(children_exported(args.journal.as_deref(), &args.target).await?);
@@ -447,14 +561,7 @@ async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport
     if let Some(seal) = &args.expect_seal {
         expected.push(("--expect-seal".to_owned(), Some(seal.trim().to_owned())));
     }
-    let public_key = match &args.pubkey {
-        None => None,
-        Some(path) => {
-            let refuse = |why: String| Error::config(format!("--pubkey {}: {why}", path.display()));
-            let pem = key_text(path).map_err(refuse)?;
-            Some(harness_records::verifying_key(&pem).map_err(refuse)?)
-        }
-    };
+    let public_key = args.pubkey.as_deref().map(public_key).transpose()?;
     let workdir = args.workdir.clone();
     tokio::task::spawn_blocking(move || {
         let options = harness_records::AuditOptions {
@@ -467,6 +574,47 @@ async fn audited(args: &AuditArgs) -> Result<harness_records::VerificationReport
     })
     .await
     .map_err(|e| Error::config(format!("the audit failed to run: {e}")).into())
+}
+
+/// The operator's public key at `path` (`--pubkey`).
+fn public_key(path: &std::path::Path) -> Result<harness_records::VerifyingKey, Error> {
+    let refuse = |why: String| Error::config(format!("--pubkey {}: {why}", path.display()));
+    let pem = key_text(path).map_err(refuse)?;
+    harness_records::verifying_key(&pem).map_err(refuse)
+}
+
+/// `harness audit ENVELOPE --pubkey KEY [--document RUN.json]`.
+fn audited_envelope(
+    args: &AuditArgs,
+    envelope: &serde_json::Value,
+) -> Result<harness_records::VerificationReport, Failure> {
+    let Some(path) = &args.pubkey else {
+        return Err(Error::config(format!(
+            "{}: a DSSE envelope is verified with the key that signed it: add --pubkey KEY.pub.pem",
+            args.target
+        ))
+        .into());
+    };
+    let key = public_key(path)?;
+    let beside = args.document.as_deref().map(read_document).transpose()?;
+    let mut expected = Vec::new();
+    if let Some(seal) = &args.expect_seal {
+        expected.push(("--expect-seal".to_owned(), Some(seal.trim().to_owned())));
+    }
+    let options = harness_records::AuditOptions {
+        workdir: args.workdir.as_deref(),
+        expected_seals: expected,
+        public_key: None,
+        children: None,
+    };
+    Ok(harness_records::audit_envelope(
+        envelope,
+        &key,
+        beside
+            .as_ref()
+            .map(|(document, bytes)| harness_records::Beside { document, bytes }),
+        &options,
+    ))
 }
 
 /// The exports of every run the journal `flag` finds records as delegated from `id`.
@@ -492,8 +640,9 @@ fn stored_seal(seal: Option<String>, journal: &str) -> (String, Option<String>) 
     (format!("the journal {journal}"), seal)
 }
 
-/// Reads an exported document, refusing one too large or not JSON.
-fn read_document(path: &std::path::Path) -> Result<serde_json::Value, Error> {
+/// Reads an exported document (and the bytes it was read from), refusing one too large or not
+/// JSON.
+fn read_document(path: &std::path::Path) -> Result<(serde_json::Value, Vec<u8>), Error> {
     let unreadable = |why: String| Error::config(format!("{}: unreadable: {why}", path.display()));
     let size = std::fs::metadata(path)
         .map_err(|e| unreadable(e.to_string()))?
@@ -503,7 +652,11 @@ fn read_document(path: &std::path::Path) -> Result<serde_json::Value, Error> {
             "{size} bytes is more than the {MAX_AUDITED_BYTES} an export may have"
         )));
     }
-    let file = harness_builtins::open_regular(path).map_err(|e| unreadable(e.to_string()))?;
-    serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| unreadable(format!("not a JSON document ({e})")))
+    let mut bytes = Vec::new();
+    harness_builtins::open_regular(path)
+        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+        .map_err(|e| unreadable(e.to_string()))?;
+    let document = serde_json::from_slice(&bytes)
+        .map_err(|e| unreadable(format!("not a JSON document ({e})")))?;
+    Ok((document, bytes))
 }

@@ -25,7 +25,7 @@ pub use critic::{
 };
 pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::RawPlan;
-pub use gaming::GamingMode;
+pub use gaming::{GamingMode, describe as gaming_rule};
 pub use holdout::{HoldoutSpec, shareable_evidence};
 pub(crate) use hooks::PostVerifyHooks;
 pub use runner::{BaseTests, Runner, RunnerSetting, TestCounts};

@@ -21,6 +21,7 @@ use std::sync::Arc;
 #[cfg(test)]
 use rules::RULES;
 pub(crate) use rules::Rule;
+pub use rules::describe;
 use rules::{Files, Pattern, Unless, View};
 use source::{Language, Source};
 use tested::Tested;

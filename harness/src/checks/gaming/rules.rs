@@ -47,13 +47,20 @@ pub(crate) const TEST_FRAMEWORK: Rule = Rule {
 };
 
 /// Every rule, in the order reports list them.
-#[cfg(test)]
 pub(crate) const RULES: [Rule; 4] = [
     SPECIAL_CASED_INPUT,
     READS_CALLER,
     ENDS_THE_PROCESS,
     TEST_FRAMEWORK,
 ];
+
+/// The title and the why of the rule `id` (SARIF's rule descriptions), if it is one.
+pub fn describe(id: &str) -> Option<(&'static str, &'static str)> {
+    RULES
+        .iter()
+        .find(|rule| rule.id == id)
+        .map(|rule| (rule.title, rule.why))
+}
 
 /// What a pattern is matched against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
