@@ -323,6 +323,20 @@ fn review_and_override_with_every_refusal() {
         .map(|p| &p["id"])
         .collect();
     assert_eq!(ids, [&json!(failed)], "{pending}");
+    // The run list's filter narrows the runs awaiting review too, and says what it hides.
+    let (status, page) = server.request("GET", "/?outcome=passed", &[], None);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("0 of 1 run(s) awaiting review match the filter")
+            && !page.contains("class=\"pending\""),
+        "{page}"
+    );
+    let (_, page) = server.request("GET", "/?outcome=failed", &[], None);
+    assert!(
+        page.contains(&format!("<tr class=\"pending\" data-id=\"{failed}\">"))
+            && !page.contains("id=\"hidden\""),
+        "{page}"
+    );
     // The API's record is `runs show --json`'s: the review pending, no override yet.
     let (_, shown) = server.json("GET", &format!("/v1/delegations/{failed}"), None);
     assert_eq!(shown["review"], json!({"status": "pending"}), "{shown}");

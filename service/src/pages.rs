@@ -41,6 +41,7 @@ td pre {{ margin: 0; padding: .3em; }}
 ul.tree, ul.tree ul {{ list-style: none; padding-left: 1.4em; border-left: 1px solid #ccc; }}
 ul.tree li.current {{ background: #f3f3ff; }}
 .outcome-failed, .outcome-error {{ color: #a00; }} .outcome-passed {{ color: #070; }}
+tr.pending td:first-child, tr.run td:first-child {{ white-space: nowrap; }}
 </style></head><body>
 <p><a href="/">Runs</a> · <a href="/report">Report</a></p>
 <h1>{title}</h1>
@@ -62,11 +63,29 @@ pub(super) struct ListFilter {
     delegate: String,
 }
 
+impl ListFilter {
+    /// True when a run of `outcome`, error `kind` and `delegate` kind passes the filter.
+    fn matches(&self, outcome: &str, kind: Option<&str>, delegate: &str) -> bool {
+        (self.outcome.is_empty() || outcome == self.outcome)
+            && (self.kind.is_empty() || kind == Some(self.kind.as_str()))
+            && (self.delegate.is_empty() || delegate == self.delegate)
+    }
+
+    /// True when anything is chosen.
+    fn is_active(&self) -> bool {
+        !(self.outcome.is_empty() && self.kind.is_empty() && self.delegate.is_empty())
+    }
+}
+
 /// Recent runs `/` lists at most.
 const LISTED: usize = 200;
 
-/// `GET /`: the runs awaiting a human, then the recent runs, filtered by outcome, error kind and
-/// delegate, each linked to its page.
+/// Runs awaiting review `/` lists at most (the rest are counted, and `harness review` lists
+/// them all).
+const AWAITING_LISTED: usize = 50;
+
+/// `GET /`: the runs awaiting a human, then the recent runs, both filtered by outcome, error kind
+/// and delegate, each linked to its page.
 pub(super) async fn index(
     _: PageView,
     State(app): State<Shared>,
@@ -82,11 +101,30 @@ pub(super) async fn index(
     .await?;
     let now = SystemTime::now();
     let mut body = String::from("<h2>Awaiting review</h2>");
-    if pending.is_empty() {
+    // The filter applies to both lists: a run awaiting review that does not match is counted,
+    // not shown.
+    let awaiting = pending.len();
+    let pending: Vec<_> = pending
+        .into_iter()
+        .filter(|p| filter.matches(&p.outcome, p.kind.as_deref(), &p.delegate_kind))
+        .collect();
+    if filter.is_active() && pending.len() < awaiting {
+        body.push_str(&format!(
+            "<p id=\"hidden\">{} of {awaiting} run(s) awaiting review match the filter; <a href=\"/\">show all</a>.</p>",
+            pending.len()
+        ));
+    }
+    if awaiting == 0 {
         body.push_str("<p id=\"empty\">No runs await review.</p>");
-    } else {
+    } else if !pending.is_empty() {
+        if pending.len() > AWAITING_LISTED {
+            body.push_str(&format!(
+                "<p id=\"more\">The {AWAITING_LISTED} newest of {} runs awaiting review; filter to narrow them, or list them all with <code>harness review</code>.</p>",
+                pending.len()
+            ));
+        }
         body.push_str("<table id=\"pending\"><tr><th>Run</th><th>Outcome</th><th>Delegate</th><th>Primary finding</th><th>Age</th></tr>");
-        for p in &pending {
+        for p in pending.iter().take(AWAITING_LISTED) {
             let json = p.to_json(now);
             body.push_str(&format!(
                 "<tr class=\"pending\" data-id=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{outcome}{kind}</td><td>{delegate}</td><td>{primary}</td><td>{age}s</td></tr>",
@@ -126,9 +164,7 @@ pub(super) async fn index(
     ));
     let shown: Vec<&harness_records::Record> = recent
         .iter()
-        .filter(|r| filter.outcome.is_empty() || r.outcome == filter.outcome)
-        .filter(|r| filter.kind.is_empty() || r.error_kind.as_deref() == Some(&filter.kind))
-        .filter(|r| filter.delegate.is_empty() || r.delegate_kind == filter.delegate)
+        .filter(|r| filter.matches(&r.outcome, r.error_kind.as_deref(), &r.delegate_kind))
         .collect();
     if shown.is_empty() {
         body.push_str("<p id=\"none\">No runs match.</p>");

@@ -133,6 +133,7 @@ impl Dashboard {
 
 const CSS: &str = "body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; padding: 0 1em; }
 h1 { margin-bottom: 0.2em; }
+.wide { overflow-x: auto; }
 .sub { color: #666; margin-top: 0; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
@@ -157,7 +158,7 @@ const OUTCOME_COLOURS: [(&str, &str); 5] = [
 
 fn summary_table(dashboard: &Dashboard) -> String {
     let mut html = String::from(
-        "<table>\n<tr><th>kind</th><th>delegations</th><th>pass rate</th><th>passed</th>\
+        "<div class=\"wide\"><table>\n<tr><th>kind</th><th>delegations</th><th>pass rate</th><th>passed</th>\
          <th>passed with debt</th><th>skipped</th><th>exhausted</th><th>scope violations</th>\
          <th>broken policy</th><th>blocked</th><th>interrupted</th><th>other errors</th>\
          <th>attempts p50/p95</th><th>duration p50/p95</th></tr>\n",
@@ -188,7 +189,7 @@ fn summary_table(dashboard: &Dashboard) -> String {
             human_ms(s.duration_ms.p95),
         );
     }
-    html.push_str("</table>\n");
+    html.push_str("</table></div>\n");
     html
 }
 
