@@ -15,6 +15,8 @@ name or a review URL cannot inject shell. Python 3.8+, standard library only.
 
 import json
 import os
+import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -23,6 +25,8 @@ from collections import Counter
 from pathlib import Path
 
 FAIL_ON = ("any", "tamper", "gaming", "claims", "none")
+# What a run id harness makes looks like; anything else is not put into a link.
+RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 def env(name, default=""):
@@ -30,14 +34,23 @@ def env(name, default=""):
 
 
 def output(values):
-    """Appends `name=value` lines to $GITHUB_OUTPUT (and echoes them to the log)."""
+    """Appends the outputs to $GITHUB_OUTPUT (and echoes them to the log). A value with a line
+    break (a recorded run's id or outcome comes from a file the action was handed) is written in
+    GitHub's delimited form, with a delimiter it cannot contain, so it can never set another
+    output."""
     path = os.environ.get("GITHUB_OUTPUT")
-    lines = [f"{name}={value}" for name, value in values.items()]
-    for line in lines:
-        print(f"output {line}")
+    lines = []
+    for name, value in values.items():
+        value = str(value)
+        print(f"output {name}={value!r}")
+        if "\n" in value or "\r" in value:
+            delimiter = f"harness_{secrets.token_hex(16)}"
+            lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        else:
+            lines.append(f"{name}={value}\n")
     if path:
         with open(path, "a", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in lines))
+            f.write("".join(lines))
 
 
 def summary(text):
@@ -183,33 +196,44 @@ def run():
     })
     output(values)
 
+    if recorded and not public_key:
+        print("::warning title=harness::no public-key: the audit shows the run file is self-consistent, not that it is the run recorded (anyone can rewrite and reseal an export)")
     rows = [
-        ("outcome", f"`{outcome}`"),
-        ("conclusion", f"{conclusion} (fail-on: `{fail_on}`)"),
-        ("run", f"`{run_id}`" if run_id else "—"),
-        ("attempts", str(attempts)),
-        ("audit", "valid" if audit_valid else
-         "INVALID: " + "; ".join(f"`{f.get('code')}` {f.get('message', '')}" for f in audit_failures)),
-        ("findings", ", ".join(f"{source} {n}" for source, n in sorted(sources.items())) or "none"),
-        ("tokens", f"{values['input-tokens']} in, {values['output-tokens']} out"),
+        ("outcome", literal(outcome)),
+        ("conclusion", f"{conclusion} (fail-on: {literal(fail_on)})"),
+        ("run", literal(run_id) if run_id else "—"),
+        ("attempts", cell(attempts)),
+        ("audit", "valid" if audit_valid else "INVALID: " + "; ".join(
+            f"{literal(f.get('code'))} {cell(f.get('message', ''))}" for f in audit_failures)),
+        ("findings", cell(", ".join(f"{source} {n}" for source, n in sorted(sources.items())) or "none")),
+        ("tokens", cell(f"{values['input-tokens']} in, {values['output-tokens']} out")),
     ]
+    if recorded and not public_key:
+        rows.append(("trust", "unsigned: no `public-key` was given, so nothing shows the file is the run recorded"))
     review_url = env("INPUT_REVIEW_URL")
-    if review_url and run_id:
-        rows.append(("review", f"[{run_id}]({review_url.rstrip('/')}/runs/{run_id})"))
+    if review_url and RUN_ID.fullmatch(run_id):
+        rows.append(("review", f"[{run_id}](<{review_url.rstrip('/')}/runs/{run_id}>)"))
     if values["sarif-path"]:
-        rows.append(("SARIF", f"`{values['sarif-path']}`"))
+        rows.append(("SARIF", literal(values["sarif-path"])))
     if values["attestation-path"]:
-        rows.append(("attestation", f"`{values['attestation-path']}`"))
-    table = "\n".join(f"| {name} | {cell(value)} |" for name, value in rows)
-    summary(f"### harness: {outcome}\n\n| | |\n|---|---|\n{table}\n\n")
+        rows.append(("attestation", literal(values["attestation-path"])))
+    table = "\n".join(f"| {name} | {value} |" for name, value in rows)
+    summary(f"### harness: {cell(outcome)}\n\n| | |\n|---|---|\n{table}\n\n")
     if failed:
         print(f"::error title=harness::run {run_id or recorded}: {outcome}; fail-on {fail_on} fails the step")
         sys.exit(1)
 
 
+def literal(text):
+    """Text as inline code in a table cell (backticks and bars in it replaced)."""
+    return "`" + " ".join(str(text).split()).replace("`", "'").replace("|", "/") + "`"
+
+
 def cell(text):
-    """Text safe in one markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text safe in one markdown table cell: one line, markdown and HTML characters escaped (an
+    audit message or a recorded run's id is text from a file the action was handed)."""
+    text = " ".join(str(text).split())
+    return re.sub(r"([\\`*_{}\[\]()<>#+!|~])", r"\\\1", text)
 
 
 if __name__ == "__main__":

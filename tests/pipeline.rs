@@ -270,6 +270,37 @@ fn a_dsse_attestation_verifies_with_securesystemslib_and_the_audit_and_any_chang
     );
     assert_eq!(code, 1);
 
+    // In a git workspace the statement names its commit too.
+    let workspace = dir.join("checks/workspace");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.email=ci@example.invalid", "-c", "user.name=ci"])
+            .args(args)
+            .current_dir(&workspace)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "verified"]);
+    let head = git(&["rev-parse", "HEAD"]);
+    let out = harness(["runs", "export", &id, "--format", "dsse", "--sign"])
+        .args([&key])
+        .args(["--journal".as_ref(), journal.as_os_str()])
+        .run();
+    out.expect_code(0);
+    let payload = STANDARD
+        .decode(out.json()["payload"].as_str().expect("payload"))
+        .expect("base64");
+    let statement: Value = serde_json::from_slice(&payload).expect("a statement");
+    assert_eq!(
+        statement["subject"][1],
+        json!({"name": "workspace", "digest": {"gitCommit": head}}),
+        "{statement}"
+    );
+
     // Misuse is a usage error that says what to add.
     let out = harness(["audit"]).args([&envelope_path]).run();
     out.expect_code(2);
@@ -463,7 +494,7 @@ fn the_action_runs_as_github_runs_it_on_a_passing_and_a_failing_run() {
     let summary = ran["summary"].as_str().expect("summary");
     assert!(summary.contains("| outcome | `passed` |"), "{summary}");
     assert!(
-        summary.contains(&format!("(http://127.0.0.1:7070/runs/{id})")),
+        summary.contains(&format!("(<http://127.0.0.1:7070/runs/{id}>)")),
         "{summary}"
     );
 
@@ -540,6 +571,25 @@ fn the_action_runs_as_github_runs_it_on_a_passing_and_a_failing_run() {
             .is_some_and(|s| s.contains("subject_mismatch")),
         "{ran:#}"
     );
+
+    // A recorded run is a file anyone can write: an id that tries to set another output stays
+    // one output's value, and the summary says nothing vouches for an unsigned file.
+    let mut forged: Value =
+        serde_json::from_str(&std::fs::read_to_string(&document).expect("read")).expect("JSON");
+    forged["run"]["id"] = json!("d-1\nconclusion=success");
+    forged["run"]["outcome"] = json!("failed");
+    forged["seal"] = json!(harness_records::seal(&forged));
+    let forged = dir.write("forged.json", forged.to_string());
+    let (code, ran) = action(&python, &dir, &json!({"run": forged}));
+    assert_eq!(code, 1, "{ran:#}");
+    assert_eq!(ran["outputs"]["conclusion"], "failure", "{ran:#}");
+    assert_eq!(
+        ran["outputs"]["run-id"], "d-1\nconclusion=success",
+        "{ran:#}"
+    );
+    let summary = ran["summary"].as_str().expect("summary");
+    assert!(summary.contains("unsigned"), "{summary}");
+    assert!(!summary.contains("\nconclusion=success"), "{summary}");
 
     // Misuse: neither input, or both.
     let (code, ran) = action(&python, &dir, &json!({}));

@@ -132,10 +132,22 @@ def action(action_dir, inputs_json, work_dir):
         log.append(done.stdout + done.stderr)
         values = {}
         with open(output_path) as f:
-            for line in f:
-                if "=" in line:
-                    name, value = line.rstrip("\n").split("=", 1)
-                    values[name] = value
+            lines = iter(f.read().split("\n"))
+        # GitHub's two forms: `name=value`, and `name<<DELIMITER`, lines, `DELIMITER`.
+        for line in lines:
+            if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+                name, delimiter = line.split("<<", 1)
+                body = []
+                for part in lines:
+                    if part == delimiter:
+                        break
+                    body.append(part)
+                else:
+                    raise ValueError(f"step {index}: output {name} has no closing {delimiter}")
+                values[name] = "\n".join(body)
+            elif "=" in line:
+                name, value = line.split("=", 1)
+                values[name] = value
         if "id" in step:
             steps[step["id"]] = values
         ran.append({"id": step.get("id"), "exit": done.returncode})

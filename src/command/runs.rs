@@ -389,18 +389,54 @@ async fn export(args: &RunsExportArgs) -> Result<(), Failure> {
 
 /// The commit `HEAD` names in `workdir`, when it is a git repository with a commit (asked of
 /// `git` itself; no git, no commit).
+///
+/// The workspace is the delegate's, and so is its repository's config: `rev-parse` runs no hook,
+/// pager or fsmonitor, the machine's and the user's config are left out, and git that has not
+/// answered in [`GIT_TIME`] (a `HEAD` that is a FIFO, say) is killed and no commit named.
 fn git_head(workdir: &std::path::Path) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+    use std::io::Read as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("git")
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "HEAD^{commit}",
+        ])
         .current_dir(workdir)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
         .ok()?;
-    let commit = String::from_utf8(out.stdout).ok()?.trim().to_owned();
-    (out.status.success() && commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then_some(commit)
+    let deadline = std::time::Instant::now() + GIT_TIME;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut commit = String::new();
+    child.stdout.take()?.read_to_string(&mut commit).ok()?;
+    let commit = commit.trim();
+    (status.success() && commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| commit.to_owned())
 }
+
+/// How long `runs export --format dsse` waits for git to name the workspace's commit.
+const GIT_TIME: Duration = Duration::from_secs(5);
 
 /// `harness keys …`.
 pub fn keys(command: KeysCommand) -> u8 {
