@@ -15,26 +15,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-use crate::util::{TempDir, copy_tree, harness, harness_bin, pytest_path, repo_root};
-
-/// The test Python when it can import `modules`; `None` (said) when it cannot and `require` is
-/// not set.
-fn python_with(modules: &str, require: &str) -> Option<String> {
-    let python = std::env::var("HARNESS_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let works = Command::new(&python)
-        .args(["-c", &format!("import {modules}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        assert!(
-            std::env::var_os(require).is_none(),
-            "{require} is set but {python} cannot import {modules}"
-        );
-        eprintln!("skipped: {python} cannot import {modules}");
-        return None;
-    }
-    Some(python)
-}
+use crate::util::{TempDir, copy_tree, harness, harness_bin, pytest_path, python_with, repo_root};
 
 /// `tests/pipeline_tools.py ARGS` with `python`: its exit code and the JSON it printed.
 fn tool(python: &str, args: &[&std::ffi::OsStr], dir: &Path) -> (i32, Value) {
@@ -107,6 +88,18 @@ fn one_attempt(yaml: String) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Runs git `args` in `dir` (as a committer of its own); returns what it printed, trimmed.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.email=ci@example.invalid", "-c", "user.name=ci"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// Writes `value` to `dir/name` as JSON; returns its path.
@@ -272,16 +265,7 @@ fn a_dsse_attestation_verifies_with_securesystemslib_and_the_audit_and_any_chang
 
     // In a git workspace the statement names its commit too.
     let workspace = dir.join("checks/workspace");
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.email=ci@example.invalid", "-c", "user.name=ci"])
-            .args(args)
-            .current_dir(&workspace)
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
+    let git = |args: &[&str]| git(&workspace, args);
     git(&["init", "-q"]);
     git(&["add", "-A"]);
     git(&["commit", "-qm", "verified"]);
@@ -610,15 +594,7 @@ fn pre_commit_runs_the_policy_tests_and_the_hooks_check_of_this_repository() {
     let dir = TempDir::new();
     let repo = dir.join("project");
     std::fs::create_dir_all(&repo).expect("mkdir");
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(["-c", "user.email=ci@example.invalid", "-c", "user.name=ci"])
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .expect("git runs");
-        assert!(out.status.success(), "{out:?}");
-    };
+    let git = |args: &[&str]| git(&repo, args);
     git(&["init", "-q"]);
     harness(["init"]).current_dir(&repo).run().expect_code(0);
     git(&["add", "-A"]);

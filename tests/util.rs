@@ -333,21 +333,29 @@ pub fn eventually(mut ready: impl FnMut() -> bool) -> bool {
     true
 }
 
-/// `PATH` with a Python that has pytest first, or `None` (skipped, said) when there is none.
-pub fn pytest_path() -> Option<String> {
+/// The test Python (`HARNESS_TEST_PYTHON`, else `python3`) when it can import `modules`; `None`
+/// (the calling test says it is skipped) when it cannot — and the test fails instead when the
+/// environment variable `require` is set (`.ci/run` sets it where it installs them).
+pub fn python_with(modules: &str, require: &str) -> Option<String> {
     let python = std::env::var("HARNESS_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let works = std::process::Command::new(&python)
-        .args(["-c", "import pytest"])
+    let works = Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !works {
         assert!(
-            std::env::var_os("HARNESS_REQUIRE_PYTEST").is_none(),
-            "HARNESS_REQUIRE_PYTEST is set but {python} cannot import pytest"
+            std::env::var_os(require).is_none(),
+            "{require} is set but {python} cannot import {modules}"
         );
-        eprintln!("skipped: {python} cannot import pytest (set HARNESS_TEST_PYTHON)");
+        eprintln!("skipped: {python} cannot import {modules} (set HARNESS_TEST_PYTHON)");
         return None;
     }
+    Some(python)
+}
+
+/// `PATH` with a Python that has pytest first, or `None` (skipped, said) when there is none.
+pub fn pytest_path() -> Option<String> {
+    let python = python_with("pytest", "HARNESS_REQUIRE_PYTEST")?;
     let bin = which(&python)?.parent()?.to_path_buf();
     Some(format!(
         "{}:{}",
