@@ -11,6 +11,8 @@
 //! kept elsewhere (`--expect-seal`) or an ed25519 signature ([`sign`], `--pubkey`) is what
 //! proves the export is the one recorded.
 
+use std::io::Write as _;
+
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -32,22 +34,32 @@ const UNSEALED: [&str; 2] = ["seal", "signature"];
 /// even with the chain recomputed — changes it.
 pub fn seal(document: &Value) -> String {
     let mut hash = Hashing(Sha256::new());
-    match document.as_object() {
-        Some(members) => {
-            let mut keys: Vec<&String> = members
-                .keys()
-                .filter(|k| !UNSEALED.contains(&k.as_str()))
-                .collect();
-            keys.sort_unstable();
-            write_object(
-                keys.into_iter().map(|k| (k.as_str(), &members[k])),
-                &mut hash,
-            );
+    {
+        // The canonical text arrives a token at a time: gathered, it is hashed a block at a time
+        // (a hash update per token cost more than the hashing).
+        let mut out = std::io::BufWriter::with_capacity(HASH_BUFFER, &mut hash);
+        match document.as_object() {
+            Some(members) => {
+                let mut keys: Vec<&String> = members
+                    .keys()
+                    .filter(|k| !UNSEALED.contains(&k.as_str()))
+                    .collect();
+                keys.sort_unstable();
+                write_object(
+                    keys.into_iter().map(|k| (k.as_str(), &members[k])),
+                    &mut out,
+                );
+            }
+            None => write_object(std::iter::empty(), &mut out),
         }
-        None => write_object(std::iter::empty(), &mut hash),
+        // Hashing never fails to take bytes.
+        let _ = out.flush();
     }
     hex(&hash.0.finalize())
 }
+
+/// How much canonical text is gathered before it is hashed.
+const HASH_BUFFER: usize = 16 * 1024;
 
 /// Reads an ed25519 private key in PEM (PKCS#8, as `openssl genpkey -algorithm ed25519`
 /// writes it).
@@ -91,24 +103,62 @@ pub fn sign(document: &mut Value, key: &SigningKey) {
 
 /// `sha256(prev_hash ‖ canonical JSON of the event's chained part)`, hex.
 pub(crate) fn event_hash(prev_hash: &str, event: &Value) -> String {
-    let mut hash = Hashing(Sha256::new());
-    hash.0.update(prev_hash.as_bytes());
+    event_hash_with(prev_hash, event, &mut Vec::new())
+}
+
+/// [`event_hash`], its canonical text written to `scratch` (cleared first) and hashed at once:
+/// a chain of events reuses one buffer.
+fn event_hash_with(prev_hash: &str, event: &Value, scratch: &mut Vec<u8>) -> String {
+    scratch.clear();
     // `{seq, at, type, attempt, data}` in canonical order; a missing member is `null`.
     let member = |key: &str| event.get(key).unwrap_or(&Value::Null);
     write_object(
         ["at", "attempt", "data", "seq", "type"]
             .into_iter()
             .map(|key| (key, member(key))),
-        &mut hash,
+        scratch,
     );
-    hex(&hash.0.finalize())
+    let mut hash = Sha256::new();
+    hash.update(prev_hash.as_bytes());
+    hash.update(&scratch[..]);
+    hex(&hash.finalize())
 }
 
 /// The run `record` as a `harness.run/v1` document.
 pub fn export(record: &Record) -> Value {
+    document(record.to_json(), record.decision.clone(), evidence(record))
+}
+
+/// [`export`] of a record the caller no longer needs: its parts are moved into the document,
+/// not copied (what the journal seals each record it writes with).
+pub(crate) fn export_owned(record: Record) -> Value {
+    let decision = record.decision.clone();
+    let evidence = evidence(&record);
+    document(record.into_json(), decision, evidence)
+}
+
+/// The files the final verdict's evidence vouched for.
+fn evidence(record: &Record) -> Vec<Value> {
+    let last = record.attempts.iter().rev().find(|a| a.verdict.is_some());
+    last.map(crate::journal::RecordedAttempt::evidence)
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e.method.as_deref() == Some("file_exists") && e.subject_sha256.is_some())
+        .map(|e| {
+            json!({
+                "id": e.criterion,
+                "path": e.target,
+                "sha256": e.subject_sha256,
+                "bytes": e.subject_bytes,
+            })
+        })
+        .collect()
+}
+
+/// The document of a record's JSON (`Record::to_json`), its decision and evidence files.
+fn document(mut whole: Value, decision: Option<String>, evidence: Vec<Value>) -> Value {
     // Built by moving the parts of the record's JSON, never copying them (a copy of a `Value`
     // through `json!` serialises it again).
-    let mut whole = record.to_json();
     let mut run = Map::new();
     for key in [
         "id",
@@ -130,9 +180,10 @@ pub fn export(record: &Record) -> Value {
     }
     run.insert(
         "decision".to_owned(),
-        record.decision.clone().map_or(Value::Null, Value::String),
+        decision.map_or(Value::Null, Value::String),
     );
     let mut previous = GENESIS.to_owned();
+    let mut scratch = Vec::with_capacity(1024);
     let recorded = match whole["events"].take() {
         Value::Array(events) => events,
         _ => Vec::new(),
@@ -156,27 +207,10 @@ pub fn export(record: &Record) -> Value {
             // envelope).
             chained.insert("data".to_owned(), Value::Object(fields));
             let mut chained = Value::Object(chained);
-            let hash = event_hash(&previous, &chained);
-            chained["prev_hash"] = Value::String(previous.clone());
-            chained["hash"] = Value::String(hash.clone());
-            previous = hash;
+            let hash = event_hash_with(&previous, &chained, &mut scratch);
+            chained["prev_hash"] = Value::String(std::mem::replace(&mut previous, hash.clone()));
+            chained["hash"] = Value::String(hash);
             chained
-        })
-        .collect();
-    // The files the final verdict's evidence vouched for.
-    let last = record.attempts.iter().rev().find(|a| a.verdict.is_some());
-    let evidence: Vec<Value> = last
-        .map(crate::journal::RecordedAttempt::evidence)
-        .unwrap_or_default()
-        .iter()
-        .filter(|e| e.method.as_deref() == Some("file_exists") && e.subject_sha256.is_some())
-        .map(|e| {
-            json!({
-                "id": e.criterion,
-                "path": e.target,
-                "sha256": e.subject_sha256,
-                "bytes": e.subject_bytes,
-            })
         })
         .collect();
     // What the run was held to, as its first event says.

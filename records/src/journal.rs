@@ -412,15 +412,22 @@ impl Record {
             .filter(|&n| n > 0)
     }
 
-    /// Returns the record as JSON (`harness runs show --json`). Built member by member: `json!`
-    /// would copy each stored JSON value by serialising it again.
+    /// Returns the record as JSON (`harness runs show --json`).
     pub fn to_json(&self) -> Value {
+        self.clone().into_json()
+    }
+
+    /// [`Record::to_json`] of a record no longer needed: its stored JSON values are moved in,
+    /// not copied. Built member by member: `json!` would copy each stored JSON value by
+    /// serialising it again.
+    pub fn into_json(self) -> Value {
+        let parent_id = self.parent_id().map(str::to_owned);
         let mut object = Map::new();
         let mut put = |key: &str, value: Value| {
             object.insert(key.to_owned(), value);
         };
-        let text = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
-        put("id", Value::String(self.id.clone()));
+        let text = |s: Option<String>| s.map_or(Value::Null, Value::String);
+        put("id", Value::String(self.id));
         put(
             "started_at",
             Value::String(humantime::format_rfc3339_millis(self.started_at).to_string()),
@@ -430,60 +437,65 @@ impl Record {
             "delegate",
             json!({"kind": self.delegate_kind, "model": self.model}),
         );
-        put("outcome", Value::String(self.outcome.clone()));
-        put("parent_id", json!(self.parent_id()));
+        put("outcome", Value::String(self.outcome));
+        put("parent_id", json!(parent_id));
         put(
             "error",
-            self.error_kind.as_ref().map_or(
+            self.error_kind.map_or(
                 Value::Null,
                 |kind| json!({"kind": kind, "message": self.error_message}),
             ),
         );
-        put("request", self.request.clone().unwrap_or(Value::Null));
-        let attempts = Value::Array(self.attempts.iter().map(RecordedAttempt::to_json).collect());
+        put("request", self.request.unwrap_or(Value::Null));
+        let attempts = Value::Array(
+            self.attempts
+                .into_iter()
+                .map(RecordedAttempt::into_json)
+                .collect(),
+        );
         put(
             "children",
             Value::Array(crate::export::children_of(&attempts)),
         );
         put("attempts", attempts);
         put("usage", usage_json(self.usage));
-        put("trace_id", text(&self.trace_id));
-        put("retry_template_version", json!(self.retry_template_version));
-        put("source", text(&self.source));
-        put("workdir", text(&self.workdir));
+        put("trace_id", text(self.trace_id));
+        put(
+            "retry_template_version",
+            Value::String(self.retry_template_version),
+        );
+        put("source", text(self.source));
+        put("workdir", text(self.workdir));
         put("warnings", json!(self.warnings));
-        put("events", Value::Array(self.events.clone()));
-        put("seal", text(&self.seal));
+        put("events", Value::Array(self.events));
+        put("seal", text(self.seal));
         Value::Object(object)
     }
 }
 
 impl RecordedAttempt {
-    /// One attempt as [`Record::to_json`] shows it.
-    fn to_json(&self) -> Value {
+    /// One attempt as [`Record::to_json`] shows it, its values moved in.
+    fn into_json(self) -> Value {
         let mut object = Map::new();
         object.insert("attempt".to_owned(), json!(self.attempt));
         object.insert("passed".to_owned(), json!(self.passed));
         object.insert("reasons".to_owned(), json!(self.reasons));
         object.insert("duration_ms".to_owned(), json!(millis(self.duration)));
         object.insert("usage".to_owned(), usage_json(self.usage));
-        object.insert(
-            "result".to_owned(),
-            self.result.clone().unwrap_or(Value::Null),
-        );
+        object.insert("result".to_owned(), self.result.unwrap_or(Value::Null));
         object.insert(
             "verdict".to_owned(),
             match &self.verdict {
                 Some(verdict) => serde_json::to_value(verdict).unwrap_or(Value::Null),
-                None => self.unread_verdict.clone().unwrap_or(Value::Null),
+                None => self.unread_verdict.unwrap_or(Value::Null),
             },
         );
         object.insert(
             "retry_prompt".to_owned(),
-            self.retry_prompt.clone().map_or(Value::Null, Value::String),
+            self.retry_prompt.map_or(Value::Null, Value::String),
         );
         if !self.diff.is_empty() {
-            object.insert("diff".to_owned(), Value::from(self.diff.clone()));
+            object.insert("diff".to_owned(), Value::from(self.diff));
         }
         Value::Object(object)
     }
@@ -1215,8 +1227,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
     // Sealed as written: the record as a reader will find it, made from the report itself
     // rather than read back and parsed (a reader's export and this one are the same document;
     // `audit RUN_ID` checks it).
-    let record = as_read(report, meta);
-    let export = crate::export::export(&record);
+    let export = crate::export::export_owned(as_read(report, meta));
     let seal = export["seal"].as_str().unwrap_or_default();
     conn.prepare_cached("UPDATE delegations SET seal = ?2 WHERE id = ?1")?
         .execute(params![report.id, seal])?;
