@@ -294,6 +294,13 @@ fn a_dsse_attestation_verifies_with_securesystemslib_and_the_audit_and_any_chang
         .run();
     out.expect_code(2);
     assert!(out.stderr.contains("--sign"), "{out:?}");
+    let out = harness(["runs", "export", &id, "--sign"])
+        .args([&key])
+        .args(["--url", "http://127.0.0.1:7070/runs/x", "--journal"])
+        .args([&journal])
+        .run();
+    out.expect_code(2);
+    assert!(out.stderr.contains("--format dsse"), "{out:?}");
 }
 
 #[test]

@@ -423,6 +423,32 @@ fn review_and_override_with_every_refusal() {
     );
 }
 
+/// With more runs awaiting review than the list shows, `/` shows the newest and counts the rest
+/// (`harness review` lists them all).
+#[test]
+fn the_run_list_shows_the_newest_runs_awaiting_review_and_counts_the_rest() {
+    let dir = root();
+    let server = Server::start(&dir, &[], "127.0.0.1:0");
+    let ids: Vec<String> = (0..51)
+        .map(|_| {
+            let (status, answer) =
+                server.json("POST", "/v1/delegations", Some(&delegation("liar.star")));
+            assert_eq!(status, 202, "{answer}");
+            answer["id"].as_str().expect("an id").to_owned()
+        })
+        .collect();
+    for id in &ids {
+        server.wait(id);
+    }
+    let (status, page) = server.request("GET", "/", &[], None);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("The 50 newest of 51 runs awaiting review"),
+        "{page}"
+    );
+    assert_eq!(page.matches("<tr class=\"pending\"").count(), 50, "{page}");
+}
+
 #[test]
 fn an_override_without_a_user_is_refused() {
     let dir = root();

@@ -335,6 +335,12 @@ async fn export(args: &RunsExportArgs) -> Result<(), Failure> {
         .map(|key| signing_key(key, workdir.as_deref()))
         .transpose()?;
     let (bytes, what) = match (args.format, &key) {
+        (ExportFormat::Json, _) if args.url.is_some() => {
+            return Err(Error::config(
+                "runs export --url: the URL goes into an attestation; add --format dsse",
+            )
+            .into());
+        }
         (ExportFormat::Json, key) => {
             if let Some(key) = key {
                 harness_records::sign(&mut document, key);
