@@ -165,6 +165,33 @@ pub enum Command {
     /// Keys for signed exports and attestations.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Print the JSON Schema of a delegation file or of the project policy.
+    ///
+    /// Generated from the types harness reads these files with (the same as
+    /// `schemas/delegation.schema.json` and `schemas/policy.schema.json` in the repository), for
+    /// editors and other tools: every key, its type, range and what it does. Point an editor at
+    /// it with `# yaml-language-server: $schema=PATH` at the top of the file.
+    Schema(SchemaArgs),
+}
+
+/// `harness schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which file's schema.
+    #[arg(value_enum)]
+    pub file: SchemaFile,
+    /// Write it to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The files `harness schema` describes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaFile {
+    /// A delegation file (`harness run FILE`).
+    Delegation,
+    /// The project policy, `.harness/policy.yaml`.
+    Policy,
 }
 
 /// Flags shared by every command that runs scripts.

@@ -3,11 +3,9 @@
 //! `confirm`, `flaky`, `gaming`, `holdout` — validated, each `None` when not given, so that a request's keys override
 //! the project's defaults one by one.
 
-use serde_json::Value;
-
-use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, GamingMode, HoldoutSpec, RawCheck};
+use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, GamingMode, HoldoutSpec};
 use crate::error::{Error, Result};
-use crate::scope::{RawScope, ScopeSpec};
+use crate::scope::ScopeSpec;
 
 /// The gates of one file, validated.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,21 +28,103 @@ pub(crate) struct Gates {
     pub(crate) holdout: Option<Vec<HoldoutSpec>>,
 }
 
-/// The gates' keys as written.
-#[derive(Debug, Default)]
-pub(crate) struct RawGates {
-    pub(crate) checks: Option<Vec<RawCheck>>,
-    pub(crate) criteria: Option<Vec<Value>>,
-    pub(crate) require_checks: Option<bool>,
-    pub(crate) scope: Option<RawScope>,
-    pub(crate) stuck_after: Option<u32>,
-    pub(crate) observe: Option<bool>,
-    pub(crate) protect: Option<Vec<String>>,
-    pub(crate) claims: Option<String>,
-    pub(crate) confirm: Option<u64>,
-    pub(crate) flaky: Option<String>,
-    pub(crate) gaming: Option<String>,
-    pub(crate) holdout: Option<Vec<Value>>,
+/// Declares a struct holding its own fields and then every gate key, as the delegation file,
+/// the project policy's `verification_defaults` and [`RawGates`] read them: each key, its type,
+/// its documentation and its schema are written here once (in the manner of ripgrep's
+/// `flags/defs.rs`). A struct declared with a leading `take` also gets `take_gates`, which moves
+/// the keys out into a [`RawGates`].
+///
+/// Adding a gate key: its field here, its validation in [`Gates::parse`], its merge in
+/// [`Gates::over`] (the schemas follow from the field).
+macro_rules! with_gate_keys {
+    (take $(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* }) => {
+        crate::gates::with_gate_keys! { $(#[$meta])* $vis struct $name { $($body)* } }
+        impl $name {
+            /// The gate keys as written, moved out (each left `None`).
+            pub(crate) fn take_gates(&mut self) -> crate::gates::RawGates {
+                crate::gates::RawGates {
+                    checks: self.checks.take(),
+                    criteria: self.criteria.take(),
+                    require_checks: self.require_checks.take(),
+                    scope: self.scope.take(),
+                    stuck_after: self.stuck_after.take(),
+                    observe: self.observe.take(),
+                    protect: self.protect.take(),
+                    claims: self.claims.take(),
+                    confirm: self.confirm.take(),
+                    flaky: self.flaky.take(),
+                    gaming: self.gaming.take(),
+                    holdout: self.holdout.take(),
+                }
+            }
+        }
+    };
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($body:tt)* }) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $($body)*
+            /// Commands judged by exit code on every attempt, before the verifier.
+            #[serde(default)]
+            pub(crate) checks: Option<Vec<crate::checks::RawCheck>>,
+            /// Facts each attempt must make true, each leaving an evidence record.
+            #[serde(default)]
+            #[schemars(with = "Option<Vec<crate::checks::CriterionForm>>")]
+            pub(crate) criteria: Option<Vec<serde_json::Value>>,
+            /// True: a delegation with no checks and no criteria ends failed, kind no_gate,
+            /// before the delegate runs (default false).
+            #[serde(default)]
+            pub(crate) require_checks: Option<bool>,
+            /// What the delegate may change in the workspace; a change outside it is a blocking
+            /// `scope` finding.
+            #[serde(default)]
+            pub(crate) scope: Option<crate::scope::RawScope>,
+            /// The same blocking failure on this many attempts in a row ends the delegation as
+            /// failed, kind stuck; 0 turns it off (default 3).
+            #[serde(default)]
+            pub(crate) stuck_after: Option<u32>,
+            /// Snapshot the workspace before attempt 0 and diff it after every attempt (default
+            /// true); false is refused with `scope` or `no_new_skips`.
+            #[serde(default)]
+            pub(crate) observe: Option<bool>,
+            /// Globs of gate inputs the delegate may not modify, delete or replace (default:
+            /// common test locations and what checks run, when there are checks); [] turns the
+            /// default off.
+            #[serde(default)]
+            pub(crate) protect: Option<Vec<String>>,
+            /// What an answer claiming work the tool log does not show does: `blocking` (the
+            /// default), `advisory` or `off`.
+            #[serde(default)]
+            #[schemars(extend("enum" = ["blocking", "advisory", "off", null]))]
+            pub(crate) claims: Option<String>,
+            /// Default `confirm` for checks that do not say: re-runs of a failing check, 0 to 5
+            /// (default 0).
+            #[serde(default)]
+            #[schemars(range(min = 0, max = 5))]
+            pub(crate) confirm: Option<u64>,
+            /// Default `flaky` for checks that do not say: `fail` (the default) or `advisory`.
+            #[serde(default)]
+            #[schemars(extend("enum" = ["fail", "advisory", null]))]
+            pub(crate) flaky: Option<String>,
+            /// What the gaming stage's findings (added code that special-cases the tests'
+            /// inputs, reads the caller, ends the test process or sniffs the test framework) do:
+            /// `blocking` (the default), `advisory` (the run passes with debt, awaiting review)
+            /// or `off`.
+            #[serde(default)]
+            #[schemars(extend("enum" = ["blocking", "advisory", "off", null]))]
+            pub(crate) gaming: Option<String>,
+            /// Checks whose tests the delegate never sees (`files: DIR` outside the workspace).
+            #[serde(default)]
+            #[schemars(with = "Option<Vec<crate::checks::HoldoutForm>>")]
+            pub(crate) holdout: Option<Vec<serde_json::Value>>,
+        }
+    };
+}
+pub(crate) use with_gate_keys;
+
+with_gate_keys! {
+    /// The gates' keys as written.
+    #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+    pub(crate) struct RawGates {}
 }
 
 impl Gates {

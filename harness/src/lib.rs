@@ -46,6 +46,7 @@ pub mod redact;
 mod report;
 mod retry;
 mod runtime;
+pub mod schema;
 pub mod scope;
 mod session;
 mod spec;

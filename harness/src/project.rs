@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use harness_builtins::Limits;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -16,104 +17,146 @@ pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
 
 const KEYS_HINT: &str = "every key of a project policy: docs/reference.md#the-project-policy";
 
-#[derive(Debug, Default, Deserialize)]
+/// The project policy as written.
+///
+/// Defaults and limits for every delegation whose workspace holds this file
+/// (docs/reference.md). An empty file is valid.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawPolicy {
+#[schemars(title = "harness project policy (.harness/policy.yaml)")]
+pub(crate) struct RawPolicy {
+    /// Used key by key where a delegation file does not give that key (a file's `checks:`
+    /// replaces these checks whole).
     #[serde(default)]
     verification_defaults: Option<RawDefaults>,
+    /// What every verifier, hook and scripted delegate of this workspace runs under.
     #[serde(default)]
     limits: Option<RawLimits>,
+    /// Secrets replaced by [REDACTED] in everything a run prints and records.
     #[serde(default)]
     redact: Option<RawRedact>,
+    /// How the programs a delegation starts are confined.
     #[serde(default)]
     commands: Option<RawCommands>,
+    /// What `harness override` (and the service) may do with this workspace's runs.
     #[serde(default)]
     override_policy: Option<OverridePolicy>,
+    /// Named child profiles for every delegation of this workspace that offers the `delegate`
+    /// tool, and for `harness mcp` (`profile: NAME`; `default` when a call names none). Each is
+    /// a delegation without `task`, `workdir`, `parent_id` or `delegates`; scripts are
+    /// relative to .harness/. A delegation file's own `delegates:` of the same name wins. Read
+    /// when used: docs/reference.md#policy-delegates.
     #[serde(default)]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, serde_json::Value>>")]
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z0-9_-]+$"}))]
     delegates: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `commands:` as written.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "commands")]
 struct RawCommands {
+    /// `auto` (the default: bubblewrap where it works, else unconfined with a warning),
+    /// `bwrap` (required) or `none` (unconfined, silently).
     #[serde(default)]
+    #[schemars(extend("enum" = ["auto", "bwrap", "none", null]))]
     isolation: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `redact:` as written.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "redact")]
 struct RawRedact {
+    /// Regular expressions (Rust `regex` syntax) added to the built-in secret patterns.
     #[serde(default)]
     patterns: Vec<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDefaults {
-    #[serde(default)]
-    max_verify_retries: Option<u32>,
-    #[serde(default)]
-    checks: Option<Vec<crate::checks::RawCheck>>,
-    #[serde(default)]
-    criteria: Option<Vec<serde_json::Value>>,
-    #[serde(default)]
-    require_checks: Option<bool>,
-    #[serde(default)]
-    scope: Option<crate::scope::RawScope>,
-    #[serde(default)]
-    stuck_after: Option<u32>,
-    #[serde(default)]
-    observe: Option<bool>,
-    #[serde(default)]
-    protect: Option<Vec<String>>,
-    #[serde(default)]
-    claims: Option<String>,
-    #[serde(default)]
-    confirm: Option<u64>,
-    #[serde(default)]
-    flaky: Option<String>,
-    #[serde(default)]
-    gaming: Option<String>,
-    #[serde(default)]
-    holdout: Option<Vec<serde_json::Value>>,
-    #[serde(default)]
-    critic: Option<crate::checks::RawCritic>,
+crate::gates::with_gate_keys! {
+    take
+    /// `verification_defaults:` as written.
+    #[derive(Debug, Default, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[schemars(rename = "verification_defaults")]
+    struct RawDefaults {
+        /// Retries after a failed attempt, 0 to 100, when the delegation file and
+        /// --max-verify-retries do not say (default 2).
+        #[serde(default)]
+        #[schemars(range(min = 0, max = 100))]
+        max_verify_retries: Option<u32>,
+        /// The reviewer of delegations that name none; scripts it names are relative to
+        /// .harness/.
+        #[serde(default)]
+        critic: Option<crate::checks::RawCritic>,
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `limits.steps`, `limits.wall_ms`, …: each key's range, read by the schema and the check.
+const STEPS: (u64, u64) = (1_000, 10_000_000_000);
+const WALL_MS: (u64, u64) = (10, 3_600_000);
+const HEAP_MB: (u64, u64) = (8, 16_384);
+const CALL_DEPTH: (u64, u64) = (5, 200);
+const NESTING_DEPTH: (u64, u64) = (10, 1_000);
+const READ_MB: (u64, u64) = (1, 4_096);
+const HTTP_BODY_MB: (u64, u64) = (1, 1_024);
+const OUTPUT_KB: (u64, u64) = (1, 1_048_576);
+
+/// `limits:` as written.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "script_limits")]
 struct RawLimits {
+    /// Starlark steps per call, 1,000 to 10,000,000,000 (default 10,000,000).
     #[serde(default)]
+    #[schemars(range(min = STEPS.0, max = STEPS.1))]
     steps: Option<u64>,
+    /// Wall clock per call, milliseconds, 10 to 3,600,000 (default 30,000).
     #[serde(default)]
+    #[schemars(range(min = WALL_MS.0, max = WALL_MS.1))]
     wall_ms: Option<u64>,
+    /// Starlark heap, MiB, 8 to 16,384 (default 256).
     #[serde(default)]
+    #[schemars(range(min = HEAP_MB.0, max = HEAP_MB.1))]
     heap_mb: Option<u64>,
+    /// Starlark call depth, 5 to 200 (default 50).
     #[serde(default)]
+    #[schemars(range(min = CALL_DEPTH.0, max = CALL_DEPTH.1))]
     call_depth: Option<u64>,
+    /// Lists and dicts nested in a value returned, encoded or printed, 10 to 1,000 (default
+    /// 100).
     #[serde(default)]
+    #[schemars(range(min = NESTING_DEPTH.0, max = NESTING_DEPTH.1))]
     nesting_depth: Option<u64>,
+    /// Largest file fs.read returns, MiB, 1 to 4,096 (default 16).
     #[serde(default)]
+    #[schemars(range(min = READ_MB.0, max = READ_MB.1))]
     read_mb: Option<u64>,
+    /// Largest HTTP body http.* returns, MiB, 1 to 1,024 (default 4).
     #[serde(default)]
+    #[schemars(range(min = HTTP_BODY_MB.0, max = HTTP_BODY_MB.1))]
     http_body_mb: Option<u64>,
+    /// exec.run output kept per stream, KiB, 1 to 1,048,576 (default 1,024).
     #[serde(default)]
+    #[schemars(range(min = OUTPUT_KB.0, max = OUTPUT_KB.1))]
     output_kb: Option<u64>,
 }
 
 /// `override_policy` (DESIGN §4.11): which human overrides the project allows. The defaults are
 /// DESIGN's: check and verifier overrides allowed, a check override needs a reason, a direct
 /// approval (whatever failed) is not allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(rename = "override_policy")]
 pub struct OverridePolicy {
-    /// `--type check` (failed checks, criteria, verifiers, hooks) may be used.
+    /// `--type check` (failed checks, criteria, verifiers, hooks) may approve (default true).
     pub check_override_allowed: bool,
-    /// A `--type check` override needs `--reason` (the other types always do).
+    /// A `--type check` override needs `--reason` (default true; the other types always do).
     pub check_override_requires_reason: bool,
-    /// `--type verifier` (a critic's rejection or debt) may be used.
+    /// `--type verifier` (a critic's rejection or debt) may approve (default true).
     pub verifier_override_allowed: bool,
-    /// `--type direct` (approve or reject whatever failed) may be used.
+    /// `--type direct` (approve or reject whatever failed) may approve (default false).
     pub direct_approval_allowed: bool,
 }
 
@@ -247,7 +290,8 @@ impl ProjectPolicy {
                 ))
             })?
         };
-        let defaults = raw.verification_defaults.unwrap_or_default();
+        let mut defaults = raw.verification_defaults.unwrap_or_default();
+        let gates = defaults.take_gates();
         if let Some(n) = defaults
             .max_verify_retries
             .filter(|n| *n > crate::delegation::MAX_VERIFY_RETRIES)
@@ -273,24 +317,7 @@ impl ProjectPolicy {
             },
             None => crate::tree::profile::PolicyProfiles::default(),
         };
-        let gates = crate::gates::Gates::parse(
-            &at,
-            base,
-            crate::gates::RawGates {
-                checks: defaults.checks,
-                criteria: defaults.criteria,
-                require_checks: defaults.require_checks,
-                scope: defaults.scope,
-                stuck_after: defaults.stuck_after,
-                observe: defaults.observe,
-                protect: defaults.protect,
-                claims: defaults.claims,
-                confirm: defaults.confirm,
-                flaky: defaults.flaky,
-                gaming: defaults.gaming,
-                holdout: defaults.holdout,
-            },
-        )?;
+        let gates = crate::gates::Gates::parse(&at, base, gates)?;
         let limits = limits(&file.to_string(), raw.limits.unwrap_or_default())?;
         let patterns = raw.redact.unwrap_or_default().patterns;
         let redact = Redactor::with_patterns(&patterns).map_err(|e| {
@@ -316,7 +343,7 @@ impl ProjectPolicy {
 /// The `limits` of a project policy (`file`), each within its range, over the defaults.
 fn limits(file: &str, given: RawLimits) -> Result<Limits> {
     let mut limits = Limits::default();
-    let range = |key: &str, value: Option<u64>, min: u64, max: u64| -> Result<Option<u64>> {
+    let range = |key: &str, value: Option<u64>, (min, max): (u64, u64)| -> Result<Option<u64>> {
         match value {
             Some(n) if !(min..=max).contains(&n) => Err(Error::config(format!(
                 "project policy {file}: `limits.{key}` must be between {min} and {max}, got {n}"
@@ -325,30 +352,30 @@ fn limits(file: &str, given: RawLimits) -> Result<Limits> {
         }
     };
     let mib = |n: u64| usize::try_from(n.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
-    if let Some(n) = range("steps", given.steps, 1_000, 10_000_000_000)? {
+    if let Some(n) = range("steps", given.steps, STEPS)? {
         limits.max_steps = n;
     }
-    if let Some(n) = range("wall_ms", given.wall_ms, 10, 3_600_000)? {
+    if let Some(n) = range("wall_ms", given.wall_ms, WALL_MS)? {
         limits.timeout = Duration::from_millis(n);
     }
-    if let Some(n) = range("heap_mb", given.heap_mb, 8, 16_384)? {
+    if let Some(n) = range("heap_mb", given.heap_mb, HEAP_MB)? {
         limits.max_heap_bytes = mib(n);
     }
     // Deep Starlark stacks need deep native stacks: the runtime's threads have 16 MiB.
-    if let Some(n) = range("call_depth", given.call_depth, 5, 200)? {
+    if let Some(n) = range("call_depth", given.call_depth, CALL_DEPTH)? {
         limits.max_call_depth = usize::try_from(n).unwrap_or(usize::MAX);
     }
     // Bounded above so that what passes the check can still be walked by recursion.
-    if let Some(n) = range("nesting_depth", given.nesting_depth, 10, 1_000)? {
+    if let Some(n) = range("nesting_depth", given.nesting_depth, NESTING_DEPTH)? {
         limits.max_nesting_depth = usize::try_from(n).unwrap_or(usize::MAX);
     }
-    if let Some(n) = range("read_mb", given.read_mb, 1, 4_096)? {
+    if let Some(n) = range("read_mb", given.read_mb, READ_MB)? {
         limits.max_read_bytes = n * 1024 * 1024;
     }
-    if let Some(n) = range("http_body_mb", given.http_body_mb, 1, 1_024)? {
+    if let Some(n) = range("http_body_mb", given.http_body_mb, HTTP_BODY_MB)? {
         limits.max_http_body_bytes = mib(n);
     }
-    if let Some(n) = range("output_kb", given.output_kb, 1, 1_048_576)? {
+    if let Some(n) = range("output_kb", given.output_kb, OUTPUT_KB)? {
         limits.max_exec_output_bytes =
             usize::try_from(n.saturating_mul(1024)).unwrap_or(usize::MAX);
     }

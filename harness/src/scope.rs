@@ -56,16 +56,26 @@ pub enum OnViolation {
 }
 
 /// `scope:` as written, in a delegation file or a project policy's `verification_defaults`.
-#[derive(Debug, Default, Deserialize)]
+///
+/// What the delegate may change in the workspace; a change outside it is a blocking `scope`
+/// finding.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "scope")]
 pub(crate) struct RawScope {
+    /// Globs (relative to the workspace) the delegate may change; empty or absent: anything.
     #[serde(default)]
     allow: Vec<String>,
+    /// Globs it may never change, even inside `allow`.
     #[serde(default)]
     deny: Vec<String>,
+    /// Gitignore-style patterns left out of the snapshot altogether (build output, caches).
     #[serde(default)]
     ignore: Vec<String>,
+    /// `fail` ends the delegation at once as failed, kind scope_violation (the default);
+    /// `retry` tells the delegate and lets it retry.
     #[serde(default)]
+    #[schemars(extend("enum" = ["fail", "retry", null]))]
     on_violation: Option<String>,
 }
 

@@ -10,15 +10,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::checks::{CriticSpec, PlanStep, RawCheck, RawCritic, RawPlan};
+use crate::checks::{CriticSpec, PlanStep, RawCritic, RawPlan};
 use crate::config::{ReadScript, present_string, seconds, string_only};
 use crate::delegate::{DelegateConfig, RawDelegate};
 use crate::error::{Error, Result};
-use crate::gates::{Gates, RawGates};
-use crate::scope::RawScope;
+use crate::gates::Gates;
 use crate::tools::{Tool, ToolVerifiers};
 use crate::verifier::VerifySource;
 
@@ -27,88 +27,126 @@ const KEYS_HINT: &str = "every key of a delegation file: docs/reference.md#the-d
 /// Default `limits.max_turns` (per attempt).
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    #[serde(deserialize_with = "string_only")]
-    task: String,
-    delegate: RawDelegate,
-    #[serde(default)]
-    tools: Vec<Value>,
-    #[serde(default)]
-    args: Option<Map<String, Value>>,
-    /// `None` when absent; `Some(None)` when present but empty (`verify:`), which is an error.
-    #[serde(default, deserialize_with = "present_string")]
-    verify: Option<Option<String>>,
-    #[serde(default)]
-    verify_file: Option<PathBuf>,
-    #[serde(default)]
-    max_verify_retries: Option<u32>,
-    #[serde(default)]
-    hooks: Option<Vec<PathBuf>>,
-    #[serde(default)]
-    workdir: Option<PathBuf>,
-    #[serde(default)]
-    network: Option<RawNetwork>,
-    #[serde(default)]
-    limits: Option<RawLimits>,
-    #[serde(default)]
-    checks: Option<Vec<RawCheck>>,
-    #[serde(default)]
-    criteria: Option<Vec<Value>>,
-    #[serde(default)]
-    require_checks: Option<bool>,
-    #[serde(default)]
-    scope: Option<RawScope>,
-    #[serde(default)]
-    stuck_after: Option<u32>,
-    #[serde(default)]
-    observe: Option<bool>,
-    #[serde(default)]
-    protect: Option<Vec<String>>,
-    #[serde(default)]
-    claims: Option<String>,
-    #[serde(default)]
-    confirm: Option<u64>,
-    #[serde(default)]
-    flaky: Option<String>,
-    #[serde(default)]
-    gaming: Option<String>,
-    #[serde(default)]
-    holdout: Option<Vec<Value>>,
-    #[serde(default)]
-    parent_id: Option<String>,
-    #[serde(default)]
-    critic: Option<RawCritic>,
-    #[serde(default)]
-    risk: Option<bool>,
-    #[serde(default)]
-    citations: Option<String>,
-    #[serde(default)]
-    plan: Option<RawPlan>,
-    #[serde(default)]
-    delegates: Option<Map<String, Value>>,
+crate::gates::with_gate_keys! {
+    take
+    /// A delegation file: the task, who does it, and how the claimed work is checked
+    /// (docs/reference.md). Relative paths are relative to the file's directory.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[schemars(title = "harness delegation file")]
+    pub(crate) struct RawFile {
+        /// What the delegate is asked to do (a non-empty string).
+        #[serde(deserialize_with = "string_only")]
+        #[schemars(regex(pattern = r"\S"))]
+        task: String,
+        /// Who does the work: `kind` (scripted, openai, anthropic, command, claude, codex,
+        /// gemini, aider) and that kind's settings.
+        delegate: RawDelegate,
+        /// Built-in tools offered to scripted, openai and anthropic delegates: read_file,
+        /// write_file, list_files, run_command, and delegate (hand a sub-task to a verified child
+        /// delegation; docs/reference.md#delegation-trees).
+        #[serde(default)]
+        #[schemars(with = "Vec<crate::tools::ToolForm>")]
+        tools: Vec<Value>,
+        /// Named child profiles the `delegate` tool may use (`profile: NAME`); each is
+        /// validated, and its scripts read, before the run starts. Needs `delegate` in `tools`.
+        #[serde(default)]
+        #[schemars(with = "Option<std::collections::BTreeMap<String, Value>>")]
+        #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z0-9_-]+$"}))]
+        delegates: Option<Map<String, Value>>,
+        /// Values verifiers read as the global `args` (and delegation.pre hooks as `args`).
+        #[serde(default)]
+        args: Option<Map<String, Value>>,
+        /// An inline Starlark verifier defining `def run(result):` (not with verify_file).
+        // `None` when absent; `Some(None)` when present but empty (`verify:`), an error.
+        #[serde(default, deserialize_with = "present_string")]
+        #[schemars(with = "String", regex(pattern = r"\S"))]
+        verify: Option<Option<String>>,
+        /// A Starlark file defining `def run(result):`, relative to this file (not with verify).
+        #[serde(default)]
+        #[schemars(regex(pattern = r"\S"))]
+        verify_file: Option<PathBuf>,
+        /// Retries after a failed attempt, 0 to 100 (default: the project policy's, else 2);
+        /// attempts = retries + 1.
+        #[serde(default)]
+        #[schemars(range(min = 0, max = 100))]
+        max_verify_retries: Option<u32>,
+        /// Hook files and directories, relative to this file (default: .harness/hooks in the
+        /// workspace, if it exists); [] loads none.
+        #[serde(default)]
+        hooks: Option<Vec<PathBuf>>,
+        /// The workspace root every path is confined to, relative to this file (default: this
+        /// file's directory).
+        #[serde(default)]
+        workdir: Option<PathBuf>,
+        /// Network access for verifiers and hooks.
+        #[serde(default)]
+        network: Option<RawNetwork>,
+        /// Budgets of the delegation.
+        #[serde(default)]
+        limits: Option<RawLimits>,
+        /// The id of the run this work was delegated from (default: $HARNESS_PARENT_ID); makes a
+        /// `when: risky` critic review.
+        #[serde(default)]
+        #[schemars(regex(pattern = r"\S"))]
+        parent_id: Option<String>,
+        /// An independent reviewer that runs after every deterministic stage passed; it can send
+        /// the work back, never pass it alone.
+        #[serde(default)]
+        critic: Option<RawCritic>,
+        /// Marks the work risky, so a `when: risky` critic reviews it (default false).
+        #[serde(default)]
+        risk: Option<bool>,
+        /// `required`: every non-heading line of the answer cites workspace lines
+        /// [[cite:PATH:La-Lb#HEX]] or says [[insufficient]]; `off` (the default).
+        #[serde(default)]
+        #[schemars(extend("enum" = ["required", "off", null]))]
+        citations: Option<String>,
+        /// Steps every attempt must take; a step not taken is a blocking `plan` finding.
+        #[serde(default)]
+        plan: Option<RawPlan>,
+    }
 }
 
-#[derive(Debug, Deserialize)]
+/// `network:` as written.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "network")]
 struct RawNetwork {
+    /// Hosts (`*.example.com` wildcards; no scheme, port or path) verifiers and hooks may reach;
+    /// loopback and private addresses only when named exactly.
     #[serde(default)]
     allow: Vec<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `limits:` as written.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "limits")]
 struct RawLimits {
+    /// Model turns per attempt, at least 1 (default 20); running out is an error, kind timeout.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_turns: Option<u32>,
+    /// Wall clock of the whole delegation in seconds, more than 0, at most 86400 (default:
+    /// none); past it, error kind timeout.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     timeout_s: Option<f64>,
+    /// Tokens (input + output, all attempts) of the whole delegation, at least 1 (default:
+    /// none); past it, error kind budget.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_tokens: Option<u64>,
+    /// Children of this run that may run at once, 1 to 64 (default 4); more calls wait for a
+    /// free slot.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 64))]
     max_children: Option<u32>,
+    /// How deep a delegation tree may nest, 1 to 8 (default 2; the root is depth 0); a delegate
+    /// call deeper is refused.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 8))]
     max_depth: Option<u32>,
 }
 
@@ -255,10 +293,11 @@ impl DelegationFile {
     fn from_raw(
         source: &Path,
         file: String,
-        raw: RawFile,
+        mut raw: RawFile,
         base: &Path,
         read: &ReadScript<'_>,
     ) -> Result<Self> {
+        let gates = raw.take_gates();
         if raw.task.trim().is_empty() {
             return Err(Error::config(format!(
                 "{file}: `task` is empty; say what the delegate should do"
@@ -293,24 +332,7 @@ impl DelegationFile {
             ("verify_file", raw.verify_file),
             read,
         )?;
-        let gates = Gates::parse(
-            &file,
-            base,
-            RawGates {
-                checks: raw.checks,
-                criteria: raw.criteria,
-                require_checks: raw.require_checks,
-                scope: raw.scope,
-                stuck_after: raw.stuck_after,
-                observe: raw.observe,
-                protect: raw.protect,
-                claims: raw.claims,
-                confirm: raw.confirm,
-                flaky: raw.flaky,
-                gaming: raw.gaming,
-                holdout: raw.holdout,
-            },
-        )?;
+        let gates = Gates::parse(&file, base, gates)?;
         let limits = raw.limits.unwrap_or_default();
         if limits.max_tokens == Some(0) {
             return Err(Error::config(format!(

@@ -42,6 +42,46 @@ pub enum Tool {
     Delegate,
 }
 
+/// A tool's name, in the schema: one of [`Tool::ALL`].
+impl schemars::JsonSchema for Tool {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "tool_name".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+        schemars::json_schema!({ "description": "A built-in tool.", "enum": names })
+    }
+}
+
+/// The shapes a `tools:` entry may take, declared for the schema (`harness schema`); the parser
+/// reads each entry as a JSON value to name its fault.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(rename = "tool")]
+#[expect(dead_code, reason = "declares the schema's shapes; never built")]
+pub(crate) enum ToolForm {
+    /// A built-in tool.
+    Name(Tool),
+    /// A tool with its own verifier, `def run(call, result):`.
+    #[schemars(extend("additionalProperties" = false, "oneOf" = [
+        {"required": ["verify"], "properties": {"verify_file": {"type": "null"}}},
+        {"required": ["verify_file"], "properties": {"verify_file": {"type": "string"}},
+         "not": {"required": ["verify"]}},
+    ]))]
+    Judged {
+        /// The tool's name.
+        name: Tool,
+        /// An inline Starlark verifier defining `def run(call, result):`.
+        #[serde(default)]
+        #[schemars(with = "String", regex(pattern = r"\S"))]
+        verify: Option<String>,
+        /// A Starlark file defining `def run(call, result):`, relative to the delegation file.
+        #[schemars(regex(pattern = r"\S"))]
+        verify_file: Option<String>,
+    },
+}
+
 impl Tool {
     /// Every tool, in a stable order.
     pub const ALL: [Tool; 5] = [

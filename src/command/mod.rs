@@ -8,6 +8,7 @@ mod mcp;
 mod report;
 mod run;
 mod runs;
+mod schema;
 mod serve;
 mod table;
 mod test;
@@ -30,6 +31,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::AuditLog(command) => authority::audit_log(command).await,
         Command::Audit(args) => runs::audit(args).await,
         Command::Keys(command) => runs::keys(command),
+        Command::Schema(args) => schema::run(&args),
         Command::Init(args) => init::run(&args),
         Command::Test(args) => test::run(args).await,
         Command::Worker(args) => worker::run(args).await,

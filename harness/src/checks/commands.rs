@@ -106,30 +106,67 @@ pub(crate) fn confirm(at: &str, value: u64) -> Result<u8> {
 }
 
 /// One `checks:` entry as written.
-#[derive(Debug, Deserialize)]
+///
+/// A command judged by its exit code on every attempt, before the verifier.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "check")]
+#[schemars(extend("oneOf" = [
+    {"required": ["run"], "properties": {"run": {"type": "string"}, "argv": {"type": "null"}}},
+    {"required": ["argv"], "properties": {"argv": {"type": "array"}, "run": {"type": "null"}}},
+]))]
 pub(crate) struct RawCheck {
+    /// The check's name, unique among checks and command criteria; it labels findings and
+    /// evidence.
     #[serde(deserialize_with = "string_only")]
+    #[schemars(regex(pattern = r"\S"))]
     name: String,
+    /// A shell command, run as `sh -c RUN` in the workspace (give `run` or `argv`).
     #[serde(default)]
+    #[schemars(regex(pattern = r"\S"))]
     run: Option<String>,
+    /// A program found on PATH (never in the workspace) and its arguments (give `run` or
+    /// `argv`).
     #[serde(default)]
+    #[schemars(length(min = 1))]
+    #[schemars(extend("prefixItems" = [{"type": "string", "pattern": "\\S"}]))]
     argv: Option<Vec<String>>,
+    /// False makes the check advisory: a failure is reported, never held against the attempt
+    /// (default true).
     #[serde(default)]
     required: Option<bool>,
+    /// Seconds before the check and its process group are killed, more than 0, at most 86400
+    /// (default 300).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     timeout_s: Option<f64>,
+    /// Variables added to the check's scrubbed environment (PATH, LANG, TERM, a private HOME).
     #[serde(default)]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
+    #[schemars(extend("propertyNames" = {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}))]
     env: Option<Map<String, Value>>,
+    /// Runs together with the `parallel` checks next to it in the list (default false).
     #[serde(default)]
     parallel: Option<bool>,
+    /// Re-runs of a failing check on the same workspace, 0 to 5 (default: the file's
+    /// `confirm`, else 0).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 5))]
     confirm: Option<u64>,
+    /// What a check that fails and then passes on a re-run counts as (default: the file's
+    /// `flaky`, else fail).
     #[serde(default)]
+    #[schemars(extend("enum" = ["fail", "advisory", null]))]
     flaky: Option<String>,
+    /// The test runner whose own report judges the check: `auto` (the default: pytest, cargo
+    /// test, cargo nextest, go test, jest, vitest, node --test and mocha are recognised in the
+    /// command), `none` (exit code alone) or a runner's name.
     #[serde(default)]
+    #[schemars(schema_with = "super::runner::setting_schema")]
     runner: Option<String>,
+    /// Fewer passing tests than this (by the runner's report) fail the check.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     min_tests: Option<u64>,
 }
 

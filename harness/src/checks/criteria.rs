@@ -63,6 +63,84 @@ pub enum Criterion {
     },
 }
 
+/// The shapes a `criteria:` entry may take, declared for the schema (`harness schema`): the
+/// parser below reads each entry as a JSON value so that its message can name the entry's fault.
+/// A criterion kind is one variant of [`Criterion`], its parsing in [`Criterion::parse_list`] and
+/// its shape here.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(
+    description = "A fact every attempt must make true: `file_exists:PATH`, `no_placeholders:GLOB`, `no_new_skips[:GLOB]`, `endpoint:URL`, or a mapping."
+)]
+#[schemars(rename = "criterion")]
+#[expect(dead_code, reason = "declares the schema's shapes; never built")]
+pub(crate) enum CriterionForm {
+    /// `no_new_skips`: the attempt's diff adds no test-skip marker to a test file.
+    #[schemars(extend("pattern" = r"^\s*no_new_skips\s*$"))]
+    NoNewSkips(String),
+    /// `KIND:TARGET` with KIND file_exists, no_placeholders, no_new_skips or endpoint.
+    #[schemars(extend(
+        "pattern" = r"^\s*(file_exists|no_placeholders|no_new_skips|endpoint)\s*:\s*\S"
+    ))]
+    Short(String),
+    /// A command criterion: a shell command run as a check is, judged by its exit code.
+    #[schemars(extend("additionalProperties" = false))]
+    Command {
+        /// The shell command (`sh -c`).
+        #[schemars(regex(pattern = r"\S"))]
+        command: String,
+        /// Its name, unique among checks and command criteria.
+        #[schemars(regex(pattern = r"\S"))]
+        name: String,
+        /// Seconds before it is killed, more than 0, at most 86400 (default 300).
+        #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
+        #[serde(default)]
+        #[schemars(with = "f64")]
+        timeout_s: Option<f64>,
+    },
+    /// An endpoint criterion: a GET (no redirects, no proxy) that must answer `status` and,
+    /// optionally, contain `body_contains`.
+    #[schemars(extend("additionalProperties" = false))]
+    Endpoint {
+        /// An http(s) URL with a host.
+        #[schemars(regex(pattern = r"^\s*[Hh][Tt][Tt][Pp][Ss]?://"))]
+        endpoint: String,
+        /// The status expected, 100 to 599 (default 200).
+        #[schemars(range(min = 100, max = 599))]
+        #[serde(default)]
+        #[schemars(with = "u16")]
+        status: Option<u16>,
+        /// A substring the body (its first MiB) must contain.
+        #[schemars(length(min = 1))]
+        body_contains: Option<String>,
+        /// Seconds the request may take, more than 0, at most 3600 (default 5).
+        #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 3600))]
+        #[serde(default)]
+        #[schemars(with = "f64")]
+        timeout_s: Option<f64>,
+    },
+    /// A criterion as a one-key mapping, `{file_exists: PATH}` and the like.
+    #[schemars(extend("additionalProperties" = false, "minProperties" = 1, "maxProperties" = 1))]
+    Keyed {
+        /// A regular file of at least one byte, relative to the workspace.
+        #[schemars(regex(pattern = r"\S"))]
+        #[serde(default)]
+        #[schemars(with = "String")]
+        file_exists: Option<String>,
+        /// A glob: no TODO, TBD, FIXME, XXX, [INSERT], [IMPLEMENT], todo!(), unimplemented!()
+        /// in the files it matches.
+        #[schemars(regex(pattern = r"\S"))]
+        #[serde(default)]
+        #[schemars(with = "String")]
+        no_placeholders: Option<String>,
+        /// A glob of test files the diff may add no skip marker to.
+        #[schemars(regex(pattern = r"\S"))]
+        #[serde(default)]
+        #[schemars(with = "String")]
+        no_new_skips: Option<String>,
+    },
+}
+
 impl Criterion {
     /// Validates `criteria:` entries as written in `file`: the command criteria (run as checks)
     /// and the others.

@@ -139,20 +139,37 @@ impl CriticSpec {
 }
 
 /// `critic:` as written, in a delegation file or a project policy's `verification_defaults`.
-#[derive(Debug, Deserialize)]
+///
+/// An independent reviewer that runs after every deterministic stage passed; it can send the
+/// work back, never pass it alone.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "critic")]
 pub(crate) struct RawCritic {
+    /// Who reviews (any kind); default: the delegate's own kind, in a fresh conversation.
     #[serde(default)]
     delegate: Option<RawDelegate>,
+    /// `always`, `risky` (the default: risk: true, a parent_id, more than 5 files or 300 lines
+    /// changed) or `never`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["always", "risky", "never", null]))]
     when: Option<String>,
+    /// What the work must satisfy, quoted in the reviewer's prompt.
     #[serde(default)]
     criteria: Option<String>,
+    /// When the retry budget is spent and only the critic objects: `debt` (passed_with_debt,
+    /// the default) or `fail` (critic_rejected).
     #[serde(default)]
+    #[schemars(extend("enum" = ["debt", "fail", null]))]
     on_exhausted: Option<String>,
+    /// When the review cannot be read: `debt` (the default) or `retry` (re-prompt the builder
+    /// and review again).
     #[serde(default)]
+    #[schemars(extend("enum" = ["debt", "retry", null]))]
     on_unavailable: Option<String>,
+    /// Turns the reviewer may spend reading files before its verdict, at least 1 (default 10).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_turns: Option<u32>,
 }
 

@@ -31,11 +31,42 @@ impl CitationStage {
 }
 
 /// `plan:` as written.
-#[derive(Debug, Deserialize)]
+///
+/// Steps every attempt must take; a step not taken is a blocking `plan` finding.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "plan")]
 pub(crate) struct RawPlan {
+    /// Each a tool call `{tool, args}` or a check or criterion that ran `{check}`.
     #[serde(default)]
+    #[schemars(with = "Vec<StepForm>")]
     required_steps: Vec<Map<String, Value>>,
+}
+
+/// A `plan.required_steps` entry's shapes, declared for the schema (`harness schema`); the
+/// parser reads each step as a mapping to name its fault.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(rename = "plan_step")]
+#[expect(dead_code, reason = "declares the schema's shapes; never built")]
+enum StepForm {
+    /// A call of a built-in tool whose arguments match every pattern (anchored, whole value; a
+    /// list is joined with spaces).
+    #[schemars(extend("additionalProperties" = false))]
+    Tool {
+        /// The tool's name.
+        tool: Tool,
+        /// Argument name to a regular expression (Rust `regex` syntax) its value must match
+        /// whole.
+        #[serde(default)]
+        args: std::collections::BTreeMap<String, String>,
+    },
+    /// A check or criterion (by name) that must have run in the attempt.
+    #[schemars(extend("additionalProperties" = false))]
+    Check {
+        /// The check's or criterion's name.
+        check: String,
+    },
 }
 
 impl Check for CitationStage {

@@ -31,6 +31,24 @@ pub struct HoldoutSpec {
     pub files: PathBuf,
 }
 
+/// A `holdout:` entry's shape, declared for the schema (`harness schema`): the keys of a check
+/// and `files`. The parser takes `files` out and reads the rest as a check.
+#[derive(schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "holdout")]
+#[expect(dead_code, reason = "declares the schema's shape; never built")]
+/// A check whose test files (`files`, a directory outside the workspace) the delegate never
+/// sees; it runs after the visible checks and criteria pass, with the workspace read-only and
+/// the directory at $HARNESS_HOLDOUT.
+pub(crate) struct HoldoutForm {
+    #[serde(flatten)]
+    check: RawCheck,
+    /// The directory of the holdout's files: outside the workspace, relative to this file's
+    /// directory or absolute; hidden from every program the delegate's work runs in.
+    #[schemars(regex(pattern = r"\S"))]
+    files: String,
+}
+
 impl HoldoutSpec {
     /// Validates `holdout:` entries as written in `file`, whose directory is `base` (relative
     /// `files` are resolved against it).

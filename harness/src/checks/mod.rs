@@ -18,6 +18,7 @@ pub use claims::{Claim, ClaimsMode};
 pub use commands::{CheckSpec, Flaky};
 pub(crate) use commands::{RawCheck, confirm};
 pub use criteria::Criterion;
+pub(crate) use criteria::CriterionForm;
 pub(crate) use critic::RawCritic;
 pub use critic::{
     CriticSpec, CriticWhen, OnUnavailable, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION,
@@ -26,6 +27,7 @@ pub use critic::{
 pub use evidence_rules::PlanStep;
 pub(crate) use evidence_rules::RawPlan;
 pub use gaming::{GamingMode, describe as gaming_rule};
+pub(crate) use holdout::HoldoutForm;
 pub use holdout::{HoldoutSpec, shareable_evidence};
 pub(crate) use hooks::PostVerifyHooks;
 pub use runner::{BaseTests, Runner, RunnerSetting, TestCounts};

@@ -17,57 +17,119 @@ use crate::config::{ReadScript, seconds};
 use crate::error::{Error, Result};
 
 /// `delegate:` as written.
-#[derive(Debug, Deserialize)]
+///
+/// Who does the work: `kind` picks the delegate, the other keys are that kind's settings.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[schemars(rename = "delegate")]
 pub(crate) enum RawDelegate {
+    /// A Starlark script whose `def respond(request)` plays the model: offline and
+    /// deterministic.
     Scripted {
+        /// The script defining `respond(request)`, relative to the delegation file.
+        #[schemars(regex(pattern = r"\S"))]
         script: PathBuf,
     },
+    /// Any OpenAI-compatible /chat/completions server, with the built-in tools as functions.
     Openai(RawModel),
+    /// Any other program, run afresh once per attempt in the workspace; stdout is the answer.
     Command {
+        /// The program and its arguments; `{prompt}` in an argument is replaced by the prompt,
+        /// else the prompt goes to stdin.
+        #[schemars(length(min = 1))]
+        #[schemars(extend("prefixItems" = [{"type": "string", "pattern": "\\S"}]))]
         command: Vec<String>,
+        /// Seconds one run may take before it is killed with its process group, more than 0,
+        /// at most 86400 (default 600).
         #[serde(default)]
+        #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
         timeout_s: Option<f64>,
     },
+    /// Anthropic's Messages API, with the built-in tools.
+    #[schemars(transform = anthropic_ranges)]
     Anthropic(RawModel),
+    /// The Claude Code preset: an agent CLI resumed across attempts, its own tool log read.
     Claude(RawAgent),
+    /// The OpenAI Codex CLI preset: an agent CLI resumed across attempts, its own tool log read.
     Codex(RawAgent),
+    /// The Gemini CLI preset: an agent CLI resumed across attempts, its own tool log read.
     Gemini(RawAgent),
+    /// The Aider preset: an agent CLI resumed across attempts, its own tool log read.
     Aider(RawAgent),
 }
 
+/// Anthropic's narrower ranges than OpenAI's, in the schema: a temperature of at most 1 and at
+/// least one token per answer.
+fn anthropic_ranges(schema: &mut schemars::Schema) {
+    for (key, bound, value) in [("temperature", "maximum", 1), ("max_tokens", "minimum", 1)] {
+        if let Some(field) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut(key))
+            .and_then(|f| f.as_object_mut())
+        {
+            field.insert(bound.to_owned(), value.into());
+        }
+    }
+}
+
 /// A model delegate's settings (`kind: openai | anthropic`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawModel {
+    /// The model name sent with every request (required, not empty).
+    #[schemars(regex(pattern = r"\S"))]
     model: String,
+    /// The API's base URL, http(s) with a host and no credentials (default
+    /// https://api.openai.com/v1 for openai, https://api.anthropic.com for anthropic).
     #[serde(default)]
+    #[schemars(regex(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://"))]
     base_url: Option<String>,
+    /// The environment variable holding the API key, which must be set when the file loads
+    /// (default OPENAI_API_KEY or ANTHROPIC_API_KEY); `none` for a server that takes no key.
     #[serde(default)]
+    #[schemars(regex(pattern = r"\S"))]
     api_key_env: Option<String>,
+    /// Sampling temperature, 0 to 2 for openai, 0 to 1 for anthropic (default: not sent).
     #[serde(default)]
+    #[schemars(range(min = 0, max = 2))]
     temperature: Option<f64>,
+    /// Largest answer per request, in tokens (openai: default not sent; anthropic: at least 1,
+    /// default 8192).
     #[serde(default)]
     max_tokens: Option<u32>,
+    /// Seconds one HTTP request may take, more than 0, at most 86400 (default 120).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     timeout_s: Option<f64>,
+    /// Transport retries on connection errors, 429 and 5xx (default 3).
     #[serde(default)]
     max_retries: Option<u32>,
 }
 
 /// An agent CLI preset's settings (`kind: claude | codex | gemini | aider`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAgent {
+    /// The CLI to run: a path containing `/` (relative to the delegation file), else a name
+    /// looked up on PATH (default: the kind's name, e.g. `claude`).
     #[serde(default)]
+    #[schemars(regex(pattern = r"\S"))]
     binary: Option<String>,
+    /// The model the CLI is asked to use (default: the CLI's own).
     #[serde(default)]
+    #[schemars(regex(pattern = r"\S"))]
     model: Option<String>,
+    /// Extra arguments added to every run of the CLI.
     #[serde(default)]
     args: Vec<String>,
+    /// Environment variables set for the CLI, besides yours.
     #[serde(default)]
+    #[schemars(extend("propertyNames" = {"pattern": "^[^=]+$"}))]
     env: std::collections::BTreeMap<String, String>,
+    /// Seconds one run of the CLI may take before it is killed with its process group, more
+    /// than 0, at most 86400 (default 1800).
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     timeout_s: Option<f64>,
 }
 

@@ -27,7 +27,7 @@ const MAX_DEPTH_CAP: u32 = 8;
 const PROFILE_TASK: &str = "(given by each delegate call)";
 /// Keys a profile may not have: a call gives the task, children share the parent's workspace,
 /// the tree links them, and profiles are named in one place.
-const NOT_IN_PROFILE: [(&str, &str); 4] = [
+pub(crate) const NOT_IN_PROFILE: [(&str, &str); 4] = [
     ("task", "each delegate call gives the task"),
     (
         "workdir",

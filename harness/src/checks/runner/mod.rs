@@ -111,6 +111,14 @@ impl RunnerSetting {
     }
 }
 
+/// The schema of `runner:`: `auto`, `none` or a runner's name (from [`Runner::ALL`]).
+pub(crate) fn setting_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<Option<&str>> = vec![Some("auto"), Some("none")];
+    names.extend(Runner::ALL.iter().map(|r| Some(r.as_str())));
+    names.push(None);
+    schemars::json_schema!({ "enum": names })
+}
+
 /// What a runner said it ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestCounts {
