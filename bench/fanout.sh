@@ -3,6 +3,12 @@
 # the same delegations run as a batch, in one command:
 #
 #   bench/fanout.sh [--no-build] [--repeat N] [--children N] [--concurrency N] [--keep]
+#   bench/fanout.sh --writers [--no-build] [--repeat N] [--files N]
+#
+# With --writers it measures children that change files instead (bench/isolation.py): 8
+# children that each write a file and hold a 2-second check, called in one turn (the parent's
+# wall time against the slowest child's; goal <= 1.5x), and what each child's copy of the
+# workspace costs on a workspace of N (default 10,000) files.
 #
 # Generates in a scratch directory a scripted parent offered `tools: [delegate]` that hands out
 # N (default 100) `delegate` calls, 50 per turn, with `limits: {max_children: 16, max_depth: 1}`;
@@ -30,6 +36,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=1
 keep=0
+writers=0
+files=10000
 repeat=${BENCH_REPEAT:-5}
 children=${BENCH_CHILDREN:-100}
 concurrency=${BENCH_CONCURRENCY:-16}
@@ -40,7 +48,9 @@ while [[ $# -gt 0 ]]; do
         --repeat) repeat=${2:?--repeat needs a number}; shift ;;
         --children) children=${2:?--children needs a number}; shift ;;
         --concurrency) concurrency=${2:?--concurrency needs a number}; shift ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        --writers) writers=1 ;;
+        --files) files=${2:?--files needs a number}; shift ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -84,6 +94,13 @@ cleanup() {
 }
 trap cleanup EXIT
 die() { echo "BENCHMARK FAILED: $*" >&2; exit 1; }
+
+if [[ $writers == 1 ]]; then
+    number --files "$files" 0 1000000
+    echo "harness: $("$harness" --version) ($harness)"
+    python3 "$root/bench/isolation.py" "$harness" "$work" --files "$files" --repeat "$repeat"
+    exit 0
+fi
 
 # The workloads. Each child is asked to square a number and answers at once; its verifier checks
 # the arithmetic (a wrong answer fails the attempt; a right one passes with no note). `probe`

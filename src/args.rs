@@ -278,6 +278,11 @@ pub struct RunArgs {
     /// as it happens; `-` writes them to stdout, and nothing else (not with --json).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Leave each child's isolated workspace on disk when it ends (a delegation tree's children
+    /// that can change files work in a copy of their parent's workspace, removed after them);
+    /// the parent's `delegate` result names where, under `workspace.kept`.
+    #[arg(long = "keep-workspaces")]
+    pub keep_workspaces: bool,
 }
 
 /// `harness mcp`.

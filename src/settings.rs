@@ -55,7 +55,7 @@ fn meta(delegation: &harness::Delegation) -> harness_records::RecordMeta {
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     harness_records::RecordMeta {
         source: Some(absolute(delegation.source())),
-        workdir: Some(absolute(delegation.workdir())),
+        workdir: Some(absolute(delegation.recorded_workdir())),
     }
 }
 
@@ -212,6 +212,7 @@ pub fn overrides(
             .map(|p| p.trim().to_owned())
             .filter(|p| !p.is_empty()),
         journal: journal.map(Path::to_path_buf),
+        keep_workspaces: false,
     }
 }
 

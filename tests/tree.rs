@@ -608,3 +608,233 @@ def respond(request):
     );
     assert!(!report.to_string().contains("hunter2"), "{report}");
 }
+
+/// A child profile that writes the file its task names (`Write PATH with TEXT`), held to a check
+/// that takes a second and finds the file.
+const WRITER: &str = r#"
+def respond(request):
+    last = request["messages"][-1]
+    if last["role"] == "tool":
+        return "wrote it"
+    words = request["messages"][0]["content"].split(" ")
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": words[1], "content": words[3] + "\n"}}]}
+"#;
+
+/// A parent that makes every call of `CALLS` in its first turn, then answers with what it read.
+const FAN: &str = r#"
+def respond(request):
+    made = [m for m in request["messages"] if m["role"] == "tool"]
+    if not made:
+        return {"tool_calls": [{"name": "delegate", "arguments": c} for c in CALLS]}
+    return "\n".join([m["content"] for m in made])
+"#;
+
+/// A project whose parent fans `calls` (Starlark) out to the `writer` profile at once.
+fn fan_project(dir: &TempDir, calls: &str, check: &str) {
+    project(
+        dir,
+        &format!(
+            "delegate: {{kind: scripted, script: parent.star}}\ntools: [delegate]\nlimits: {{max_children: 4}}\ndelegates:\n  writer:\n    delegate: {{kind: scripted, script: writer.star}}\n    tools: [write_file]\n    checks: [{{name: slow, run: {check:?}}}]\n"
+        ),
+        &[
+            ("parent.star", &format!("CALLS = {calls}\n{FAN}")),
+            ("writer.star", WRITER),
+        ],
+    );
+}
+
+/// The `[started, ended]` times (RFC 3339, milliseconds) of check `name` in run `id`'s record.
+fn check_window(dir: &TempDir, id: &str, name: &str) -> (String, String) {
+    let export = harness(["runs", "export", id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .json();
+    let events = export["events"].as_array().expect("events");
+    let at = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == kind && e["data"]["check_name"] == name)
+            .and_then(|e| e["at"].as_str())
+            .unwrap_or_else(|| panic!("no {kind} of {name} in {id}: {export}"))
+            .to_owned()
+    };
+    (at("CheckStarted"), at("CheckCompleted"))
+}
+
+#[test]
+fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() {
+    let dir = TempDir::new();
+    fan_project(
+        &dir,
+        r#"[{"task": "Write a.txt with alpha", "profile": "writer"},
+            {"task": "Write b.txt with beta", "profile": "writer"},
+            {"task": "Write c.txt with gamma", "profile": "writer"}]"#,
+        "sleep 1 && ls *.txt",
+    );
+    std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
+    let out = harness(["run", "--json", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .env("TMPDIR", dir.join("tmp").to_str().expect("utf-8"))
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    let results = tool_results(&report);
+    assert_eq!(results.len(), 3, "{report}");
+    let mut windows = Vec::new();
+    for (result, (file, word)) in
+        results
+            .iter()
+            .zip([("a.txt", "alpha"), ("b.txt", "beta"), ("c.txt", "gamma")])
+    {
+        let child: Value = serde_json::from_str(result["content"].as_str().expect("content"))
+            .expect("the child's JSON");
+        assert_eq!(child["verified"], json!(true), "{child}");
+        assert_eq!(child["workspace"]["isolated"], json!(true), "{child}");
+        assert_eq!(child["workspace"]["applied"], json!([file]), "{child}");
+        // Its work is in the parent's workspace; the other children's files were not in its
+        // copy when it ran (each copy was made when its call was).
+        assert_eq!(
+            std::fs::read_to_string(dir.join("ws").join(file)).ok(),
+            Some(format!("{word}\n"))
+        );
+        windows.push(check_window(
+            &dir,
+            child["id"].as_str().expect("id"),
+            "slow",
+        ));
+        // Its record names the workspace its changes landed in.
+        let recorded = by_id(&runs(&dir), &child["id"]).clone();
+        assert_eq!(
+            recorded["workdir"].as_str().map(std::path::Path::new),
+            Some(
+                std::path::absolute(dir.join("ws"))
+                    .expect("absolute")
+                    .as_path()
+            ),
+            "{recorded}"
+        );
+    }
+    // The three one-second checks overlapped: every one started before any ended.
+    let last_start = windows.iter().map(|(s, _)| s).max().expect("windows");
+    let first_end = windows.iter().map(|(_, e)| e).min().expect("windows");
+    assert!(
+        last_start < first_end,
+        "the children took turns: {windows:?}"
+    );
+    // Every copy was removed with its child.
+    let left: Vec<_> = std::fs::read_dir(dir.join("tmp"))
+        .expect("tmp")
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_child_whose_change_conflicts_with_an_earlier_childs_applies_nothing_and_says_which_files() {
+    let dir = TempDir::new();
+    // Both write shared.txt; the first call's change lands, the second's is a conflict. The
+    // second's check waits for the first to finish so that the order is the calls'.
+    fan_project(
+        &dir,
+        r#"[{"task": "Write shared.txt with first", "profile": "writer"},
+            {"task": "Write shared.txt with second", "profile": "writer"}]"#,
+        "sleep 0.5",
+    );
+    std::fs::write(dir.join("ws/shared.txt"), "base\n").expect("write");
+    std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
+    let out = harness(["run", "--json", "--keep-workspaces", "--journal"])
+        .args([dir.join("runs.db"), dir.join("delegation.yaml")])
+        .env("TMPDIR", dir.join("tmp").to_str().expect("utf-8"))
+        .run();
+    let report = out.json();
+    let results = tool_results(&report);
+    let children: Vec<Value> = results
+        .iter()
+        .map(|r| serde_json::from_str(r["content"].as_str().expect("content")).expect("JSON"))
+        .collect();
+    assert_eq!(
+        children[0]["workspace"]["applied"],
+        json!(["shared.txt"]),
+        "{report}"
+    );
+    let second = &children[1];
+    assert_eq!(second["verified"], json!(false), "{second}");
+    assert_eq!(
+        second["outcome"],
+        json!("passed"),
+        "its own record passed: {second}"
+    );
+    assert_eq!(
+        second["conflict"]["files"],
+        json!(["shared.txt"]),
+        "{second}"
+    );
+    let diff = second["conflict"]["diff"].as_str().expect("diff");
+    assert!(
+        diff.contains("-first") && diff.contains("+second"),
+        "{diff}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ws/shared.txt"))
+            .ok()
+            .as_deref(),
+        Some("first\n")
+    );
+    // --keep-workspaces left both copies, named in the results.
+    for child in &children {
+        let kept = child["workspace"]["kept"].as_str().expect("kept");
+        assert!(
+            std::path::Path::new(kept).join("shared.txt").is_file(),
+            "{child}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_children_share_the_parents_token_budget_and_never_exceed_it() {
+    use harness_testkit::model::{ModelServer, completion};
+    // Every answer of a child costs 600 tokens; the parent has 1,000 and makes two calls at once.
+    let server = ModelServer::start(|_, body| {
+        completion(
+            body,
+            json!({"role": "assistant", "content": "done"}),
+            "stop",
+            600,
+        )
+    });
+    let dir = TempDir::new();
+    let model = format!(
+        "{{kind: openai, base_url: {:?}, model: fake, api_key_env: none, timeout_s: 30}}",
+        server.base_url()
+    );
+    project(
+        &dir,
+        &format!(
+            "delegate: {{kind: scripted, script: parent.star}}\ntools: [delegate]\nlimits: {{max_tokens: 1000}}\ndelegates:\n  model:\n    delegate: {model}\n"
+        ),
+        &[(
+            "parent.star",
+            &format!(
+                r#"REFUSE = "def run(result):\n    return {{\"verified\": False, \"reason\": \"not done\"}}"
+CALLS = [{{"task": "Child: say done", "profile": "model", "verify": REFUSE}},
+         {{"task": "Child: say done too", "profile": "model", "verify": REFUSE}}]
+{FAN}"#
+            ),
+        )],
+    );
+    let report = run_project(&dir).json();
+    let children = report["children"].as_array().expect("children");
+    assert_eq!(children.len(), 2, "{report}");
+    let all = runs(&dir);
+    for child in children {
+        let recorded = by_id(&all, &child["id"]);
+        // Each was given half of what was left, not all of it: 600 tokens is over its share.
+        assert_eq!(recorded["error"]["kind"], json!("budget"), "{recorded}");
+        assert!(
+            recorded["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("more than limits.max_tokens = 500")),
+            "{recorded}"
+        );
+    }
+}

@@ -37,6 +37,9 @@ pub struct Overrides {
     /// The run this work was delegated from, when the file does not say `parent_id:` (the CLI
     /// reads `HARNESS_PARENT_ID`).
     pub parent_id: Option<String>,
+    /// Leaves each child's isolated workspace on disk after it ends (`--keep-workspaces`), for
+    /// debugging; the parent's tool result says where.
+    pub keep_workspaces: bool,
 }
 
 /// Builds ready [`Delegation`]s. Each workspace's project policy and each script file (verifier,

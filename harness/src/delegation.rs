@@ -69,6 +69,9 @@ pub struct Delegation {
     tool_verifiers: Vec<(String, VerifySource)>,
     /// Its place in a delegation tree, when it offers `delegate` (DESIGN §9).
     tree: Option<crate::tree::profile::Tree>,
+    /// The workspace its record names, when it works in an isolated copy of it (a child that
+    /// can change files): its changes land there.
+    home: Option<PathBuf>,
 }
 
 impl Delegation {
@@ -84,7 +87,7 @@ impl Delegation {
         overrides: &Overrides,
         workdir: PathBuf,
     ) -> Result<Self> {
-        let tree = crate::tree::profile::Tree::root(&file, project, overrides, &workdir)?;
+        let tree = crate::tree::profile::Tree::root(&file, project, overrides)?;
         let label = &file.label;
         let gates = file.gates.over(
             &project.defaults,
@@ -179,6 +182,7 @@ impl Delegation {
             citations_required: file.citations_required,
             plan: file.plan,
             tree,
+            home: None,
         })
     }
 
@@ -260,6 +264,17 @@ impl Delegation {
     /// The workspace root.
     pub fn workdir(&self) -> &Path {
         &self.workdir
+    }
+
+    /// The workspace its record names: its own, or, for a child working in an isolated copy,
+    /// the workspace the copy was made from (where its changes are applied).
+    pub fn recorded_workdir(&self) -> &Path {
+        self.home.as_deref().unwrap_or(&self.workdir)
+    }
+
+    /// Records that this delegation works in a copy of the workspace at `home`.
+    pub(crate) fn set_home(&mut self, home: PathBuf) {
+        self.home = Some(home);
     }
 
     /// Hosts verifiers and hooks may reach.

@@ -192,17 +192,9 @@ async fn execute(
         ));
     }
     // Delegations that can change files observe a workspace one at a time (DESIGN §4.8); the
-    // others run beside them.
+    // others run beside them. A child that can change files works in a copy of its own.
     let _writing = if delegation.changes_files() && delegation.observe() {
-        // A child works in its parent's workspace, whose lock the parent holds: children of one
-        // parent take turns on a lock of their own.
-        let lock = match delegation
-            .tree()
-            .and_then(crate::tree::profile::Tree::siblings)
-        {
-            Some(siblings) => std::sync::Arc::clone(siblings),
-            None => shared.writer_lock(delegation.workdir()),
-        };
+        let lock = shared.writer_lock(delegation.workdir());
         match lock.clone().try_lock_owned() {
             Ok(guard) => Some(guard),
             Err(_) => {

@@ -110,7 +110,7 @@ impl Shared {
                     started_at: std::time::SystemTime::now(),
                     delegate_kind: delegation.delegate().kind(),
                     source: delegation.source(),
-                    workdir: delegation.workdir(),
+                    workdir: delegation.recorded_workdir(),
                     parent_id: delegation.parent_id(),
                     unconfined: delegation.runs_unconfined(),
                 },

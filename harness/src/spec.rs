@@ -148,6 +148,11 @@ struct RawLimits {
     #[serde(default)]
     #[schemars(range(min = 1, max = 8))]
     max_depth: Option<u32>,
+    /// The largest workspace copied for a child that can change files, in MiB, 1 to 1,048,576
+    /// (default 1,024); a bigger one makes such a `delegate` call an error.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1_048_576))]
+    isolation_mb: Option<u64>,
 }
 
 /// A delegation file as it was written, every section validated; the project policy's defaults
@@ -183,9 +188,10 @@ pub(crate) struct DelegationFile {
     /// Named child profiles (`delegates:`), each validated as a delegation of its own (scripts
     /// read now, so nothing the delegate writes later changes them); empty for a profile.
     pub(crate) profiles: Vec<(String, DelegationFile)>,
-    /// `limits.max_children` and `limits.max_depth` as written.
+    /// `limits.max_children`, `limits.max_depth` and `limits.isolation_mb` as written.
     pub(crate) max_children: Option<u32>,
     pub(crate) max_depth: Option<u32>,
+    pub(crate) isolation_mb: Option<u64>,
 }
 
 impl DelegationFile {
@@ -287,6 +293,7 @@ impl DelegationFile {
             profiles: Vec::new(),
             max_children: None,
             max_depth: None,
+            isolation_mb: None,
         }
     }
 
@@ -350,6 +357,15 @@ impl DelegationFile {
             .map(|s| seconds(&file, "limits.timeout_s", Some(s), 0.0))
             .transpose()?;
         crate::tree::profile::check_limits(&file, limits.max_children, limits.max_depth)?;
+        if let Some(mb) = limits
+            .isolation_mb
+            .filter(|mb| !(1..=1_048_576).contains(mb))
+        {
+            return Err(Error::config(format!(
+                "{file}: `limits.isolation_mb` is {mb}; give 1 to 1048576 MiB (the default is {})",
+                crate::tree::isolate::DEFAULT_ISOLATION_MB
+            )));
+        }
         let offers = tools
             .iter()
             .any(|t| t == crate::tools::Tool::Delegate.name());
@@ -389,6 +405,7 @@ impl DelegationFile {
             profiles,
             max_children: limits.max_children,
             max_depth: limits.max_depth,
+            isolation_mb: limits.isolation_mb,
             label: file,
         })
     }

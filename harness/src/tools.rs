@@ -175,7 +175,7 @@ impl Tool {
                 json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}, "timeout_s": {"type": "integer"}}, "required": ["argv"]}),
             ),
             Tool::Delegate => (
-                "Hand a sub-task to a verified sub-agent. It runs as a delegation of its own, in this workspace, held to the checks, criteria and verifier you give (and the project's), retried with the reasons when it fails. The result is JSON {id, outcome, verified, attempts, answer, findings, evidence}: `answer` is what the child delivered; trust it only when `verified` is true, and report a failed child as failed.",
+                "Hand a sub-task to a verified sub-agent. It runs as a delegation of its own (in a copy of this workspace when it can change files; when it is verified its changes are applied here, in the order you called), held to the checks, criteria and verifier you give (and the project's), retried with the reasons when it fails. Calls in one turn run at once and share your remaining token budget. The result is JSON {id, outcome, verified, attempts, answer, findings, evidence, workspace, conflict}: `answer` is what the child delivered; trust it only when `verified` is true, and report a failed child as failed. `conflict` names files an earlier child changed first: none of this child's changes were applied.",
                 json!({"type": "object", "properties": {
                     "task": {"type": "string", "description": "What the child should do"},
                     "profile": {"type": "string", "description": "A named child profile (`delegates:`); default: your own kind"},

@@ -150,6 +150,10 @@ async fn run_calls(
                 observed: false,
             });
         }
+        if is_delegate(&group[0]) {
+            // What the parent's budget has left is shared among the calls of this turn.
+            session.family.expect_calls(group.len());
+        }
         let made = {
             let session = &*session;
             let run = events.run_id();

@@ -168,13 +168,14 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
     let journal = (!args.no_journal)
         .then(|| harness_records::locate(args.journal.as_deref()).ok())
         .flatten();
-    let delegation = Assembler::new(settings::overrides(
+    let mut overrides = settings::overrides(
         &args.sandbox,
         &args.hooks,
         args.max_verify_retries,
         journal.as_ref().map(|located| located.path.as_path()),
-    ))
-    .file(&args.file)?;
+    );
+    overrides.keep_workspaces = args.keep_workspaces;
+    let delegation = Assembler::new(overrides).file(&args.file)?;
     Ok((delegation, crate::settings::runtime()?))
 }
 

@@ -23,9 +23,10 @@ use crate::spec::DelegationFile;
 use crate::tools::ToolOutput;
 use crate::verifier::VerifySource;
 
+use super::isolate::{Applied, Isolated};
 use super::profile::{DEFAULT_MAX_CHILDREN, Tree};
 /// A `delegate` call's arguments.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Call {
     task: String,
@@ -63,8 +64,61 @@ pub(crate) struct Family {
     max_tokens: Option<u64>,
     own: AtomicU64,
     children: AtomicU64,
-    /// The lock the children that can change files take turns on.
-    siblings: Arc<tokio::sync::Mutex<()>>,
+    /// Tokens set aside for the children still running, and the `delegate` calls of the
+    /// current turn not yet made (what is left is shared among them).
+    shares: Mutex<Shares>,
+    /// Isolated children waiting to apply their changes, by call number: the first applies.
+    pending: Mutex<std::collections::BTreeSet<u64>>,
+    calls: AtomicU64,
+    applied: tokio::sync::Notify,
+}
+
+/// What a parent's token budget has promised its running children.
+#[derive(Debug, Default)]
+struct Shares {
+    reserved: u64,
+    expected: u64,
+}
+
+/// Tokens a child may spend, set aside from its parent's budget until it ends.
+struct Reserved {
+    family: Arc<Family>,
+    tokens: u64,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.family.shares().reserved -= self.tokens;
+    }
+}
+
+/// An isolated child's place in the order its parent called: it applies its changes after every
+/// isolated child called before it.
+struct Queued {
+    family: Arc<Family>,
+    number: u64,
+}
+
+impl Queued {
+    /// Resolves when every isolated child called before this one has applied (or given up).
+    async fn turn(&self) {
+        loop {
+            let next = self.family.applied.notified();
+            tokio::pin!(next);
+            next.as_mut().enable();
+            if self.family.pending().first() == Some(&self.number) {
+                return;
+            }
+            next.await;
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.family.pending().remove(&self.number);
+        self.family.applied.notify_waiters();
+    }
 }
 
 impl Family {
@@ -81,8 +135,40 @@ impl Family {
             max_tokens: delegation.max_tokens(),
             own: AtomicU64::new(0),
             children: AtomicU64::new(0),
-            siblings: Arc::default(),
+            shares: Mutex::default(),
+            pending: Mutex::default(),
+            calls: AtomicU64::new(0),
+            applied: tokio::sync::Notify::new(),
         })
+    }
+
+    fn shares(&self) -> std::sync::MutexGuard<'_, Shares> {
+        self.shares
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<u64>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Says that the delegate's turn makes `calls` `delegate` calls at once: what the parent's
+    /// budget has left is shared among them.
+    pub(crate) fn expect_calls(&self, calls: usize) {
+        self.shares().expected = calls as u64;
+    }
+
+    /// Takes a place in the order isolated children apply their changes (call order: made before
+    /// the call first waits).
+    fn queue(self: &Arc<Self>) -> Queued {
+        let number = self.calls.fetch_add(1, Ordering::Relaxed);
+        self.pending().insert(number);
+        Queued {
+            family: Arc::clone(self),
+            number,
+        }
     }
 
     /// Counts tokens the run's own turns spent against its budget.
@@ -119,8 +205,12 @@ impl Family {
         }
     }
 
-    /// What a child may spend: the time and tokens the parent has left.
-    fn budget(&self) -> std::result::Result<(Option<Duration>, Option<u64>), String> {
+    /// What a child may spend: the time the parent has left, and its share of the tokens the
+    /// parent has left that no running child holds (shared among this turn's calls), set aside
+    /// until the child ends.
+    fn reserve(
+        self: &Arc<Self>,
+    ) -> std::result::Result<(Option<Duration>, Option<u64>, Reserved), String> {
         let time = match self.deadline {
             None => None,
             Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
@@ -128,21 +218,37 @@ impl Family {
                 _ => return Err("the parent's time (limits.timeout_s) is spent".to_owned()),
             },
         };
-        let tokens = match self.max_tokens {
-            None => None,
-            Some(max) => match max
-                .checked_sub(self.own.load(Ordering::Relaxed))
-                .and_then(|left| left.checked_sub(self.children_spent()))
-            {
-                Some(left) if left > 0 => Some(left),
-                _ => {
-                    return Err(format!(
-                        "the parent's token budget (limits.max_tokens = {max}) is spent"
-                    ));
-                }
-            },
+        let mut shares = self.shares();
+        let calls = shares.expected.max(1);
+        shares.expected = shares.expected.saturating_sub(1);
+        let Some(max) = self.max_tokens else {
+            let none = Reserved {
+                family: Arc::clone(self),
+                tokens: 0,
+            };
+            return Ok((time, None, none));
         };
-        Ok((time, tokens))
+        let left = max
+            .saturating_sub(self.own.load(Ordering::Relaxed))
+            .saturating_sub(self.children_spent());
+        if left == 0 {
+            return Err(format!(
+                "the parent's token budget (limits.max_tokens = {max}) is spent"
+            ));
+        }
+        let share = left.saturating_sub(shares.reserved) / calls;
+        if share == 0 {
+            return Err(format!(
+                "the parent's token budget (limits.max_tokens = {max}) is held by the children still running ({} tokens); call again when one has ended",
+                shares.reserved
+            ));
+        }
+        shares.reserved += share;
+        let reserved = Reserved {
+            family: Arc::clone(self),
+            tokens: share,
+        };
+        Ok((time, Some(share), reserved))
     }
 
     /// Resolves when the family is cancelled, to why.
@@ -164,6 +270,17 @@ struct Ended {
     /// The seal of its record as it completed, or why it could not be recorded; `None` when
     /// the run is not journalled.
     seal: std::result::Result<Option<String>, String>,
+    /// The workspace of its own it worked in, when it could change files.
+    isolated: Option<Isolated>,
+}
+
+/// What became of an isolated child's changes, for the parent to read.
+#[derive(Debug)]
+struct Landing {
+    /// Applied (the paths), in conflict, not applied (why), or failed.
+    applied: std::result::Result<Applied, String>,
+    /// Where its workspace was left, with `--keep-workspaces`.
+    kept: Option<PathBuf>,
 }
 
 /// Runs one `delegate` call of the run `parent_id` of `parent`: builds the child, runs it in a
@@ -188,13 +305,16 @@ pub(crate) async fn call(
             "this process cannot record child delegations where this run is recorded (a queue worker sends back its own report only): run delegation trees with `harness run`, `harness batch` or `harness serve`".to_owned(),
         );
     }
-    let child = match family
-        .budget()
-        .and_then(|budget| build(parent, tree, parent_id, arguments, budget, &family.siblings))
-    {
-        Ok(child) => child,
+    let (time, tokens, reserved) = match family.reserve() {
+        Ok(budget) => budget,
         Err(message) => return refused(message),
     };
+    let (child, isolated) = match build(parent, tree, parent_id, arguments, (time, tokens)) {
+        Ok(built) => built,
+        Err(message) => return refused(message),
+    };
+    // Its place in the order changes are applied: taken before the call first waits.
+    let queued = isolated.as_ref().map(|_| family.queue());
     let Ok(slot) = Arc::clone(&family.slots).acquire_owned().await else {
         return refused("the parent run is ending".to_owned());
     };
@@ -203,7 +323,7 @@ pub(crate) async fn call(
     let task = run_child(
         Arc::clone(shared),
         id.clone(),
-        child,
+        (child, isolated),
         family.cancelled(),
         tell,
         slot,
@@ -215,21 +335,60 @@ pub(crate) async fn call(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(handle);
-    let Ok(ended) = told.await else {
+    let Ok(mut ended) = told.await else {
         return refused(format!("the child {id} stopped without a report"));
     };
     let usage = ended.report.usage();
     family
         .children
         .fetch_add(usage.input_tokens + usage.output_tokens, Ordering::Relaxed);
-    answer(&ended)
+    drop(reserved);
+    let landing = match (ended.isolated.take(), queued) {
+        (Some(copy), Some(queued)) => {
+            let keep = tree.profiles.overrides.keep_workspaces;
+            Some(land(copy, &queued, &ended.report, parent.workdir(), keep).await)
+        }
+        _ => None,
+    };
+    answer(&ended, landing.as_ref())
 }
 
-/// The child's task: runs it, records it, and hands back how it ended.
+/// Applies an isolated child's changes to its parent's workspace at `target` when the child was
+/// verified, after the children called before it; then removes its workspace (or keeps it).
+async fn land(
+    mut copy: Isolated,
+    queued: &Queued,
+    report: &Report,
+    target: &Path,
+    keep: bool,
+) -> Landing {
+    queued.turn().await;
+    let verified = report.verified();
+    let target = target.to_path_buf();
+    // Walking, comparing and copying files: off the async workers.
+    let landed = tokio::task::spawn_blocking(move || {
+        let applied = if verified {
+            copy.apply(&target)
+        } else {
+            Err("the child was not verified: its changes stay in its own workspace".to_owned())
+        };
+        let kept = keep.then(|| copy.keep());
+        drop(copy);
+        Landing { applied, kept }
+    })
+    .await;
+    landed.unwrap_or_else(|e| Landing {
+        applied: Err(format!("applying the child's changes failed: {e}")),
+        kept: None,
+    })
+}
+
+/// The child's task: runs it (in its own workspace, when it has one), records it, and hands
+/// back how it ended.
 fn run_child(
     shared: Arc<Shared>,
     id: String,
-    child: Delegation,
+    (child, isolated): (Delegation, Option<Isolated>),
     cancel: impl Future<Output = String> + Send + 'static,
     tell: tokio::sync::oneshot::Sender<Ended>,
     slot: tokio::sync::OwnedSemaphorePermit,
@@ -239,7 +398,11 @@ fn run_child(
         let report = crate::ralph::run(&shared, id, &child, &crate::events::Nobody, cancel).await;
         drop(slot);
         let seal = shared.finished(&child, &report).await;
-        let _ = tell.send(Ended { report, seal });
+        let _ = tell.send(Ended {
+            report,
+            seal,
+            isolated,
+        });
     })
 }
 
@@ -358,15 +521,15 @@ fn make(
     Delegation::assemble(file, project, &overrides, workdir).map_err(|e| e.message().to_owned())
 }
 
-/// Builds the child a call asks for, as its profile and arguments say, within `budget`.
+/// Builds the child a call asks for, as its profile and arguments say, within `budget`; a child
+/// that can change files gets a copy of its parent's workspace to work in.
 fn build(
     parent: &Delegation,
     tree: &Tree,
     parent_id: &str,
     arguments: &Map<String, Value>,
     budget: (Option<Duration>, Option<u64>),
-    siblings: &Arc<tokio::sync::Mutex<()>>,
-) -> std::result::Result<Delegation, String> {
+) -> std::result::Result<(Delegation, Option<Isolated>), String> {
     let call = read_call(arguments)?;
     if tree.depth + 1 > tree.max_depth {
         return Err(format!(
@@ -386,10 +549,10 @@ fn build(
     // The child's span is the parent's tool call's child, never the caller's context again.
     overrides.trace_parent = None;
     let source = parent.source().display();
-    let making = Making {
+    let making = |workdir: &Path| Making {
         project: &profiles.project,
-        overrides,
-        workdir: profiles.workdir.clone(),
+        overrides: overrides.clone(),
+        workdir: workdir.to_path_buf(),
         label: format!(
             "{source}: delegate call{}",
             own.as_deref()
@@ -400,16 +563,49 @@ fn build(
         budget,
         programs: parent.tools().iter().any(|t| t == "run_command"),
     };
-    let mut child = make(template, call, making)?;
+    // A child works where its parent does: the root's workspace, or a parent's own copy.
+    let mut child = make(template, call.clone(), making(parent.workdir()))?;
+    let mut isolated = None;
+    if child.changes_files() && child.observe() {
+        let copy = Isolated::copy(parent.workdir(), tree.isolation_mb, &journals(parent))
+            .map_err(|e| format!("cannot give the child a workspace of its own: {e}"))?;
+        child = make(template, call, making(copy.root()))?;
+        child.set_home(parent.recorded_workdir().to_path_buf());
+        isolated = Some(copy);
+    }
     child.set_tree(Tree {
         profiles: Arc::clone(profiles),
         own,
         depth: tree.depth + 1,
         max_depth: tree.max_depth,
         max_children: tree.max_children,
-        siblings: Some(Arc::clone(siblings)),
+        isolation_mb: tree.isolation_mb,
     });
-    Ok(child)
+    Ok((child, isolated))
+}
+
+/// The journals inside `parent`'s workspace (relative to it, with SQLite's companion files):
+/// never copied into a child's, never applied back.
+fn journals(parent: &Delegation) -> Vec<PathBuf> {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let root = absolute(parent.workdir());
+    parent
+        .journals(&root)
+        .iter()
+        .filter_map(|journal| {
+            absolute(journal)
+                .strip_prefix(&root)
+                .ok()
+                .map(Path::to_path_buf)
+        })
+        .flat_map(|rel| {
+            ["", "-wal", "-shm", "-journal"].map(|suffix| {
+                let mut name = rel.as_os_str().to_owned();
+                name.push(suffix);
+                PathBuf::from(name)
+            })
+        })
+        .collect()
 }
 
 /// The delegation a caller outside any tree asks for with `delegate`'s arguments (an MCP
@@ -540,9 +736,11 @@ fn add_gates(
 }
 
 /// What the parent reads of a child: its id, outcome, whether it was verified, its answer (the
-/// deliverable, verified or not), the findings and evidence of its last verdict, and the seal
-/// of its record.
-fn answer(ended: &Ended) -> ToolOutput {
+/// deliverable, verified or not), the findings and evidence of its last verdict, the seal of its
+/// record, and, for a child that worked in a workspace of its own, what became of its changes.
+/// A child whose changes could not be applied (a conflict) is not `verified` for the parent: the
+/// work it was verified on is not in the parent's workspace.
+fn answer(ended: &Ended, landing: Option<&Landing>) -> ToolOutput {
     let report = &ended.report;
     let verdict = report
         .attempts
@@ -571,6 +769,30 @@ fn answer(ended: &Ended) -> ToolOutput {
                 report.outcome.as_str()
             ));
         }
+    }
+    if let Some(landing) = landing {
+        let mut workspace = match &landing.applied {
+            Ok(Applied::Clean(files)) => json!({"isolated": true, "applied": files}),
+            Ok(Applied::Conflict { files, diff }) => {
+                object["verified"] = json!(false);
+                object["conflict"] = json!({
+                    "files": files,
+                    "why": "these files changed in your workspace since the child's copy was made (an earlier child's work): none of the child's changes were applied",
+                    "diff": diff,
+                });
+                json!({"isolated": true, "applied": []})
+            }
+            Err(why) => {
+                if report.verified() {
+                    object["verified"] = json!(false);
+                }
+                json!({"isolated": true, "applied": [], "why": why})
+            }
+        };
+        if let Some(kept) = &landing.kept {
+            workspace["kept"] = json!(kept.display().to_string());
+        }
+        object["workspace"] = workspace;
     }
     ToolOutput::ok(object.to_string())
 }

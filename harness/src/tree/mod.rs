@@ -6,8 +6,10 @@
 //!
 //! What bounds a tree: `limits.max_depth` (nesting), `limits.max_children` (children running at
 //! once), and the parent's own budgets (a child gets at most the time and tokens the parent has
-//! left). Children run in the parent's workspace under the parent's writer lock; those that can
-//! change files take turns (each diff is its own), the others run side by side. Each child runs
+//! left, shared among the calls of one turn). A child that can change files works in a copy of
+//! its parent's workspace ([`isolate`]) and its changes are applied to the parent's when it ends
+//! verified, in call order; the others run in the parent's workspace. All run side by side, up
+//! to `limits.max_children`. Each child runs
 //! as a task of its own, so a parent that is cancelled or times out cancels its children, and
 //! every child is recorded however it ended.
 //!
@@ -15,6 +17,7 @@
 //! [`family`] is the running, which the loop uses.
 
 pub(crate) mod family;
+pub(crate) mod isolate;
 pub(crate) mod profile;
 
 pub use family::delegation_for;

@@ -176,7 +176,6 @@ pub(super) struct Profiles {
     pub(super) named: Vec<(String, DelegationFile)>,
     pub(super) project: Arc<ProjectPolicy>,
     pub(super) overrides: Overrides,
-    pub(super) workdir: PathBuf,
 }
 
 /// A delegation's place in a tree: the profiles its `delegate` calls may name, how deep it is,
@@ -189,9 +188,9 @@ pub(crate) struct Tree {
     pub(super) depth: u32,
     pub(super) max_depth: u32,
     pub(super) max_children: u32,
-    /// The lock children of one parent that can change files take turns on (the parent holds
-    /// the workspace's); `None` for the root, which takes the workspace's.
-    pub(super) siblings: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// The largest workspace copied for a child that can change files, in MiB
+    /// (`limits.isolation_mb` of the root).
+    pub(super) isolation_mb: u64,
 }
 
 impl std::fmt::Debug for Tree {
@@ -225,7 +224,6 @@ impl Tree {
         file: &DelegationFile,
         project: &Arc<ProjectPolicy>,
         overrides: &Overrides,
-        workdir: &Path,
     ) -> Result<Option<Tree>> {
         if !file.tools.iter().any(|t| t == Tool::Delegate.name()) {
             return Ok(None);
@@ -243,13 +241,14 @@ impl Tree {
                 named,
                 project: Arc::clone(project),
                 overrides: overrides.clone(),
-                workdir: workdir.to_path_buf(),
             }),
             own: None,
             depth: 0,
             max_depth: file.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
             max_children: file.max_children.unwrap_or(DEFAULT_MAX_CHILDREN),
-            siblings: None,
+            isolation_mb: file
+                .isolation_mb
+                .unwrap_or(super::isolate::DEFAULT_ISOLATION_MB),
         }))
     }
 
@@ -265,11 +264,6 @@ impl Tree {
     /// How deep this delegation is (the root is 0).
     pub(crate) fn depth(&self) -> u32 {
         self.depth
-    }
-
-    /// The children of one parent that can change files take turns on this lock.
-    pub(crate) fn siblings(&self) -> Option<&Arc<tokio::sync::Mutex<()>>> {
-        self.siblings.as_ref()
     }
 
     /// Children that may run at once.
