@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime
 
 WRITER = r'''
 def respond(request):
@@ -154,8 +153,18 @@ def main():
     wb, cb = median([w for w, _ in rows["big"]]), median([c for _, c in rows["big"]])
     print(f"   empty workspace: {we * 1e3:.0f} ms wall, {ce * 1e3:.0f} ms CPU; {args.files:,} files ({size / 1e6:.1f} MB):"
           f" {wb * 1e3:.0f} ms wall, {cb * 1e3:.0f} ms CPU (medians of {args.repeat})")
-    print(f"   per child, the copy of {args.files:,} files made, diffed and removed: "
-          f"{(wb - we) / n * 1e3:.0f} ms wall, {(cb - ce) / n * 1e3:.0f} ms CPU")
+    print(f"   per child, the copy of {args.files:,} files made, diffed and removed (with the child's own"
+          f" snapshot of them): {(wb - we) / n * 1e3:.0f} ms wall, {(cb - ce) / n * 1e3:.0f} ms CPU")
+    # For scale: what coreutils take to copy and remove the same tree on this file system.
+    copy = os.path.join(args.work, "cp-a")
+    for label, argv in (("cp -a", ["cp", "-a", os.path.join(big, "ws"), copy]), ("rm -rf", ["rm", "-rf", copy])):
+        started = time.perf_counter()
+        process = subprocess.Popen(argv)
+        _, status, usage = os.wait4(process.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            fail(f"{label} failed")
+        print(f"   for scale, {label} of the same tree: {(time.perf_counter() - started) * 1e3:.0f} ms wall,"
+              f" {(usage.ru_utime + usage.ru_stime) * 1e3:.0f} ms CPU")
 
 
 if __name__ == "__main__":

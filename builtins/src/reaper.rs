@@ -144,10 +144,12 @@ fn sweep() {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     let group = getpgrp().as_raw();
     for _ in 0..5 {
+        // Held until the adopted are killed: a command spawned meanwhile would be a child of
+        // harness in a group of its own that is not yet live, and be taken for an orphan (its
+        // spawn then fails, `No child processes`, having been killed and reaped here).
         let live = LIVE
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Usually nothing was left behind: harness's own children answer that without reading
         // every process there is.
         if let Some(children) = children() {
@@ -182,6 +184,7 @@ fn sweep() {
         for pid in &doomed {
             let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
+        drop(live);
         // The adopted are harness's children now: wait for them, or they stay as zombies.
         for pid in adopted {
             for _ in 0..50 {
