@@ -53,7 +53,7 @@ fn project() -> TempDir {
     );
     dir.write(
         ".harness/policy.yaml",
-        "delegates:\n  default:\n    delegate: {kind: scripted, script: liar.star}\n    tools: [write_file]\n  quitter:\n    delegate: {kind: scripted, script: quitter.star}\n    max_verify_retries: 0\n",
+        "delegates:\n  default:\n    delegate: {kind: scripted, script: liar.star}\n    tools: [write_file]\n  quitter:\n    delegate: {kind: scripted, script: quitter.star}\n    max_verify_retries: 0\n  slow:\n    delegate: {kind: scripted, script: liar.star}\n    tools: [write_file]\n    checks: [{name: pause, run: \"sleep 1\"}]\n",
     );
     dir.write(
         "tasks/hello.yaml",
@@ -96,6 +96,14 @@ async def main():
                              "criteria": ["file_exists:bye.txt"]}))
             show("file", await session.call_tool("delegate", {"file": "tasks/hello.yaml"}))
             show("review_list", await session.call_tool("review_list", {}))
+            started = await session.call_tool(
+                "delegate", {"task": "Create hello.txt containing hi", "profile": "slow",
+                             "criteria": ["file_exists:hello.txt"], "wait": False})
+            show("started", started)
+            later = started.structured_content["id"]
+            show("status_now", await session.call_tool("run_status", {"id": later}))
+            show("status_waited", await session.call_tool(
+                "run_status", {"id": later, "wait_s": 60}, read_timeout_seconds=90))
             for name, arguments in [
                 ("outside", {"task": "x", "workdir": ".."}),
                 ("escape", {"file": "../elsewhere.yaml"}),
@@ -103,9 +111,15 @@ async def main():
                 ("no_profile", {"task": "x", "profile": "wroker"}),
                 ("both", {"file": "tasks/hello.yaml", "task": "x"}),
                 ("unknown_run", {"id": "d-ffffffffffffffff"}),
+                ("bad_wait_s", {"id": "d-ffffffffffffffff", "wait_s": -1}),
+                ("bad_wait", {"task": "x", "wait": "no"}),
             ]:
-                tool = "run_status" if name == "unknown_run" else "delegate"
+                tool = "run_status" if name.startswith(("unknown_run", "bad_wait_s")) else "delegate"
                 show(name, await session.call_tool(tool, arguments))
+            # Left running when the session ends: cancelled, and recorded.
+            show("abandoned", await session.call_tool(
+                "delegate", {"task": "Create hello.txt containing hi", "profile": "slow",
+                             "criteria": ["file_exists:hello.txt"], "wait": False}))
 
 anyio.run(main)
 "#;
@@ -184,6 +198,17 @@ fn the_python_sdk_delegates_reads_progress_and_status_and_is_refused_bad_request
     assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
     assert_eq!(pending[0]["id"], quitter["structured"]["id"]);
 
+    // `wait: false` answers at once with the id; run_status says `running` (its checks take a
+    // second each), then, waiting, the outcome the run ended with.
+    let started = &call("started")["structured"];
+    assert_eq!(started["outcome"], json!("running"), "{started}");
+    let now = &call("status_now")["structured"];
+    assert_eq!(now["id"], started["id"]);
+    assert_eq!(now["outcome"], json!("running"), "{now}");
+    let waited = &call("status_waited")["structured"];
+    assert_eq!(waited["outcome"], json!("passed"), "{waited}");
+    assert_eq!(waited["parent_id"], json!("d-00000000000000aa"));
+
     // Refused with the kind and the fix; nothing recorded for them.
     for (name, expected) in [
         ("outside", "`workdir` \"..\" is outside the project"),
@@ -195,6 +220,11 @@ fn the_python_sdk_delegates_reads_progress_and_status_and_is_refused_bad_request
         ),
         ("both", "`task` cannot be given with `file`"),
         ("unknown_run", "no run d-ffffffffffffffff in the journal"),
+        (
+            "bad_wait_s",
+            "`wait_s` is -1; give a whole number of seconds from 0 to 3600",
+        ),
+        ("bad_wait", "`wait` is \"no\"; give true or false"),
     ] {
         let refused = call(name);
         assert_eq!(refused["is_error"], json!(true), "{refused}");
@@ -212,8 +242,19 @@ fn the_python_sdk_delegates_reads_progress_and_status_and_is_refused_bad_request
         .expect("runs");
     assert_eq!(
         recorded.len(),
-        3,
-        "the liar, the quitter and the file: {recorded:?}"
+        5,
+        "the liar, the quitter, the file and the two that did not wait: {recorded:?}"
+    );
+    let abandoned = call("abandoned")["structured"]["id"].clone();
+    let abandoned = journal
+        .get(abandoned.as_str().expect("an id"))
+        .expect("read")
+        .expect("the abandoned run is recorded");
+    assert_eq!(abandoned.outcome, "error", "{abandoned:?}");
+    assert_eq!(
+        abandoned.error_kind.as_deref(),
+        Some("cancelled"),
+        "{abandoned:?}"
     );
 }
 

@@ -3,7 +3,8 @@
 //! and gets back the deliverable AND its verdict, each run recorded in the project's journal.
 //!
 //! Tools: `delegate` (a `task` for a profile of the project policy, or a delegation `file` of the
-//! project), `run_status {id}` and `review_list`. A verdict, passed or failed, is a result; a
+//! project; `wait: false` starts it and answers with its id), `run_status {id, wait_s}` (waits
+//! up to `wait_s` for a run to end) and `review_list`. A verdict, passed or failed, is a result; a
 //! request that cannot run (bad arguments, a path outside the project, a delegation that errs)
 //! is a tool error carrying its typed kind. stdout carries the protocol only.
 
@@ -26,6 +27,8 @@ use crate::settings;
 
 /// The most runs `review_list` returns.
 const MAX_LISTED: u64 = 200;
+/// The longest `run_status` waits for a run to end, in seconds.
+const MAX_WAIT_S: u64 = 3600;
 
 /// Serves until the client closes stdin; returns the exit code.
 pub async fn run(args: McpArgs) -> u8 {
@@ -41,6 +44,7 @@ pub async fn run(args: McpArgs) -> u8 {
         server.root.display(),
         server.journal.display()
     );
+    let background = Arc::clone(&server.background);
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
         Err(e) => {
@@ -48,11 +52,62 @@ pub async fn run(args: McpArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    match running.waiting().await {
+    let ended = running.waiting().await;
+    // Runs started with `wait: false` end with the session: cancelled, and recorded.
+    background.stop().await;
+    match ended {
         Ok(_) => exit::OK,
         Err(e) => {
             eprintln!("error: the MCP server stopped: {e}");
             exit::USAGE
+        }
+    }
+}
+
+/// The runs started with `wait: false`: whether each has ended, and how to stop them all.
+#[derive(Default)]
+struct Background {
+    /// Each run's id and whether it has ended (and been recorded).
+    runs: std::sync::Mutex<std::collections::HashMap<String, tokio::sync::watch::Receiver<bool>>>,
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    stop: tokio::sync::Notify,
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+impl Background {
+    /// Whether run `id` was started here and has not ended: `Some(receiver)` to wait on.
+    fn running(&self, id: &str) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .filter(|done| !*done.borrow())
+            .cloned()
+    }
+
+    /// Resolves when the session ends.
+    async fn stopped(&self) {
+        let stop = self.stop.notified();
+        tokio::pin!(stop);
+        stop.as_mut().enable();
+        if !self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            stop.await;
+        }
+    }
+
+    /// Cancels every run still going and waits until each is recorded.
+    async fn stop(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stop.notify_waiters();
+        let tasks = std::mem::take(
+            &mut *self
+                .tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for task in tasks {
+            let _ = task.await;
         }
     }
 }
@@ -65,6 +120,8 @@ struct Server {
     runtime: harness::Runtime,
     /// The client's `HARNESS_PARENT_ID`: the run its work was delegated from.
     parent_id: Option<String>,
+    /// The runs started with `wait: false`.
+    background: Arc<Background>,
 }
 
 impl Server {
@@ -94,6 +151,7 @@ impl Server {
                 .ok()
                 .map(|p| p.trim().to_owned())
                 .filter(|p| !p.is_empty()),
+            background: Arc::default(),
         })
     }
 
@@ -170,13 +228,26 @@ impl Server {
 
     async fn delegate(
         &self,
-        arguments: JsonObject,
+        mut arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
+        let wait = match arguments.remove("wait") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(wait)) => wait,
+            Some(other) => {
+                return failed(
+                    &Error::config(format!("`wait` is {other}; give true or false")),
+                    None,
+                );
+            }
+        };
         let delegation = match self.delegation(arguments) {
             Ok(delegation) => delegation,
             Err(e) => return failed(&e, None),
         };
+        if !wait {
+            return self.start(delegation);
+        }
         // Progress per attempt, as the client asked for it (a progress token).
         let (tell, mut told) = tokio::sync::mpsc::unbounded_channel::<String>();
         let forward = context.meta.get_progress_token().map(|token| {
@@ -211,6 +282,11 @@ impl Server {
         if let Some(forward) = forward {
             let _ = forward.await;
         }
+        self.finish(delegation, report).await
+    }
+
+    /// Records a run that ended, and says how it ended.
+    async fn finish(&self, delegation: harness::Delegation, report: Report) -> CallToolResult {
         let journal = self.journal.clone();
         let (recorded, report) = tokio::task::spawn_blocking(move || {
             (settings::record_run(&journal, &delegation, &report), report)
@@ -238,16 +314,81 @@ impl Server {
         }
     }
 
+    /// Starts `delegation` in the background (`wait: false`) and says its id at once: the run is
+    /// recorded when it ends, and cancelled when the session ends first.
+    fn start(&self, delegation: harness::Delegation) -> CallToolResult {
+        let id = harness::new_id();
+        let (done, ended) = tokio::sync::watch::channel(false);
+        self.background
+            .runs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone(), ended);
+        let server = self.clone();
+        let run = id.clone();
+        let task = tokio::spawn(async move {
+            let background = Arc::clone(&server.background);
+            let report = server
+                .runtime
+                .run_as(run, &delegation, &harness::Nobody, async move {
+                    background.stopped().await;
+                    "the MCP session ended before the run did".to_owned()
+                })
+                .await;
+            let _ = server.finish(delegation, report).await;
+            let _ = done.send(true);
+        });
+        self.background
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(task);
+        structured(json!({
+            "id": id,
+            "outcome": "running",
+            "summary": format!("started {id}; call run_status with {{\"id\": \"{id}\", \"wait_s\": 50}} until it ends"),
+        }))
+    }
+
     async fn run_status(&self, arguments: &JsonObject) -> CallToolResult {
-        let id = match only(arguments, &["id"]).and_then(|()| match arguments.get("id") {
-            Some(Value::String(id)) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
-            _ => Err(Error::config(
-                "`id` is missing; give the id of a run (`d-…`, as `delegate` returned it)",
-            )),
-        }) {
-            Ok(id) => id,
+        let read = only(arguments, &["id", "wait_s"]).and_then(|()| {
+            let id = match arguments.get("id") {
+                Some(Value::String(id)) if !id.trim().is_empty() => id.trim().to_owned(),
+                _ => {
+                    return Err(Error::config(
+                        "`id` is missing; give the id of a run (`d-…`, as `delegate` returned it)",
+                    ));
+                }
+            };
+            let wait = match arguments.get("wait_s") {
+                None | Some(Value::Null) => 0,
+                Some(v) => v.as_u64().filter(|s| *s <= MAX_WAIT_S).ok_or_else(|| {
+                    Error::config(format!(
+                        "`wait_s` is {v}; give a whole number of seconds from 0 to {MAX_WAIT_S}"
+                    ))
+                })?,
+            };
+            Ok((id, wait))
+        });
+        let (id, wait) = match read {
+            Ok(read) => read,
             Err(e) => return failed(&e, None),
         };
+        if let Some(mut ended) = self.background.running(&id) {
+            let waited = tokio::time::timeout(
+                std::time::Duration::from_secs(wait),
+                ended.wait_for(|done| *done),
+            )
+            .await;
+            if !matches!(waited, Ok(Ok(_))) {
+                return structured(json!({
+                    "id": id,
+                    "outcome": "running",
+                    "verified": false,
+                    "summary": format!("{id} is still running; ask again"),
+                }));
+            }
+        }
         let found = settings::read_run(&self.located(), &id).await;
         match found {
             Ok(Some((record, decided, tree))) => {
@@ -391,7 +532,7 @@ fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "delegate",
-            "Hand a sub-task to a verified delegation. It runs in this project, held to the checks, criteria and verifier you give (and the project's), retried with the reasons when it fails, and recorded. Give `task` (and optionally `profile`, one of the project's delegate profiles) or `file` (a delegation file of the project). Returns {id, outcome, verified, attempts, answer, findings, evidence, summary}: trust `answer` only when `verified` is true.",
+            "Hand a sub-task to a verified delegation. It runs in this project, held to the checks, criteria and verifier you give (and the project's), retried with the reasons when it fails, and recorded. Give `task` (and optionally `profile`, one of the project's delegate profiles) or `file` (a delegation file of the project). Returns {id, outcome, verified, attempts, answer, findings, evidence, summary}: trust `answer` only when `verified` is true. With `wait: false` it returns {id} at once; then call run_status {id, wait_s} until the outcome is not `running`.",
             schema(json!({
                 "type": "object",
                 "properties": {
@@ -402,7 +543,8 @@ fn tools() -> Vec<Tool> {
                     "verify": {"type": "string", "description": "A Starlark verifier: def run(result): return {\"verified\": ..., \"reason\": ...}"},
                     "max_verify_retries": {"type": "integer", "minimum": 0},
                     "file": {"type": "string", "description": "A delegation file (YAML) of the project, instead of `task`"},
-                    "workdir": {"type": "string", "description": "The workspace, relative to the project (default: the project root)"}
+                    "workdir": {"type": "string", "description": "The workspace, relative to the project (default: the project root)"},
+                    "wait": {"type": "boolean", "description": "false: return {id} at once and let the run go on; ask run_status {id, wait_s} for its outcome (for clients whose tool calls time out, e.g. Codex's 60 s)"}
                 },
                 "additionalProperties": false
             })),
@@ -410,10 +552,13 @@ fn tools() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).open_world(true)),
         Tool::new(
             "run_status",
-            "The outcome of a recorded run: {id, outcome, verified, attempts, answer, reasons, review, tree, summary}.",
+            "The outcome of a run: {id, outcome, verified, attempts, answer, reasons, review, tree, summary}; `outcome` is `running` while it runs. With `wait_s`, waits up to that many seconds for it to end first.",
             schema(json!({
                 "type": "object",
-                "properties": {"id": {"type": "string", "description": "The run's id (d-…)"}},
+                "properties": {
+                    "id": {"type": "string", "description": "The run's id (d-…)"},
+                    "wait_s": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_S, "description": "Seconds to wait for the run to end before answering (default 0); keep it under your client's tool timeout"}
+                },
                 "required": ["id"],
                 "additionalProperties": false
             })),
