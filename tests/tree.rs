@@ -838,3 +838,47 @@ CALLS = [{{"task": "Child: say done", "profile": "model", "verify": REFUSE}},
         );
     }
 }
+
+#[test]
+fn harness_run_shows_each_childs_attempts_and_verdicts_under_the_call_that_started_it() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    let out = harness(["run", "--no-journal"])
+        .args([dir.join("fan-out/delegation.yaml")])
+        .run();
+    out.expect_code(0);
+    let progress = &out.stderr;
+    // Each child, named by its id, one level in: started, its attempts, its verdicts, its end.
+    let started: Vec<&str> = progress
+        .lines()
+        .filter(|l| l.starts_with("  └ child d-"))
+        .collect();
+    assert_eq!(started.len(), 3, "{progress}");
+    let quitter = started
+        .iter()
+        .find(|l| l.ends_with("Write gamma.txt containing the word gamma"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or_else(|| panic!("no quitter in {progress}"));
+    for line in [
+        format!("  └ {quitter} attempt 1/2"),
+        format!(
+            "  └ {quitter} attempt 1: NOT VERIFIED: criterion file_exists:gamma.txt: gamma.txt does not exist"
+        ),
+        format!("  └ {quitter} attempt 2/2"),
+        format!("  └ {quitter} failed (verification_failed)"),
+    ] {
+        assert!(
+            progress.lines().any(|l| l == line),
+            "{line:?} in {progress}"
+        );
+    }
+    assert_eq!(
+        progress
+            .lines()
+            .filter(|l| l.ends_with(" passed") && l.starts_with("  └ d-"))
+            .count(),
+        2,
+        "{progress}"
+    );
+}

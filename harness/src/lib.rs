@@ -82,7 +82,10 @@ pub use project::{CommandIsolation, OverridePolicy, PROJECT_POLICY, ProjectPolic
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
-pub use runtime::{ChildRecorder, RunStarted, Runtime, StartRecorder, TraceIdReader, new_id};
+pub use runtime::{
+    ChildEvent, ChildObserver, ChildRecorder, RunStarted, Runtime, StartRecorder, TraceIdReader,
+    new_id,
+};
 pub use scope::{OnViolation, ScopeSpec};
 pub use spec::DEFAULT_MAX_TURNS;
 pub use tools::{Tool, ToolOutput, Toolbox};

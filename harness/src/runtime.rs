@@ -43,7 +43,37 @@ pub(crate) struct Shared {
     pub(crate) starts: std::sync::OnceLock<Starts>,
     /// Records a child run when it ends ([`Runtime::record_children`]).
     pub(crate) children: std::sync::OnceLock<Children>,
+    /// Shows a child run's events as they happen ([`Runtime::observe_children`]).
+    pub(crate) child_events: std::sync::OnceLock<ChildEvents>,
 }
+
+/// A [`ChildObserver`] the runtime holds.
+pub(crate) struct ChildEvents(pub(crate) ChildObserver);
+
+impl std::fmt::Debug for ChildEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildObserver")
+    }
+}
+
+/// One event of a child delegation (DESIGN §9), with where the child is in its tree.
+#[derive(Debug, Clone, Copy)]
+pub struct ChildEvent<'a> {
+    /// How deep the child is: 1 for a root's child.
+    pub depth: u32,
+    /// The run whose `delegate` call started it.
+    pub parent_id: &'a str,
+    /// Its task.
+    pub task: &'a str,
+    /// The attempts it may make.
+    pub max_attempts: u32,
+    /// What happened (its `run_id` is the child's id).
+    pub record: &'a crate::events::EventRecord,
+}
+
+/// Sees every recorded event of every child delegation as it happens (the progress of a tree;
+/// see [`Runtime::observe_children`]). Called from the children's tasks: it must be quick.
+pub type ChildObserver = Arc<dyn Fn(&ChildEvent<'_>) + Send + Sync>;
 
 /// A [`ChildRecorder`] the runtime holds.
 pub(crate) struct Children(ChildRecorder);
@@ -198,6 +228,7 @@ impl Runtime {
                 review: std::sync::OnceLock::new(),
                 starts: std::sync::OnceLock::new(),
                 children: std::sync::OnceLock::new(),
+                child_events: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -224,6 +255,13 @@ impl Runtime {
     /// seal it returns. Set once; later calls are ignored.
     pub fn record_children(&self, recorder: ChildRecorder) {
         let _ = self.shared.children.set(Children(recorder));
+    }
+
+    /// Shows the progress of delegation trees: `observer` sees each recorded event of each child
+    /// run as it happens, with the child's depth and parent (`harness run` nests them under the
+    /// call that started them). Without it, a child's events are only in its record.
+    pub fn observe_children(&self, observer: ChildObserver) {
+        let _ = self.shared.child_events.set(ChildEvents(observer));
     }
 
     /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the

@@ -40,6 +40,12 @@ pub async fn run(args: RunArgs) -> u8 {
             print_event(&delegation, event);
         }
     };
+    if !json_output && delegation.offers_delegate() {
+        let redact = delegation.redact().clone();
+        runtime.observe_children(std::sync::Arc::new(move |child| {
+            print_child(child, &redact)
+        }));
+    }
     // A tree's runs start and end together: one writer records the children's starts and
     // records, gathered, rather than a connection and a commit each.
     let writer = delegation
@@ -177,6 +183,41 @@ fn prepare(args: &RunArgs) -> Result<(Delegation, Runtime), Error> {
     overrides.keep_workspaces = args.keep_workspaces;
     let delegation = Assembler::new(overrides).file(&args.file)?;
     Ok((delegation, crate::settings::runtime()?))
+}
+
+/// Prints one step of a child run on stderr, nested under the call that started it (two spaces
+/// a level) and named by its id, since children that run at once interleave.
+fn print_child(child: &harness::ChildEvent<'_>, redact: &harness::Redactor) {
+    let record = child.record;
+    let id = &record.run_id;
+    let attempt = record.attempt + 1;
+    let line = match &record.event {
+        RunEvent::DelegationStarted { delegate, .. } => format!(
+            "child {id} ({delegate}, of {}): {}",
+            child.parent_id,
+            one_line(&redact.scrub(child.task), 80)
+        ),
+        RunEvent::AttemptStarted => format!("{id} attempt {attempt}/{}", child.max_attempts),
+        RunEvent::CheckCompleted { .. } => {
+            format!("{id} {}", check_line(&record.event).trim_start())
+        }
+        RunEvent::VerificationCompleted { outcome, .. } if outcome == "pass" => {
+            format!("{id} attempt {attempt}: verified")
+        }
+        RunEvent::VerificationCompleted { reasoning, .. } => format!(
+            "{id} attempt {attempt}: NOT VERIFIED: {}",
+            one_line(reasoning.lines().next().unwrap_or_default(), 120)
+        ),
+        RunEvent::DelegationCompleted { outcome, kind } => format!(
+            "{id} {outcome}{}",
+            kind.as_deref()
+                .map(|k| format!(" ({k})"))
+                .unwrap_or_default()
+        ),
+        _ => return,
+    };
+    let indent = "  ".repeat(usize::try_from(child.depth).unwrap_or(1));
+    eprintln!("{indent}└ {line}");
 }
 
 /// Prints one step of the run on stderr, secrets scrubbed as in the final report.

@@ -395,7 +395,18 @@ fn run_child(
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move {
         shared.started(&id, &child).await;
-        let report = crate::ralph::run(&shared, id, &child, &crate::events::Nobody, cancel).await;
+        let shown = shared.child_events.get().map(|events| Shown {
+            observer: Arc::clone(&events.0),
+            depth: child.depth(),
+            parent_id: child.parent_id().unwrap_or_default().to_owned(),
+            task: child.task().to_owned(),
+            max_attempts: child.max_attempts(),
+        });
+        let observer: &dyn crate::events::Observer = match &shown {
+            Some(shown) => shown,
+            None => &crate::events::Nobody,
+        };
+        let report = crate::ralph::run(&shared, id, &child, observer, cancel).await;
         drop(slot);
         let seal = shared.finished(&child, &report).await;
         let _ = tell.send(Ended {
@@ -404,6 +415,34 @@ fn run_child(
             isolated,
         });
     })
+}
+
+/// A child's events, handed to the runtime's [`ChildObserver`](crate::ChildObserver) with where
+/// the child is.
+struct Shown {
+    observer: crate::ChildObserver,
+    depth: u32,
+    parent_id: String,
+    task: String,
+    max_attempts: u32,
+}
+
+impl crate::events::Observer for Shown {
+    fn on_event(&self, record: &crate::events::EventRecord) {
+        (self.observer)(&crate::ChildEvent {
+            depth: self.depth,
+            parent_id: &self.parent_id,
+            task: &self.task,
+            max_attempts: self.max_attempts,
+            record,
+        });
+    }
+
+    /// A child's answers and tool calls stay in its record: a tree's progress shows attempts,
+    /// checks and verdicts.
+    fn wants_progress(&self) -> bool {
+        false
+    }
 }
 
 /// Reads a call's arguments: only the known ones, a task that says something.
