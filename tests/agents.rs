@@ -123,3 +123,24 @@ fn a_missing_cli_or_a_bad_preset_is_a_configuration_error() {
         "{report}"
     );
 }
+
+/// A delegation the agent CLI makes itself (through `harness mcp`, or `harness run`) is recorded
+/// as a child of the run that started the CLI: the CLI runs with `HARNESS_PARENT_ID` set to it.
+#[test]
+fn an_agent_cli_runs_with_its_run_as_harness_parent_id() {
+    let dir = project();
+    let out = harness_in(&dir, &["run", "--json", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .env(
+            "FAKE_AGENT_RUN",
+            "printf %s \"$HARNESS_PARENT_ID\" > parent.txt",
+        )
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(
+        dir.read("ws/parent.txt").as_deref(),
+        report["id"].as_str(),
+        "{report}"
+    );
+}

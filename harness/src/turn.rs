@@ -39,7 +39,7 @@ pub(crate) async fn attempt(
         if !session.delegation.delegate().is_remote_model() {
             session.pipeline.baseline_ready().await?;
         }
-        let mut answer = Box::pin(model_call(session, attempt, turn)).await?;
+        let mut answer = Box::pin(model_call(session, events.run_id(), attempt, turn)).await?;
         usage.add(answer.usage);
         session
             .family
@@ -265,6 +265,7 @@ fn returned(
 /// Asks the delegate for its next message, as one `chat` span whatever the delegate's kind.
 async fn model_call(
     session: &mut Session,
+    run_id: &str,
     attempt: u32,
     turn: u32,
 ) -> Result<crate::delegate::Turn> {
@@ -287,6 +288,7 @@ async fn model_call(
         error.type = Empty,
     );
     let request = TurnRequest {
+        run_id,
         messages: &session.messages,
         attempt,
         turn,

@@ -42,6 +42,7 @@ async fn run(command: &[&str], workdir: &Path, timeout: Duration) -> Result<Turn
     });
     delegate
         .turn(TurnRequest {
+            run_id: "",
             messages: &messages,
             attempt: 1,
             turn: 0,

@@ -97,6 +97,7 @@ async fn turn_with(spec: OpenAiSpec, tools: &[ToolSpec]) -> Result<Turn, Error> 
     let mut delegate = OpenAiDelegate::new(spec, client());
     delegate
         .turn(TurnRequest {
+            run_id: "",
             messages: &messages,
             attempt: 1,
             turn: 0,

@@ -383,6 +383,7 @@ impl Critic {
         for turn in 0..self.spec.max_turns {
             let answer = delegate
                 .turn(TurnRequest {
+                    run_id: "",
                     messages: &messages,
                     attempt,
                     turn,

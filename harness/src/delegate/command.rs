@@ -52,7 +52,7 @@ impl CommandDelegate {
         &self.spec
     }
 
-    async fn run(&self, prompt: &str) -> Result<Turn> {
+    async fn run(&self, prompt: &str, run_id: &str) -> Result<Turn> {
         let spec = &self.spec;
         let Some(program) = spec.command.first() else {
             return Err(Error::new(
@@ -67,7 +67,9 @@ impl CommandDelegate {
             .map(|a| a.replace(PROMPT_PLACEHOLDER, prompt))
             .collect();
         // The agent CLI continues this trace (W3C `TRACEPARENT`/`TRACESTATE`).
-        let env: Vec<(String, String)> = super::trace_env().collect();
+        let env: Vec<(String, String)> = super::trace_env()
+            .chain(super::parent_env(run_id))
+            .collect();
         // Run as every other program is: its own process group (whatever it leaves running is
         // killed with it), output capped, never found in the workspace through PATH. Unlike a
         // check, it inherits the whole environment: agent CLIs need their keys, and the command
@@ -161,7 +163,7 @@ impl Delegate for CommandDelegate {
                 ));
             };
             tracing::trace!(prompt, "command delegate: prompt");
-            self.run(&prompt).await
+            self.run(&prompt, request.run_id).await
         })
     }
 }

@@ -56,6 +56,11 @@ pub(crate) fn output_tail(stdout: &str, stderr: &str) -> String {
 
 /// The current trace context as a child process's environment (`TRACEPARENT`, `TRACESTATE`), so
 /// an agent CLI continues this trace.
+/// `HARNESS_PARENT_ID` for the programs run `run_id`'s delegate runs (none for an empty id).
+pub(crate) fn parent_env(run_id: &str) -> Option<(String, String)> {
+    (!run_id.is_empty()).then(|| ("HARNESS_PARENT_ID".to_owned(), run_id.to_owned()))
+}
+
 pub(crate) fn trace_env() -> impl Iterator<Item = (String, String)> {
     crate::telemetry::propagation_fields()
         .into_iter()
@@ -85,6 +90,10 @@ pub struct TurnRequest<'a> {
     pub turn: u32,
     /// The tools the delegate may call.
     pub tools: &'a [ToolSpec],
+    /// The run the turn belongs to (empty for a critic's review): a program the delegate runs
+    /// gets it as `HARNESS_PARENT_ID`, so a delegation it makes (`harness mcp`, `harness run`)
+    /// is recorded as this run's child.
+    pub run_id: &'a str,
 }
 
 /// A tool call as the delegate asked for it.

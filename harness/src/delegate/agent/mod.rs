@@ -436,7 +436,7 @@ impl AgentDelegate {
         Ok((Some(isolation), absent))
     }
 
-    async fn run(&mut self, prompt: &str, attempt: u32) -> Result<Turn> {
+    async fn run(&mut self, prompt: &str, attempt: u32, run_id: &str) -> Result<Turn> {
         let adapter = self.spec.kind.adapter();
         let name = adapter.name();
         let resume = self.resume(attempt)?;
@@ -457,6 +457,7 @@ impl AgentDelegate {
         })?;
         env.extend(self.spec.env.iter().cloned());
         env.extend(super::trace_env());
+        env.extend(super::parent_env(run_id));
         let (isolation, absent) = self.isolation(&invocation)?;
         if self.runs == 0 {
             self.version = self.ask_version(isolation.as_ref()).await;
@@ -751,7 +752,7 @@ impl Delegate for AgentDelegate {
                     ),
                 ));
             };
-            self.run(&prompt, request.attempt).await
+            self.run(&prompt, request.attempt, request.run_id).await
         })
     }
 }
