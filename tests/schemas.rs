@@ -129,6 +129,11 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "max_verify_retries",
     ),
     (
+        "a tree budget of nothing",
+        "limits: {max_tree_tokens: 0}\n",
+        "limits.max_tree_tokens` must be at least 1",
+    ),
+    (
         "unknown check key",
         "checks: [{name: t, run: x, retries: 2}]\n",
         "retries",

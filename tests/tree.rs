@@ -882,3 +882,73 @@ fn harness_run_shows_each_childs_attempts_and_verdicts_under_the_call_that_start
         "{progress}"
     );
 }
+
+#[test]
+fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
+    use harness_testkit::model::{ModelServer, completion};
+    // The grandchild's model asks to read a file every turn, 300 tokens an answer, and never
+    // finishes: only the tree's budget stops it before its 20 turns.
+    let server = ModelServer::start(|_, body| {
+        let call = json!({"id": "call_read", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}});
+        completion(
+            body,
+            json!({"role": "assistant", "content": null, "tool_calls": [call]}),
+            "tool_calls",
+            300,
+        )
+    });
+    let dir = TempDir::new();
+    let model = format!(
+        "{{kind: openai, base_url: {:?}, model: fake, api_key_env: none, timeout_s: 30}}",
+        server.base_url()
+    );
+    let one_call = |profile: &str, task: &str| {
+        format!(
+            r#"def respond(request):
+    made = [m for m in request["messages"] if m["role"] == "tool"]
+    if not made:
+        return {{"tool_calls": [{{"name": "delegate", "arguments": {{"task": "{task}", "profile": "{profile}"}}}}]}}
+    return made[0]["content"]
+"#
+        )
+    };
+    project(
+        &dir,
+        &format!(
+            "delegate: {{kind: scripted, script: parent.star}}\ntools: [delegate]\nlimits: {{max_tree_tokens: 1000}}\ndelegates:\n  middle:\n    delegate: {{kind: scripted, script: middle.star}}\n    tools: [delegate]\n  reader:\n    delegate: {model}\n    tools: [read_file]\n    limits: {{max_turns: 20}}\n"
+        ),
+        &[
+            ("parent.star", &one_call("middle", "Child: have it read")),
+            ("middle.star", &one_call("reader", "Grandchild: read notes")),
+        ],
+    );
+    dir.write("ws/notes.txt", "notes\n");
+    let report = run_project(&dir).json();
+    let all = runs(&dir);
+    assert_eq!(all.len(), 3, "{all:?}");
+    let depth = |task: &str| {
+        all.iter()
+            .find(|r| r["request"]["task"] == json!(task))
+            .unwrap_or_else(|| panic!("no run of {task:?} in {all:?}"))
+    };
+    let grandchild = depth("Grandchild: read notes");
+    let spent = grandchild["usage"]["input_tokens"].as_u64().unwrap_or(0)
+        + grandchild["usage"]["output_tokens"].as_u64().unwrap_or(0);
+    // Stopped at the first turn after the tree reached 1,000, not after 20 turns.
+    assert!((1_000..1_400).contains(&spent), "{grandchild}");
+    assert!(server.seen().len() <= 4, "{} requests", server.seen().len());
+    assert_eq!(grandchild["error"]["kind"], json!("budget"), "{grandchild}");
+    // Every member above it, though none of them spent a token itself, counts the grandchild's
+    // tokens and stops at its next turn.
+    for run in [grandchild, depth("Child: have it read"), &report] {
+        let message = run["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!(
+                "the delegation tree spent {spent} tokens of limits.max_tree_tokens = 1000"
+            )) && message.contains("stopped before turn"),
+            "{run}"
+        );
+    }
+    assert_eq!(report["error"]["kind"], json!("budget"), "{report}");
+}

@@ -41,6 +41,9 @@ pub(crate) struct Budget {
     pub(crate) total: u32,
     /// Tokens spent so far, this attempt included.
     pub(crate) tokens: u64,
+    /// What the whole delegation tree spent so far and its `limits.max_tree_tokens`, when it
+    /// has one.
+    pub(crate) tree: Option<(u64, u64)>,
 }
 
 /// One attempt as the pipeline left it.
@@ -169,6 +172,17 @@ pub(crate) fn decide(
         verdict.findings.push(Finding::blocking(
             Source::Budget,
             "max_tokens",
+            message.clone(),
+        ));
+        end(&mut verdict, Error::new(ErrorKind::Budget, message))
+    } else if let Some((spent, max)) = budget.tree.filter(|(spent, max)| spent >= max) {
+        let message = format!(
+            "the delegation tree spent {spent} tokens, limits.max_tree_tokens = {max}; this run was stopped after attempt {}",
+            verdict.attempt + 1
+        );
+        verdict.findings.push(Finding::blocking(
+            Source::Budget,
+            "max_tree_tokens",
             message.clone(),
         ));
         end(&mut verdict, Error::new(ErrorKind::Budget, message))
@@ -360,6 +374,7 @@ mod tests {
         fatal: Option<ErrorKind>,
         earlier: Vec<Verdict>,
         tokens: u64,
+        tree: Option<(u64, u64)>,
         rules: Rules,
         expect: Expect,
         decision: Option<Decision>,
@@ -391,6 +406,7 @@ mod tests {
             fatal: None,
             earlier: Vec::new(),
             tokens: 0,
+            tree: None,
             rules: RULES,
             expect,
             decision,
@@ -633,6 +649,29 @@ mod tests {
                     Expect::Deliver(Outcome::Passed, 0),
                 )
             },
+            // The tree's tokens spent (by this run or any other member) → error, kind budget.
+            Row {
+                tree: Some((5_000, 5_000)),
+                ..row(
+                    "tree budget",
+                    vec![check_failed()],
+                    Expect::End(ErrorKind::Budget),
+                )
+            },
+            // Some of the tree's tokens left: retried.
+            Row {
+                tree: Some((4_999, 5_000)),
+                ..row("tree budget left", vec![check_failed()], Expect::Retry)
+            },
+            // A passing attempt is delivered even when the tree's tokens are spent.
+            Row {
+                tree: Some((6_000, 5_000)),
+                ..row(
+                    "tree budget, but passed",
+                    Vec::new(),
+                    Expect::Deliver(Outcome::Passed, 0),
+                )
+            },
             // With no retries at all the first failure is final.
             Row {
                 total: 1,
@@ -660,6 +699,7 @@ mod tests {
             let budget = Budget {
                 total: row.total,
                 tokens: row.tokens,
+                tree: row.tree,
             };
             let decided = decide(judged, &earlier, budget, row.rules);
             let got = match &decided.next {
@@ -688,6 +728,7 @@ mod tests {
         let budget = Budget {
             total: 3,
             tokens: 0,
+            tree: None,
         };
         let decided = decide(judged, &[], budget, RULES);
         assert!(decided.verdict.is_none());
@@ -702,6 +743,7 @@ mod tests {
         let budget = Budget {
             total: 3,
             tokens: 0,
+            tree: None,
         };
         let end = |judged: Judged, earlier: &[&Verdict], rules: Rules| match decide(
             judged, earlier, budget, rules,

@@ -288,6 +288,7 @@ async fn attempts(
             total,
             // Its children's tokens are in their own records, and in its budget.
             tokens: tokens(&report.attempts) + session.family.children_spent(),
+            tree: session.family.tree_spent(),
         };
         let (earlier, current) = report.attempts.split_at_mut(attempt as usize);
         let earlier: Vec<&Verdict> = earlier.iter().filter_map(|a| a.verdict.as_ref()).collect();
@@ -377,6 +378,10 @@ async fn judge(
         .judge_attempt(result, &earlier, carried, events)
         .await;
     record.usage.add(judgement.usage);
+    // The critic's tokens count against the run's budget and its tree's, like its turns'.
+    session
+        .family
+        .spend(judgement.usage.input_tokens + judgement.usage.output_tokens);
     record.result = Some(judgement.result);
     record.diff.clone_from(&judgement.diff);
     Ok(Judged {

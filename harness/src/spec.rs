@@ -153,6 +153,12 @@ struct RawLimits {
     #[serde(default)]
     #[schemars(range(min = 1, max = 1_048_576))]
     isolation_mb: Option<u64>,
+    /// Tokens (input + output) the whole delegation tree may spend — this run, its children and
+    /// theirs — at least 1 (default: none); read from the root's file. Past it, no member starts
+    /// another turn or child and each ends error, kind budget.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    max_tree_tokens: Option<u64>,
 }
 
 /// A delegation file as it was written, every section validated; the project policy's defaults
@@ -188,10 +194,12 @@ pub(crate) struct DelegationFile {
     /// Named child profiles (`delegates:`), each validated as a delegation of its own (scripts
     /// read now, so nothing the delegate writes later changes them); empty for a profile.
     pub(crate) profiles: Vec<(String, DelegationFile)>,
-    /// `limits.max_children`, `limits.max_depth` and `limits.isolation_mb` as written.
+    /// `limits.max_children`, `limits.max_depth`, `limits.isolation_mb` and
+    /// `limits.max_tree_tokens` as written.
     pub(crate) max_children: Option<u32>,
     pub(crate) max_depth: Option<u32>,
     pub(crate) isolation_mb: Option<u64>,
+    pub(crate) max_tree_tokens: Option<u64>,
 }
 
 impl DelegationFile {
@@ -294,6 +302,7 @@ impl DelegationFile {
             max_children: None,
             max_depth: None,
             isolation_mb: None,
+            max_tree_tokens: None,
         }
     }
 
@@ -341,10 +350,15 @@ impl DelegationFile {
         )?;
         let gates = Gates::parse(&file, base, gates)?;
         let limits = raw.limits.unwrap_or_default();
-        if limits.max_tokens == Some(0) {
-            return Err(Error::config(format!(
-                "{file}: `limits.max_tokens` must be at least 1 (leave it out for no token budget)"
-            )));
+        for (key, value) in [
+            ("max_tokens", limits.max_tokens),
+            ("max_tree_tokens", limits.max_tree_tokens),
+        ] {
+            if value == Some(0) {
+                return Err(Error::config(format!(
+                    "{file}: `limits.{key}` must be at least 1 (leave it out for no token budget)"
+                )));
+            }
         }
         let max_turns = limits.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         if max_turns == 0 {
@@ -406,6 +420,7 @@ impl DelegationFile {
             max_children: limits.max_children,
             max_depth: limits.max_depth,
             isolation_mb: limits.isolation_mb,
+            max_tree_tokens: limits.max_tree_tokens,
             label: file,
         })
     }

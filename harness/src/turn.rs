@@ -34,6 +34,17 @@ pub(crate) async fn attempt(
     let mut tool_results = Vec::new();
     let max_turns = session.delegation.max_turns();
     for turn in 0..max_turns {
+        // A tree whose tokens are spent starts no more turns, in any of its members.
+        if let Some(why) = session.family.tree_exhausted() {
+            return Err(Error::new(
+                ErrorKind::Budget,
+                format!(
+                    "{why}; stopped before turn {} of attempt {}",
+                    turn + 1,
+                    attempt + 1
+                ),
+            ));
+        }
         // Nothing may change the workspace before its baseline is recorded: a remote model's
         // request goes out meanwhile; anything that can act by itself waits.
         if !session.delegation.delegate().is_remote_model() {

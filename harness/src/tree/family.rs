@@ -60,10 +60,16 @@ pub(crate) struct Family {
     slots: Arc<tokio::sync::Semaphore>,
     /// When the parent's time runs out (`limits.timeout_s`), from when it started.
     deadline: Option<Instant>,
-    /// The parent's token budget; what the parent's own turns spent so far, and its children.
-    max_tokens: Option<u64>,
+    /// The parent's token budget and the key that sets it (`limits.max_tokens`, or the root's
+    /// `limits.max_tree_tokens` when smaller); what the parent's own turns and its critic spent
+    /// so far, and its ended children with everything under them.
+    max_tokens: Option<(u64, &'static str)>,
     own: AtomicU64,
     children: AtomicU64,
+    /// What the whole tree may spend (`limits.max_tree_tokens`), and the counts this run's
+    /// spending adds to: the whole tree's first, then each subtree it is in (its own last).
+    tree_cap: Option<u64>,
+    tallies: Vec<Arc<AtomicU64>>,
     /// Tokens set aside for the children still running, and the `delegate` calls of the
     /// current turn not yet made (what is left is shared among them).
     shares: Mutex<Shares>,
@@ -124,17 +130,34 @@ impl Drop for Queued {
 impl Family {
     /// The family of a run of `delegation`, starting now.
     pub(crate) fn new(delegation: &Delegation) -> Arc<Family> {
-        let slots = delegation
-            .tree()
-            .map_or(DEFAULT_MAX_CHILDREN, Tree::max_children);
+        let tree = delegation.tree();
+        let slots = tree.map_or(DEFAULT_MAX_CHILDREN, Tree::max_children);
+        let tree_cap = tree.and_then(Tree::max_tree_tokens);
+        // A child counts toward the tallies its parent gave it; a root starts the tree's.
+        let tallies = match tree.map(Tree::tallies) {
+            Some(tallies) if !tallies.is_empty() => tallies.to_vec(),
+            _ => vec![Arc::new(AtomicU64::new(0))],
+        };
+        let own_budget = delegation
+            .max_tokens()
+            .map(|max| (max, "limits.max_tokens"));
+        let tree_budget = tree_cap
+            .filter(|_| tallies.len() == 1)
+            .map(|max| (max, "limits.max_tree_tokens"));
+        let max_tokens = match (own_budget, tree_budget) {
+            (Some(own), Some(tree)) => Some(if tree.0 < own.0 { tree } else { own }),
+            (own, tree) => own.or(tree),
+        };
         Arc::new(Family {
             cancel: tokio::sync::watch::channel(None).0,
             tasks: Mutex::new(Vec::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(slots as usize)),
             deadline: delegation.timeout().map(|t| Instant::now() + t),
-            max_tokens: delegation.max_tokens(),
+            max_tokens,
             own: AtomicU64::new(0),
             children: AtomicU64::new(0),
+            tree_cap,
+            tallies,
             shares: Mutex::default(),
             pending: Mutex::default(),
             calls: AtomicU64::new(0),
@@ -171,15 +194,41 @@ impl Family {
         }
     }
 
-    /// Counts tokens the run's own turns spent against its budget.
+    /// Counts tokens the run's own turns or its critic spent against its budget, and toward
+    /// every tally it is in (the tree's, each subtree's), as they are spent.
     pub(crate) fn spend(&self, tokens: u64) {
         self.own.fetch_add(tokens, Ordering::Relaxed);
+        for tally in &self.tallies {
+            tally.fetch_add(tokens, Ordering::Relaxed);
+        }
     }
 
-    /// Tokens its children spent so far (their own records count them; the parent's budget
-    /// counts them too).
+    /// Tokens its ended children spent, with everything under them (their own records count
+    /// only their own; the parent's budget counts them all).
     pub(crate) fn children_spent(&self) -> u64 {
         self.children.load(Ordering::Relaxed)
+    }
+
+    /// What the whole tree spent so far and `limits.max_tree_tokens`, when the tree has one.
+    pub(crate) fn tree_spent(&self) -> Option<(u64, u64)> {
+        self.tree_cap
+            .map(|cap| (self.tallies[0].load(Ordering::Relaxed), cap))
+    }
+
+    /// Why no member of the tree may spend more, when the tree's tokens are spent.
+    pub(crate) fn tree_exhausted(&self) -> Option<String> {
+        let (spent, cap) = self.tree_spent().filter(|(spent, cap)| spent >= cap)?;
+        Some(format!(
+            "the delegation tree spent {spent} tokens of limits.max_tree_tokens = {cap} (this run, its children and theirs together)"
+        ))
+    }
+
+    /// The tallies a new child counts toward: this run's, then the child's own (returned too).
+    fn child_tallies(&self) -> (Vec<Arc<AtomicU64>>, Arc<AtomicU64>) {
+        let own = Arc::new(AtomicU64::new(0));
+        let mut tallies = self.tallies.clone();
+        tallies.push(Arc::clone(&own));
+        (tallies, own)
     }
 
     /// Stops every child still running, saying `why`; each ends `cancelled` and is recorded.
@@ -218,10 +267,13 @@ impl Family {
                 _ => return Err("the parent's time (limits.timeout_s) is spent".to_owned()),
             },
         };
+        if let Some(why) = self.tree_exhausted() {
+            return Err(why);
+        }
         let mut shares = self.shares();
         let calls = shares.expected.max(1);
         shares.expected = shares.expected.saturating_sub(1);
-        let Some(max) = self.max_tokens else {
+        let Some((max, key)) = self.max_tokens else {
             let none = Reserved {
                 family: Arc::clone(self),
                 tokens: 0,
@@ -233,13 +285,13 @@ impl Family {
             .saturating_sub(self.children_spent());
         if left == 0 {
             return Err(format!(
-                "the parent's token budget (limits.max_tokens = {max}) is spent"
+                "the parent's token budget ({key} = {max}) is spent"
             ));
         }
         let share = left.saturating_sub(shares.reserved) / calls;
         if share == 0 {
             return Err(format!(
-                "the parent's token budget (limits.max_tokens = {max}) is held by the children still running ({} tokens); call again when one has ended",
+                "the parent's token budget ({key} = {max}) is held by the children still running ({} tokens); call again when one has ended",
                 shares.reserved
             ));
         }
@@ -309,7 +361,9 @@ pub(crate) async fn call(
         Ok(budget) => budget,
         Err(message) => return refused(message),
     };
-    let (child, isolated) = match build(parent, tree, parent_id, arguments, (time, tokens)) {
+    let (tallies, spent) = family.child_tallies();
+    let budget = (time, tokens, tallies);
+    let (child, isolated) = match build(parent, tree, parent_id, arguments, budget) {
         Ok(built) => built,
         Err(message) => return refused(message),
     };
@@ -338,10 +392,10 @@ pub(crate) async fn call(
     let Ok(mut ended) = told.await else {
         return refused(format!("the child {id} stopped without a report"));
     };
-    let usage = ended.report.usage();
+    // The child's turns, its critic and its whole subtree, as they were spent.
     family
         .children
-        .fetch_add(usage.input_tokens + usage.output_tokens, Ordering::Relaxed);
+        .fetch_add(spent.load(Ordering::Relaxed), Ordering::Relaxed);
     drop(reserved);
     let landing = match (ended.isolated.take(), queued) {
         (Some(copy), Some(queued)) => {
@@ -560,15 +614,17 @@ fn make(
     Delegation::assemble(file, project, &overrides, workdir).map_err(|e| e.message().to_owned())
 }
 
-/// Builds the child a call asks for, as its profile and arguments say, within `budget`; a child
-/// that can change files gets a copy of its parent's workspace to work in.
+/// Builds the child a call asks for, as its profile and arguments say, within `budget` (its
+/// time, its tokens, and the tallies its spending counts toward); a child that can change files
+/// gets a copy of its parent's workspace to work in.
 fn build(
     parent: &Delegation,
     tree: &Tree,
     parent_id: &str,
     arguments: &Map<String, Value>,
-    budget: (Option<Duration>, Option<u64>),
+    (time, tokens, tallies): (Option<Duration>, Option<u64>, Vec<Arc<AtomicU64>>),
 ) -> std::result::Result<(Delegation, Option<Isolated>), String> {
+    let budget = (time, tokens);
     let call = read_call(arguments)?;
     if tree.depth + 1 > tree.max_depth {
         return Err(format!(
@@ -619,6 +675,8 @@ fn build(
         max_depth: tree.max_depth,
         max_children: tree.max_children,
         isolation_mb: tree.isolation_mb,
+        max_tree_tokens: tree.max_tree_tokens,
+        tallies,
     });
     Ok((child, isolated))
 }

@@ -1,6 +1,6 @@
-//! A tree's configuration: `limits.max_children` and `limits.max_depth`, the profiles a
-//! `delegate` call may name (the file's and the project policy's), and a delegation's place in
-//! its tree.
+//! A tree's configuration: `limits.max_children`, `limits.max_depth` and `limits.max_tree_tokens`,
+//! the profiles a `delegate` call may name (the file's and the project policy's), and a
+//! delegation's place in its tree.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -191,6 +191,12 @@ pub(crate) struct Tree {
     /// The largest workspace copied for a child that can change files, in MiB
     /// (`limits.isolation_mb` of the root).
     pub(super) isolation_mb: u64,
+    /// What the whole tree may spend (`limits.max_tree_tokens` of the root).
+    pub(super) max_tree_tokens: Option<u64>,
+    /// What this delegation's spending counts toward, from the root down: the whole tree's
+    /// tokens, then each subtree it is in (its own last). Empty at the root, whose run starts
+    /// the tree's count.
+    pub(super) tallies: Vec<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl std::fmt::Debug for Tree {
@@ -201,6 +207,7 @@ impl std::fmt::Debug for Tree {
             .field("depth", &self.depth)
             .field("max_depth", &self.max_depth)
             .field("max_children", &self.max_children)
+            .field("max_tree_tokens", &self.max_tree_tokens)
             .finish_non_exhaustive()
     }
 }
@@ -212,6 +219,7 @@ impl PartialEq for Tree {
             && self.depth == other.depth
             && self.max_depth == other.max_depth
             && self.max_children == other.max_children
+            && self.max_tree_tokens == other.max_tree_tokens
     }
 }
 
@@ -249,6 +257,8 @@ impl Tree {
             isolation_mb: file
                 .isolation_mb
                 .unwrap_or(super::isolate::DEFAULT_ISOLATION_MB),
+            max_tree_tokens: file.max_tree_tokens,
+            tallies: Vec::new(),
         }))
     }
 
@@ -269,6 +279,16 @@ impl Tree {
     /// Children that may run at once.
     pub(crate) fn max_children(&self) -> u32 {
         self.max_children
+    }
+
+    /// What the whole tree may spend (`limits.max_tree_tokens`).
+    pub(crate) fn max_tree_tokens(&self) -> Option<u64> {
+        self.max_tree_tokens
+    }
+
+    /// The counts this delegation's spending adds to (see [`Tree::tallies`]).
+    pub(crate) fn tallies(&self) -> &[Arc<std::sync::atomic::AtomicU64>] {
+        &self.tallies
     }
 
     /// True when a child may run programs itself: a profile of an agent CLI or `command`
