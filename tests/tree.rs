@@ -732,8 +732,8 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
 #[test]
 fn a_child_whose_change_conflicts_with_an_earlier_childs_applies_nothing_and_says_which_files() {
     let dir = TempDir::new();
-    // Both write shared.txt; the first call's change lands, the second's is a conflict. The
-    // second's check waits for the first to finish so that the order is the calls'.
+    // Both write shared.txt: changes apply in call order, so the first call's change lands
+    // and the second's is a conflict, whichever child finishes first.
     fan_project(
         &dir,
         r#"[{"task": "Write shared.txt with first", "profile": "writer"},
@@ -951,4 +951,55 @@ fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
         );
     }
     assert_eq!(report["error"]["kind"], json!("budget"), "{report}");
+    // `runs show` says who spent it: the child's row counts its grandchild's tokens.
+    let id = report["id"].as_str().expect("id");
+    let show = |json: bool| {
+        let journal = dir.join("runs.db");
+        let journal = journal.to_str().expect("utf-8");
+        let args = ["runs", "show", id, "--journal", journal, "--json"];
+        harness(&args[..if json { 6 } else { 5 }]).run()
+    };
+    let spend = show(true).json()["spend"].clone();
+    let child = depth("Child: have it read");
+    assert_eq!(
+        spend["children"],
+        json!([{"id": child["id"], "outcome": "error", "kind": "budget",
+            "input_tokens": grandchild["usage"]["input_tokens"],
+            "output_tokens": grandchild["usage"]["output_tokens"],
+            "duration_ms": child["duration_ms"], "descendants": 1}]),
+        "{spend}"
+    );
+    assert_eq!(spend["run"]["input_tokens"], json!(0), "{spend}");
+    assert_eq!(
+        spend["tree"]["input_tokens"].as_u64().unwrap_or(0)
+            + spend["tree"]["output_tokens"].as_u64().unwrap_or(0),
+        spent,
+        "{spend}"
+    );
+    assert_eq!(spend["tree"]["runs"], json!(3), "{spend}");
+    let text = show(false).stdout;
+    let row = |start: &str| {
+        text.lines()
+            .find(|l| {
+                l.trim_start_matches("spend:")
+                    .trim_start()
+                    .starts_with(start)
+            })
+            .unwrap_or_else(|| panic!("no {start:?} row in {text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(
+        row(&format!("child {}", child["id"].as_str().expect("id")))
+            .contains("error (budget) and the run under it"),
+        "{text}"
+    );
+    assert!(
+        row("with everything under it (3 runs)").ends_with(&format!(
+            "{} {}",
+            spend["tree"]["input_tokens"], spend["tree"]["output_tokens"]
+        )),
+        "{text}"
+    );
 }

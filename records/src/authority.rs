@@ -291,7 +291,7 @@ pub fn review_status<'a>(record: &Record, decided: Option<&'a Override>) -> Opti
 
 /// `record` as `harness runs show --json` and `GET /v1/delegations/{id}` give it: its JSON with
 /// its `override` (who decided what, when, why, and whether it is suspect) and its `review`
-/// status beside the outcome, never in its place.
+/// status beside the outcome, never in its place, and its `spend` ([`Spend`](crate::Spend)).
 ///
 /// `tree` is the delegation tree it belongs to ([`Journal::tree`]), when it belongs to one.
 pub fn reviewed_json(
@@ -303,6 +303,7 @@ pub fn reviewed_json(
     object["override"] = decided.map_or(Value::Null, Override::to_json);
     object["review"] = review_status(record, decided).map_or(Value::Null, |s| json!({"status": s}));
     object["tree"] = tree.map_or(Value::Null, crate::TreeNode::to_json);
+    object["spend"] = crate::Spend::of(record, tree).to_json();
     object
 }
 

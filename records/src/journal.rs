@@ -310,12 +310,17 @@ pub struct TreeNode {
     pub attempts: u64,
     /// Its task.
     pub task: Option<String>,
+    /// Tokens its own turns and critic spent, as its record counts them.
+    pub usage: Usage,
+    /// How long it ran.
+    pub duration: Duration,
     /// The runs it delegated to, oldest first.
     pub children: Vec<TreeNode>,
 }
 
 impl TreeNode {
-    /// As JSON: `{id, outcome, kind, attempts, task, children}`.
+    /// As JSON: `{id, outcome, kind, attempts, task, usage, duration_ms, children}`, `usage`
+    /// its own tokens.
     pub fn to_json(&self) -> Value {
         json!({
             "id": self.id,
@@ -323,8 +328,35 @@ impl TreeNode {
             "kind": self.error_kind,
             "attempts": self.attempts,
             "task": self.task,
+            "usage": {
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+            },
+            "duration_ms": millis(self.duration),
             "children": self.children.iter().map(TreeNode::to_json).collect::<Vec<_>>(),
         })
+    }
+
+    /// The run `id` and everything under it, when it is in this tree.
+    pub fn find(&self, id: &str) -> Option<&TreeNode> {
+        if self.id == id {
+            return Some(self);
+        }
+        self.children.iter().find_map(|child| child.find(id))
+    }
+
+    /// Tokens this run and every run under it spent, and how many runs that is.
+    pub fn subtree(&self) -> (Usage, u64) {
+        let mut usage = self.usage;
+        let mut runs = 1;
+        for child in &self.children {
+            let (theirs, count) = child.subtree();
+            usage.input_tokens += theirs.input_tokens;
+            usage.output_tokens += theirs.output_tokens;
+            usage.requests += theirs.requests;
+            runs += count;
+        }
+        (usage, runs)
     }
 
     /// The tree as lines, one per run, drawn with `├─`/`└─`; the run `marked` says so.
@@ -950,10 +982,12 @@ impl Journal {
             .conn
             .prepare_cached(if user_version(&self.conn)? >= 7 {
                 "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
-                parent_id FROM delegations WHERE id = ?1"
+                parent_id, input_tokens, output_tokens, requests, duration_ms
+                FROM delegations WHERE id = ?1"
             } else {
                 "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
-                NULL FROM delegations WHERE id = ?1"
+                NULL, input_tokens, output_tokens, requests, duration_ms
+                FROM delegations WHERE id = ?1"
             })?;
         statement
             .query_row(params![id], |row| {
@@ -964,6 +998,12 @@ impl Journal {
                         error_kind: row.get(2)?,
                         attempts: count(row.get(3)?),
                         task: row.get(4)?,
+                        usage: Usage {
+                            input_tokens: count(row.get(6)?),
+                            output_tokens: count(row.get(7)?),
+                            requests: count(row.get(8)?),
+                        },
+                        duration: Duration::from_millis(count(row.get(9)?)),
                         children: Vec::new(),
                     },
                     row.get(5)?,

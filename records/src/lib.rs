@@ -24,6 +24,7 @@ mod export;
 mod journal;
 mod locate;
 mod sarif;
+mod spend;
 mod writer;
 
 pub use attest::{
@@ -48,4 +49,5 @@ pub use journal::{
 };
 pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_from};
 pub use sarif::{SARIF_SCHEMA, SARIF_VERSION, WORKSPACE_BASE, sarif};
+pub use spend::{AttemptSpend, ChildSpend, Cost, Spend};
 pub use writer::{JournalWriter, Written};

@@ -156,6 +156,7 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     field("template", &record.retry_template_version);
     field("source", record.source.as_deref().unwrap_or("-"));
     field("workdir", record.workdir.as_deref().unwrap_or("-"));
+    print_spend(&harness_records::Spend::of(&record, tree.as_ref()));
     field("attempts", &record.attempts.len().to_string());
     for attempt in &record.attempts {
         let verdict = match attempt.passed {
@@ -187,6 +188,72 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
         print_holdouts(attempt.evidence());
     }
     Ok(())
+}
+
+/// Prints what the run spent: tokens and time per attempt (with its checks' time), per child
+/// (its whole subtree's tokens), the run alone and with everything under it.
+fn print_spend(spend: &harness_records::Spend) {
+    let ms = |ms: u64| duration(Duration::from_millis(ms));
+    let mut rows = vec![[
+        "SPENT BY".to_owned(),
+        "IN".to_owned(),
+        "OUT".to_owned(),
+        "TIME".to_owned(),
+        "CHECKS".to_owned(),
+    ]];
+    for a in &spend.attempts {
+        rows.push([
+            format!("attempt {}", a.attempt),
+            a.cost.input_tokens.to_string(),
+            a.cost.output_tokens.to_string(),
+            ms(a.cost.duration_ms),
+            match a.checks {
+                0 => "-".to_owned(),
+                1 => format!("1 check, {}", ms(a.checks_ms)),
+                n => format!("{n} checks, {}", ms(a.checks_ms)),
+            },
+        ]);
+    }
+    for c in &spend.children {
+        let under = match c.descendants {
+            0 => String::new(),
+            1 => " and the run under it".to_owned(),
+            n => format!(" and the {n} runs under it"),
+        };
+        let outcome = match &c.kind {
+            Some(kind) => format!("{} ({kind})", c.outcome),
+            None => c.outcome.clone(),
+        };
+        rows.push([
+            format!("child {} {outcome}{under}", c.id),
+            c.cost.input_tokens.to_string(),
+            c.cost.output_tokens.to_string(),
+            ms(c.cost.duration_ms),
+            String::new(),
+        ]);
+    }
+    rows.push([
+        "this run".to_owned(),
+        spend.run.input_tokens.to_string(),
+        spend.run.output_tokens.to_string(),
+        ms(spend.run.duration_ms),
+        String::new(),
+    ]);
+    let (tree, runs) = spend.tree;
+    if runs > 1 {
+        rows.push([
+            format!("with everything under it ({runs} runs)"),
+            tree.input_tokens.to_string(),
+            tree.output_tokens.to_string(),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    let mut lines = super::table::lines(&rows).into_iter();
+    println!("{:<10} {}", "spend:", lines.next().unwrap_or_default());
+    for line in lines {
+        println!("{:<10} {line}", "");
+    }
 }
 
 /// Prints what the gaming stage flagged: each rule, where, and the added line.

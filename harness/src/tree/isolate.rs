@@ -511,6 +511,31 @@ mod tests {
     }
 
     #[test]
+    fn a_child_that_removes_its_git_or_its_whole_workspace_takes_nothing_from_the_parent() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        write(parent.path(), "a.txt", "a\n");
+        write(parent.path(), ".git/HEAD", "ref: refs/heads/main\n");
+        let copy = Isolated::copy(parent.path(), DEFAULT_ISOLATION_MB, &[]).expect("copied");
+        std::fs::remove_dir_all(copy.root().join(".git")).expect("rm .git");
+        write(copy.root(), "b.txt", "b\n");
+        assert_eq!(
+            copy.apply(parent.path()),
+            Ok(Applied::Clean(vec!["b.txt".into()]))
+        );
+        assert!(parent.path().join(".git/HEAD").is_file(), "its .git stays");
+        // A workspace that is gone is an error, not the removal of every file it held.
+        let gone = Isolated::copy(parent.path(), DEFAULT_ISOLATION_MB, &[]).expect("copied");
+        std::fs::remove_dir_all(gone.root()).expect("rm the copy");
+        let refused = gone.apply(parent.path()).expect_err("nothing to apply");
+        assert!(
+            refused.contains("cannot read the child's workspace"),
+            "{refused}"
+        );
+        assert_eq!(read(parent.path(), "a.txt").as_deref(), Some("a\n"));
+        assert_eq!(read(parent.path(), "b.txt").as_deref(), Some("b\n"));
+    }
+
+    #[test]
     fn a_workspace_over_the_limit_is_refused_and_removed() {
         let parent = tempfile::tempdir().expect("tempdir");
         std::fs::write(parent.path().join("big"), vec![0u8; 2 * 1024 * 1024]).expect("write");
