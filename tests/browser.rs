@@ -507,6 +507,18 @@ fn the_review_page_in_a_real_browser() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // What each attempt (each retry) cost, and a row for the child linking to it.
+    let spend = browser.text("#spend");
+    for row in ["Attempt 1", "This run", "With everything under it (2 runs)"] {
+        assert!(spend.contains(row), "{row} in {spend}");
+    }
+    assert_eq!(
+        browser.eval(&format!(
+            "!!document.querySelector('#spend a[href=\"/runs/{child}\"]')"
+        )),
+        Some(json!(true)),
+        "{spend}"
+    );
     // Listed from its start (its row names its parent); its page is the full view once it ends.
     browser.goto(&format!("{}/runs/{child}", server.base));
     browser.wait(

@@ -42,6 +42,7 @@ ul.tree, ul.tree ul {{ list-style: none; padding-left: 1.4em; border-left: 1px s
 ul.tree li.current {{ background: #f3f3ff; }}
 .outcome-failed, .outcome-error {{ color: #a00; }} .outcome-passed {{ color: #070; }}
 tr.pending td:first-child, tr.run td:first-child {{ white-space: nowrap; }}
+td.n, th.n {{ text-align: right; font-variant-numeric: tabular-nums; }} tr.total td {{ font-weight: 600; }}
 </style></head><body>
 <p><a href="/">Runs</a> · <a href="/report">Report</a></p>
 <h1>{title}</h1>
@@ -246,8 +247,34 @@ pub(super) async fn run_page(
             )
                 .into_response());
         }
-        body.push_str(&format!(
-            r#"<p id="status">Running.</p><h2>Events</h2><ol id="events"></ol>
+        body.push_str(&live_view(&id));
+        return Ok(page(&format!("Run {id}"), &body).into_response());
+    };
+    body.push_str(&header_view(&record, decided.as_ref()));
+    body.push_str(&tree_view(&record, tree.as_ref()));
+    body.push_str(&spend_view(&harness_records::Spend::of(
+        &record,
+        tree.as_ref(),
+    )));
+    let refusals = refusals(&record.events);
+    // The last attempt first: it is what is decided on.
+    for attempt in record.attempts.iter().rev() {
+        body.push_str(&attempt_view(attempt, &refusals));
+    }
+    let awaiting = matches!(record.outcome.as_str(), "failed" | "passed_with_debt")
+        && record.decision.is_none();
+    // Forms need a browser session (a page read with the bearer header has none to offer).
+    if let (true, Some(csrf)) = (awaiting, csrf) {
+        body.push_str(&decide_forms(&id, &csrf));
+    }
+    Ok(page(&format!("Run {id}"), &body).into_response())
+}
+
+/// A run still going: its events as they come, from the event stream; the full view once it
+/// has ended.
+fn live_view(id: &str) -> String {
+    format!(
+        r#"<p id="status">Running.</p><h2>Events</h2><ol id="events"></ol>
 <script>
 // The stream's events name themselves (`type` in each event's data): read them as they come,
 // whatever events there are.
@@ -296,11 +323,16 @@ function summary(event) {{
   }}
 }})();
 </script>"#,
-            id = esc(&id)
-        ));
-        return Ok(page(&format!("Run {id}"), &body).into_response());
-    };
-    let json = record.to_json();
+        id = esc(id)
+    )
+}
+
+/// What a reviewer reads first: the outcome, the task, a human's decision, why the run ended.
+fn header_view(
+    record: &harness_records::Record,
+    decided: Option<&harness_records::Override>,
+) -> String {
+    let mut body = String::new();
     body.push_str(&format!(
         "<p id=\"outcome\" class=\"outcome-{outcome}\">Outcome <b>{outcome}</b>{kind} after {n} attempt(s); delegate {delegate}{model}</p>",
         outcome = esc(&record.outcome),
@@ -319,9 +351,13 @@ function summary(event) {{
     ));
     body.push_str(&format!(
         "<h2>Task</h2><pre id=\"task\">{}</pre>",
-        esc(json["request"]["task"].as_str().unwrap_or("-"))
+        esc(record
+            .request
+            .as_ref()
+            .and_then(|r| r["task"].as_str())
+            .unwrap_or("-"))
     ));
-    if let Some(o) = &decided {
+    if let Some(o) = decided {
         body.push_str(&format!(
             "<p id=\"decision\">Review: <b>{}</b> by {} ({} override) at {}{}</p>",
             esc(&o.decision),
@@ -347,20 +383,16 @@ function summary(event) {{
             esc(message)
         ));
     }
-    body.push_str(&tree_view(&record, tree.as_ref()));
-    let refusals = refusals(&record.events);
-    // The last attempt first: it is what is decided on.
-    for attempt in record.attempts.iter().rev() {
-        body.push_str(&attempt_view(attempt, &refusals));
-    }
-    let awaiting = matches!(record.outcome.as_str(), "failed" | "passed_with_debt")
-        && record.decision.is_none();
-    // Forms need a browser session (a page read with the bearer header has none to offer).
-    if let (true, Some(csrf)) = (awaiting, csrf) {
-        body.push_str("<h2>Decide</h2>");
-        for (decision, label) in [("approve", "Approve"), ("reject", "Reject")] {
-            body.push_str(&format!(
-                r#"<form method="post" action="/runs/{id}/override" id="{decision}">
+    body
+}
+
+/// The forms that approve or reject a run, each with the session's CSRF token.
+fn decide_forms(id: &str, csrf: &str) -> String {
+    let mut body = String::new();
+    body.push_str("<h2>Decide</h2>");
+    for (decision, label) in [("approve", "Approve"), ("reject", "Reject")] {
+        body.push_str(&format!(
+            r#"<form method="post" action="/runs/{id}/override" id="{decision}">
 <input type="hidden" name="decision" value="{decision}">
 <input type="hidden" name="csrf" value="{csrf}">
 <label>Type <select name="type"><option value="check">check</option><option value="verifier">verifier</option><option value="direct">direct</option></select></label><br>
@@ -368,12 +400,63 @@ function summary(event) {{
 <label>User <input name="user" size="20"></label><br>
 <button type="submit">{label}</button>
 </form>"#,
-                id = esc(&id),
-                csrf = esc(&csrf)
-            ));
-        }
+            id = esc(id),
+            csrf = esc(csrf)
+        ));
     }
-    Ok(page(&format!("Run {id}"), &body).into_response())
+    body
+}
+
+/// What the run spent: each attempt (what each retry cost) and each child's whole subtree, in
+/// tokens and time, with the totals.
+fn spend_view(spend: &harness_records::Spend) -> String {
+    let ms = |ms: u64| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string();
+    let row = |what: String, cost: &harness_records::Cost, checks: String| {
+        format!(
+            "<tr><td>{what}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{checks}</td></tr>",
+            cost.input_tokens,
+            cost.output_tokens,
+            ms(cost.duration_ms)
+        )
+    };
+    let mut out = String::from(
+        "<h2>Spend</h2><table id=\"spend\"><tr><th>Spent by</th><th class=\"n\">Input tokens</th><th class=\"n\">Output tokens</th><th>Time</th><th>Checks</th></tr>",
+    );
+    for a in &spend.attempts {
+        let checks = match a.checks {
+            0 => "-".to_owned(),
+            1 => format!("1 check, {}", ms(a.checks_ms)),
+            n => format!("{n} checks, {}", ms(a.checks_ms)),
+        };
+        out.push_str(&row(format!("Attempt {}", a.attempt), &a.cost, checks));
+    }
+    for c in &spend.children {
+        let under = match c.descendants {
+            0 => String::new(),
+            n => format!(" and {n} run(s) under it"),
+        };
+        let what = format!(
+            "Child <a href=\"/runs/{id}\">{id}</a> ({outcome}{kind}){under}",
+            id = esc(&c.id),
+            outcome = esc(&c.outcome),
+            kind = c
+                .kind
+                .as_deref()
+                .map(|k| format!(", {}", esc(k)))
+                .unwrap_or_default()
+        );
+        out.push_str(&row(what, &c.cost, String::new()));
+    }
+    out.push_str(&row("This run".to_owned(), &spend.run, String::new()));
+    let (tree, runs) = spend.tree;
+    if runs > 1 {
+        out.push_str(&format!(
+            "<tr class=\"total\"><td>With everything under it ({runs} runs)</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td></td><td></td></tr>",
+            tree.input_tokens, tree.output_tokens
+        ));
+    }
+    out.push_str("</table>");
+    out
 }
 
 /// The run's place in a delegation tree (DESIGN §9): the parent it names (`parent_id`), and the

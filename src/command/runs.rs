@@ -84,8 +84,50 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
         println!("{log:#}");
         return Ok(());
     }
+    print_header(&record, decided.as_ref(), tree.as_ref());
+    print_spend(&harness_records::Spend::of(&record, tree.as_ref()));
+    println!("{:<10} {}", "attempts:", record.attempts.len());
+    for attempt in &record.attempts {
+        let verdict = match attempt.passed {
+            Some(true) => "passed",
+            Some(false) => "failed",
+            None => "not verified",
+        };
+        println!(
+            "  {}. {verdict} in {} ({} in, {} out tokens)",
+            attempt.attempt + 1,
+            duration(attempt.duration),
+            attempt.usage.input_tokens,
+            attempt.usage.output_tokens
+        );
+        for reason in &attempt.reasons {
+            let mut lines = reason.lines();
+            println!("     {}", lines.next().unwrap_or_default());
+            for line in lines {
+                println!("       {line}");
+            }
+        }
+        if let Some(changes) = attempt.result.as_ref().map(|r| &r["changes"]) {
+            print_changes(changes);
+        }
+        print_evidence(attempt.evidence());
+        if let Some(verdict) = &attempt.verdict {
+            print_gaming(&verdict.findings);
+        }
+        print_holdouts(attempt.evidence());
+    }
+    Ok(())
+}
+
+/// What `runs show` prints first: the run, its task and outcome, a human's decision, why it
+/// ended, what it spent in all, and its place in a tree.
+fn print_header(
+    record: &harness_records::Record,
+    decided: Option<&harness_records::Override>,
+    tree: Option<&harness_records::TreeNode>,
+) {
     // A human's decision stands beside the outcome, never in its place.
-    let status = harness_records::review_status(&record, decided.as_ref());
+    let status = harness_records::review_status(record, decided);
     let field = |name: &str, value: &str| println!("{:<10} {value}", format!("{name}:"));
     field("id", &record.id);
     field(
@@ -105,8 +147,8 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
             println!("{:<10} {line}", "");
         }
     }
-    field("outcome", &outcome(&record));
-    match (&decided, status) {
+    field("outcome", &outcome(record));
+    match (decided, status) {
         (Some(o), _) => {
             field(
                 "review",
@@ -146,7 +188,7 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     if let Some(parent) = record.parent_id() {
         field("parent", parent);
     }
-    if let Some(tree) = &tree {
+    if let Some(tree) = tree {
         let mut lines = tree.lines(&record.id).into_iter();
         field("tree", &lines.next().unwrap_or_default());
         for line in lines {
@@ -156,38 +198,6 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
     field("template", &record.retry_template_version);
     field("source", record.source.as_deref().unwrap_or("-"));
     field("workdir", record.workdir.as_deref().unwrap_or("-"));
-    print_spend(&harness_records::Spend::of(&record, tree.as_ref()));
-    field("attempts", &record.attempts.len().to_string());
-    for attempt in &record.attempts {
-        let verdict = match attempt.passed {
-            Some(true) => "passed",
-            Some(false) => "failed",
-            None => "not verified",
-        };
-        println!(
-            "  {}. {verdict} in {} ({} in, {} out tokens)",
-            attempt.attempt + 1,
-            duration(attempt.duration),
-            attempt.usage.input_tokens,
-            attempt.usage.output_tokens
-        );
-        for reason in &attempt.reasons {
-            let mut lines = reason.lines();
-            println!("     {}", lines.next().unwrap_or_default());
-            for line in lines {
-                println!("       {line}");
-            }
-        }
-        if let Some(changes) = attempt.result.as_ref().map(|r| &r["changes"]) {
-            print_changes(changes);
-        }
-        print_evidence(attempt.evidence());
-        if let Some(verdict) = &attempt.verdict {
-            print_gaming(&verdict.findings);
-        }
-        print_holdouts(attempt.evidence());
-    }
-    Ok(())
 }
 
 /// Prints what the run spent: tokens and time per attempt (with its checks' time), per child
