@@ -88,9 +88,20 @@ fn run_json_of_the_quickstart_and_the_report_over_it() {
     dashboard["journal"] = Value::String("<journal>".to_owned());
     normalise(&mut dashboard, &root);
     // Durations are spreads (p50, p95, max): placeholders too.
-    dashboard["total"]["duration_ms"] = Value::String("<duration_ms>".to_owned());
-    for kind in dashboard["kinds"].as_array_mut().into_iter().flatten() {
+    // So are the stages' times, and so their order (slowest first): listed by name.
+    let untimed = |kind: &mut Value| {
         kind["duration_ms"] = Value::String("<duration_ms>".to_owned());
+        if let Some(stages) = kind["stages"].as_array_mut() {
+            for stage in stages.iter_mut() {
+                stage["time_us"] = Value::String("<time_us>".to_owned());
+                stage["total_us"] = Value::String("<total_us>".to_owned());
+            }
+            stages.sort_by(|a, b| a["stage"].as_str().cmp(&b["stage"].as_str()));
+        }
+    };
+    untimed(&mut dashboard["total"]);
+    for kind in dashboard["kinds"].as_array_mut().into_iter().flatten() {
+        untimed(kind);
     }
     // Which span of time a run fell in depends on the clock: the timeline's spans are summed
     // into one (the count per outcome is what must not change).

@@ -292,7 +292,7 @@ fn lies_then_tells_the_truth(protocol: Protocol) {
     assert_eq!(calls.len(), 1);
     chat(calls[0]);
     assert!(trace.below(first, "execute_tool write_file").is_empty());
-    let verify = trace.children(first, "verify.inline");
+    let verify = trace.in_stage(first, "verify", "verify.inline");
     assert_eq!(verify.len(), 1);
     inline(verify[0], Some(NO_FILE));
 
@@ -307,7 +307,7 @@ fn lies_then_tells_the_truth(protocol: Protocol) {
         .as_str()
         .expect("a tool call id");
     tool(tools[0], "write_file", call_id, false);
-    let verify = trace.children(second, "verify.inline");
+    let verify = trace.in_stage(second, "verify", "verify.inline");
     assert_eq!(verify.len(), 1);
     inline(verify[0], None);
     assert!(trace.named("hook.run").is_empty());
@@ -379,7 +379,7 @@ fn exhausts_its_retries(protocol: Protocol) {
         let calls = trace.children(attempt, "chat");
         assert_eq!(calls.len(), 1);
         chat(calls[0]);
-        let verify = trace.children(attempt, "verify.inline");
+        let verify = trace.in_stage(attempt, "verify", "verify.inline");
         assert_eq!(verify.len(), 1);
         inline(verify[0], Some(NO_FILE));
         // Failed verification is the delegate's failure, not the attempt span's error.
@@ -476,7 +476,7 @@ fn hook_runs_and_verifier_logs_are_in_the_trace() {
         assert_eq!(text(a, "hook.action"), "allow");
 
         // The inline verifier passes both times and its log line is an event on its span.
-        let verify = trace.children(attempt, "verify.inline");
+        let verify = trace.in_stage(attempt, "verify", "verify.inline");
         assert_eq!(verify.len(), 1);
         inline(verify[0], None);
         let logged = events(verify[0], "checking out.txt");
@@ -484,7 +484,7 @@ fn hook_runs_and_verifier_logs_are_in_the_trace() {
         assert_eq!(text(&logged[0].attributes, "surface"), "verifier");
 
         // The post-verify hook: block on the first attempt, allow on the second.
-        let gate = trace.children(attempt, "hook.run");
+        let gate = trace.in_stage(attempt, "hooks", "hook.run");
         assert_eq!(gate.len(), 1, "attempt {index}");
         let a = &gate[0].attributes;
         assert_eq!(text(a, "hook.name"), "gate");

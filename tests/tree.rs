@@ -125,6 +125,20 @@ fn the_fan_out_example_runs_three_verified_children_and_reports_them_honestly() 
         "{json}"
     );
     assert_eq!(json["children"].as_array().map(Vec::len), Some(3), "{json}");
+    // What the root spent: its attempt judged stage by stage, and a row for each child.
+    let spend = &json["spend"];
+    let stages = spend["attempts"][0]["stage_us"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no stage times in {spend}"));
+    for stage in ["criteria", "claims", "verify"] {
+        assert!(stages.contains_key(stage), "{stage} in {spend}");
+    }
+    assert_eq!(
+        spend["children"].as_array().map(Vec::len),
+        Some(3),
+        "{spend}"
+    );
+    assert_eq!(spend["tree"]["runs"], json!(4), "{spend}");
 
     // The export lists each child with its seal, and the audit checks them against the journal.
     let export = harness(["runs", "export"])
@@ -167,6 +181,34 @@ fn the_fan_out_example_runs_three_verified_children_and_reports_them_honestly() 
         .args([dir.join("runs.db")])
         .run();
     assert!(table.stdout.contains("CHILDREN FAILED"), "{}", table.stdout);
+
+    // The report says what each stage cost per attempt it judged, slowest in all first.
+    let dashboard = harness(["report", "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .json();
+    let stages = dashboard["total"]["stages"].as_array().expect("stages");
+    let verify = stages
+        .iter()
+        .find(|s| s["stage"] == "verify")
+        .unwrap_or_else(|| panic!("no verify stage in {stages:?}"));
+    assert!(
+        verify["attempts"].as_u64().is_some_and(|n| n >= 1),
+        "{verify}"
+    );
+    let totals: Vec<u64> = stages
+        .iter()
+        .filter_map(|s| s["total_us"].as_u64())
+        .collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{stages:?}");
+    let text = harness(["report", "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .stdout;
+    assert!(
+        text.contains("time per stage (per attempt judged p50 / p95 / max, and in all):"),
+        "{text}"
+    );
 }
 
 /// The `harness audit --json` failure codes of run `id` in the journal of `dir`.

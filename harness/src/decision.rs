@@ -342,6 +342,7 @@ mod tests {
                 extra: serde_json::Map::new(),
             }),
             logs: Vec::new(),
+            stage_us: std::collections::BTreeMap::new(),
         }
     }
 

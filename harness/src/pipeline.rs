@@ -6,6 +6,7 @@
 
 use harness_builtins::Workspace;
 use harness_hooks::DelegationResult;
+use tracing::Instrument as _;
 
 use crate::checks::{Check, InlineVerifier, PostVerifyHooks, Subject};
 use crate::conversation::Usage;
@@ -198,12 +199,24 @@ impl Pipeline {
         }
         let attempt = result.attempt;
         let mut subject = Subject::new(result, earlier, events);
+        let mut stage_us = std::collections::BTreeMap::new();
         for stage in &self.stages {
             if stage.is_opinion() {
                 subject.findings.append(&mut carried);
             }
             subject.share_evidence();
-            if let Err(e) = stage.check(&mut subject).await {
+            let span = tracing::info_span!(
+                crate::telemetry::SPAN_STAGE,
+                otel.name = format!("{} {}", crate::telemetry::SPAN_STAGE, stage.name()),
+                { crate::telemetry::attr::STAGE_NAME } = stage.name(),
+            );
+            let clock = std::time::Instant::now();
+            let checked = stage.check(&mut subject).instrument(span).await;
+            stage_us.insert(
+                stage.name().to_owned(),
+                u64::try_from(clock.elapsed().as_micros()).unwrap_or(u64::MAX),
+            );
+            if let Err(e) = checked {
                 return Judgement {
                     result: subject.result,
                     verdict: Err(e),
@@ -243,6 +256,7 @@ impl Pipeline {
             evidence: subject.evidence,
             critic: subject.critic,
             logs: subject.logs,
+            stage_us,
         };
         Judgement {
             result: subject.result,

@@ -289,6 +289,7 @@ mod tests {
             evidence: Vec::new(),
             critic: None,
             logs: Vec::new(),
+            stage_us: std::collections::BTreeMap::new(),
         }
     }
 

@@ -15,9 +15,14 @@ pub const SPAN_TOOL: &str = "execute_tool";
 pub const EVENT_EVALUATION: &str = "gen_ai.evaluation.result";
 /// The inline verifier.
 pub const SPAN_VERIFY: &str = "verify.inline";
+/// One stage of the pipeline judging an attempt (its name in `harness.stage.name`): the
+/// attempt's verification time, stage by stage.
+pub const SPAN_STAGE: &str = "harness.stage";
 
 /// Attribute names.
 pub mod attr {
+    /// The pipeline stage a `harness.stage` span is (`checks`, `verify`, `critic`, …).
+    pub const STAGE_NAME: &str = "harness.stage.name";
     /// The delegation id.
     pub const DELEGATION_ID: &str = "delegation.id";
     /// The delegate kind.

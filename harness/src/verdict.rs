@@ -220,6 +220,10 @@ pub struct Verdict {
     /// Lines the inline verifier logged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,
+    /// How long each stage that ran took to judge the attempt, in microseconds, by stage name
+    /// (`checks`, `verify`, `critic`, …); empty in records made before stages were timed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub stage_us: std::collections::BTreeMap<String, u64>,
 }
 
 impl Verdict {
@@ -232,6 +236,7 @@ impl Verdict {
             evidence: Vec::new(),
             critic: None,
             logs: Vec::new(),
+            stage_us: std::collections::BTreeMap::new(),
         }
     }
 
@@ -282,6 +287,7 @@ pub(crate) fn test_verdict(attempt: u32, passed: Option<bool>, lines: &[&str]) -
         evidence: Vec::new(),
         critic: None,
         logs: Vec::new(),
+        stage_us: std::collections::BTreeMap::new(),
     })
 }
 
@@ -319,6 +325,7 @@ mod tests {
             evidence: Vec::new(),
             critic: None,
             logs: Vec::new(),
+            stage_us: std::collections::BTreeMap::new(),
         };
         assert_eq!(
             serde_json::to_value(&verdict).expect("serialises"),

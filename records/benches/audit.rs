@@ -116,6 +116,7 @@ fn main() {
                 evidence: Vec::new(),
                 critic: None,
                 logs: Vec::new(),
+                stage_us: std::collections::BTreeMap::new(),
             }),
             unread_verdict: None,
             retry_prompt: None,

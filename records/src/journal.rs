@@ -1384,6 +1384,7 @@ pub(crate) mod tests {
             evidence: Vec::new(),
             critic: None,
             logs: Vec::new(),
+            stage_us: std::collections::BTreeMap::new(),
         })
     }
 

@@ -28,6 +28,9 @@ pub struct AttemptSpend {
     pub checks_ms: u64,
     /// Checks it ran.
     pub checks: u64,
+    /// How long each pipeline stage took to judge it, in microseconds, slowest first (empty
+    /// when nothing judged it, or in records made before stages were timed).
+    pub stages: Vec<(String, u64)>,
 }
 
 /// One child's row: its whole subtree.
@@ -84,6 +87,12 @@ impl Spend {
                     },
                     checks_ms,
                     checks,
+                    stages: attempt.verdict.as_ref().map_or_else(Vec::new, |v| {
+                        let mut stages: Vec<(String, u64)> =
+                            v.stage_us.iter().map(|(s, us)| (s.clone(), *us)).collect();
+                        stages.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                        stages
+                    }),
                 }
             })
             .collect();
@@ -128,7 +137,7 @@ impl Spend {
     }
 
     /// As JSON: `{attempts: [{attempt, input_tokens, output_tokens, duration_ms, checks,
-    /// checks_ms}], children: [{id, outcome, kind, input_tokens, output_tokens, duration_ms,
+    /// checks_ms, stage_us: {stage: µs}}], children: [{id, outcome, kind, input_tokens, output_tokens, duration_ms,
     /// descendants}], run: {…}, tree: {input_tokens, output_tokens, runs}}`; a child's tokens
     /// are its whole subtree's.
     pub fn to_json(&self) -> Value {
@@ -148,7 +157,11 @@ impl Spend {
         json!({
             "attempts": self.attempts.iter().map(|a| with(
                 json!({"attempt": a.attempt}),
-                with(cost(&a.cost), json!({"checks": a.checks, "checks_ms": a.checks_ms})),
+                with(cost(&a.cost), json!({
+                    "checks": a.checks,
+                    "checks_ms": a.checks_ms,
+                    "stage_us": a.stages.iter().map(|(s, us)| (s.clone(), Value::from(*us))).collect::<serde_json::Map<String, Value>>(),
+                })),
             )).collect::<Vec<_>>(),
             "children": self.children.iter().map(|c| with(
                 json!({"id": c.id, "outcome": c.outcome, "kind": c.kind}),

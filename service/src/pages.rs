@@ -411,6 +411,13 @@ fn decide_forms(id: &str, csrf: &str) -> String {
 /// tokens and time, with the totals.
 fn spend_view(spend: &harness_records::Spend) -> String {
     let ms = |ms: u64| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string();
+    let micros = |us: u64| {
+        if us < 1000 {
+            format!("{us}µs")
+        } else {
+            ms(us / 1000)
+        }
+    };
     let row = |what: String, cost: &harness_records::Cost, checks: String| {
         format!(
             "<tr><td>{what}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{checks}</td></tr>",
@@ -420,13 +427,24 @@ fn spend_view(spend: &harness_records::Spend) -> String {
         )
     };
     let mut out = String::from(
-        "<h2>Spend</h2><table id=\"spend\"><tr><th>Spent by</th><th class=\"n\">Input tokens</th><th class=\"n\">Output tokens</th><th>Time</th><th>Checks</th></tr>",
+        "<h2>Spend</h2><table id=\"spend\"><tr><th>Spent by</th><th class=\"n\">Input tokens</th><th class=\"n\">Output tokens</th><th>Time</th><th>Checks · slowest stages</th></tr>",
     );
     for a in &spend.attempts {
         let checks = match a.checks {
             0 => "-".to_owned(),
             1 => format!("1 check, {}", ms(a.checks_ms)),
             n => format!("{n} checks, {}", ms(a.checks_ms)),
+        };
+        let slowest: Vec<String> = a
+            .stages
+            .iter()
+            .take(3)
+            .map(|(stage, us)| format!("{} {}", esc(stage), micros(*us)))
+            .collect();
+        let checks = if slowest.is_empty() {
+            checks
+        } else {
+            format!("{checks} · {}", slowest.join(", "))
         };
         out.push_str(&row(format!("Attempt {}", a.attempt), &a.cost, checks));
     }

@@ -210,8 +210,15 @@ fn print_spend(spend: &harness_records::Spend) {
         "OUT".to_owned(),
         "TIME".to_owned(),
         "CHECKS".to_owned(),
+        "SLOWEST STAGES".to_owned(),
     ]];
     for a in &spend.attempts {
+        let slowest: Vec<String> = a
+            .stages
+            .iter()
+            .take(3)
+            .map(|(stage, us)| format!("{stage} {}", micros(*us)))
+            .collect();
         rows.push([
             format!("attempt {}", a.attempt),
             a.cost.input_tokens.to_string(),
@@ -222,6 +229,7 @@ fn print_spend(spend: &harness_records::Spend) {
                 1 => format!("1 check, {}", ms(a.checks_ms)),
                 n => format!("{n} checks, {}", ms(a.checks_ms)),
             },
+            slowest.join(", "),
         ]);
     }
     for c in &spend.children {
@@ -240,6 +248,7 @@ fn print_spend(spend: &harness_records::Spend) {
             c.cost.output_tokens.to_string(),
             ms(c.cost.duration_ms),
             String::new(),
+            String::new(),
         ]);
     }
     rows.push([
@@ -247,6 +256,7 @@ fn print_spend(spend: &harness_records::Spend) {
         spend.run.input_tokens.to_string(),
         spend.run.output_tokens.to_string(),
         ms(spend.run.duration_ms),
+        String::new(),
         String::new(),
     ]);
     let (tree, runs) = spend.tree;
@@ -257,12 +267,22 @@ fn print_spend(spend: &harness_records::Spend) {
             tree.output_tokens.to_string(),
             String::new(),
             String::new(),
+            String::new(),
         ]);
     }
     let mut lines = super::table::lines(&rows).into_iter();
     println!("{:<10} {}", "spend:", lines.next().unwrap_or_default());
     for line in lines {
         println!("{:<10} {line}", "");
+    }
+}
+
+/// Microseconds as people read them: `850µs`, else to the millisecond.
+fn micros(us: u64) -> String {
+    if us < 1000 {
+        format!("{us}µs")
+    } else {
+        duration(Duration::from_micros(us))
     }
 }
 

@@ -401,6 +401,32 @@ impl Trace {
         found
     }
 
+    /// The spans named `name` under `attempt`'s pipeline stage `stage` (its one
+    /// `harness.stage {stage}` span, which says its stage in `harness.stage.name`), by start
+    /// time.
+    ///
+    /// # Panics
+    /// When the attempt has no such stage span, or more than one.
+    pub fn in_stage(&self, attempt: &Span, stage: &str, name: &str) -> Vec<&Span> {
+        let spans = self.children(attempt, &format!("harness.stage {stage}"));
+        let [span] = spans.as_slice() else {
+            panic!(
+                "{} `harness.stage {stage}` spans under the attempt; its children are {:?}",
+                spans.len(),
+                self.spans
+                    .iter()
+                    .filter(|s| s.parent_span_id == attempt.span_id)
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+            );
+        };
+        assert!(
+            matches!(attr(&span.attributes, "harness.stage.name"), Some(any_value::Value::StringValue(s)) if s == stage),
+            "the span does not say its stage: {span:?}"
+        );
+        self.children(span, name)
+    }
+
     /// The parent of `span`, when it is in the trace.
     pub fn parent(&self, span: &Span) -> Option<&Span> {
         self.spans.iter().find(|p| p.span_id == span.parent_span_id)

@@ -1842,6 +1842,10 @@ pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box
 }
 
 impl Check for ClaimsStage {
+    fn name(&self) -> &'static str {
+        "claims"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let read = claims(&subject.result.response);

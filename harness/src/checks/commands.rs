@@ -376,6 +376,10 @@ pub(crate) fn runners(
 }
 
 impl Check for CommandChecks {
+    fn name(&self) -> &'static str {
+        "checks"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let base = match &self.base {

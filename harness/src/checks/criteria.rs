@@ -408,6 +408,10 @@ struct Judged {
 }
 
 impl Check for CriteriaStage {
+    fn name(&self) -> &'static str {
+        "criteria"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let files: Vec<Criterion> = self

@@ -457,6 +457,10 @@ pub(crate) fn stage(
 }
 
 impl Check for Critic {
+    fn name(&self) -> &'static str {
+        "critic"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             if subject.findings.iter().any(|f| f.blocking)
@@ -776,6 +780,7 @@ mod tests {
             evidence: Vec::new(),
             critic: None,
             logs: Vec::new(),
+            stage_us: std::collections::BTreeMap::new(),
         }];
         let refs: Vec<&Verdict> = earlier.iter().collect();
         let result = DelegationResult {

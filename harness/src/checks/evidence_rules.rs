@@ -70,6 +70,10 @@ enum StepForm {
 }
 
 impl Check for CitationStage {
+    fn name(&self) -> &'static str {
+        "citations"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let response = subject.result.response.clone();
@@ -273,6 +277,10 @@ pub(crate) fn citations(m: &mut crate::pipeline::Materials<'_>) -> Result<Option
 }
 
 impl Check for PlanStage {
+    fn name(&self) -> &'static str {
+        "plan"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let Subject {

@@ -266,6 +266,10 @@ pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box
 }
 
 impl Check for HoldoutStage {
+    fn name(&self) -> &'static str {
+        "holdout"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             if subject.fatal.is_some() || subject.findings.iter().any(|f| f.blocking) {

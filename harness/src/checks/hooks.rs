@@ -44,6 +44,10 @@ pub(crate) fn stage(
 }
 
 impl Check for PostVerifyHooks {
+    fn name(&self) -> &'static str {
+        "hooks"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let clock = std::time::Instant::now();

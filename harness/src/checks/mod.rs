@@ -150,6 +150,10 @@ impl<'e> Subject<'e> {
 
 /// One stage of the pipeline.
 pub(crate) trait Check: Send + Sync + std::fmt::Debug {
+    /// The stage's name: its `harness.stage` span's, and its key in a verdict's `stage_us`
+    /// and the report's time per stage.
+    fn name(&self) -> &'static str;
+
     /// Judges the attempt in `subject`, adding findings (and evidence) to it.
     ///
     /// # Errors

@@ -67,6 +67,10 @@ fn stamp(path: &Path) -> Stamp {
 pub(crate) struct GateRecheck;
 
 impl Check for GateRecheck {
+    fn name(&self) -> &'static str {
+        "gate_recheck"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let stamped = std::mem::take(&mut subject.gate_stamps);
@@ -351,6 +355,10 @@ impl ObserveStage {
 }
 
 impl Check for ObserveStage {
+    fn name(&self) -> &'static str {
+        "observe"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let Some(baseline) = &self.baseline else {

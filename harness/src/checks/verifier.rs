@@ -29,6 +29,10 @@ pub(crate) fn stage(
 }
 
 impl Check for InlineVerifier {
+    fn name(&self) -> &'static str {
+        "verify"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let verifier = &self.0;

@@ -330,6 +330,46 @@ pub struct KindStats {
     /// Gate integrity: what delegates tampered with, the claims they could not back, the
     /// checks that passed only on a re-run.
     pub integrity: IntegrityStats,
+    /// The time each pipeline stage took per attempt it judged, slowest in all first.
+    pub stages: Vec<StageStats>,
+}
+
+/// What one pipeline stage cost over the attempts it judged (their verdicts' `stage_us`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageStats {
+    /// The stage (`checks`, `verify`, `critic`, …).
+    pub stage: String,
+    /// Attempts it judged.
+    pub attempts: usize,
+    /// Its time per attempt, in microseconds.
+    pub time_us: Spread,
+    /// Its time over every attempt, in microseconds.
+    pub total_us: u64,
+}
+
+impl StageStats {
+    /// The stages of `records`' verdicts, slowest in all first.
+    fn of(records: &[&Record]) -> Vec<StageStats> {
+        let mut times: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for record in records {
+            for verdict in record.attempts.iter().filter_map(|a| a.verdict.as_ref()) {
+                for (stage, us) in &verdict.stage_us {
+                    times.entry(stage.as_str()).or_default().push(*us);
+                }
+            }
+        }
+        let mut stages: Vec<StageStats> = times
+            .into_iter()
+            .map(|(stage, times)| StageStats {
+                stage: stage.to_owned(),
+                attempts: times.len(),
+                total_us: times.iter().sum(),
+                time_us: Spread::of(times),
+            })
+            .collect();
+        stages.sort_by(|a, b| b.total_us.cmp(&a.total_us).then(a.stage.cmp(&b.stage)));
+        stages
+    }
 }
 
 /// How often the gate's integrity guards fired for one kind (DESIGN §4.7–4.8).
@@ -460,6 +500,7 @@ impl KindStats {
                 .collect(),
         );
         tallies.rank(&mut stats);
+        stats.stages = StageStats::of(records);
         stats
     }
 
@@ -559,6 +600,10 @@ impl KindStats {
             "errors": self.errors,
             "attempts": self.attempts.to_json(),
             "duration_ms": self.duration_ms.to_json(),
+            "stages": self.stages.iter().map(|s| json!({
+                "stage": s.stage, "attempts": s.attempts, "total_us": s.total_us,
+                "time_us": s.time_us.to_json(),
+            })).collect::<Vec<_>>(),
             "usage": {
                 "input_tokens": self.usage.input_tokens,
                 "output_tokens": self.usage.output_tokens,
@@ -1205,6 +1250,7 @@ pub(crate) mod tests {
                 evidence: Vec::new(),
                 critic: None,
                 logs: Vec::new(),
+                stage_us: std::collections::BTreeMap::new(),
             });
         }
         let stats = &Dashboard::build(&[failed]).total;

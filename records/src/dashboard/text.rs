@@ -55,10 +55,49 @@ impl Dashboard {
             ]);
         }
         out.push_str(&aligned(&rows));
+        stages(&mut out, &self.total);
         for stats in &self.kinds {
             details(&mut out, stats);
         }
         out
+    }
+}
+
+/// The time each pipeline stage took, over every kind: per attempt it judged and in all.
+fn stages(out: &mut String, total: &KindStats) {
+    if total.stages.is_empty() {
+        return;
+    }
+    out.push_str(
+        "
+time per stage (per attempt judged p50 / p95 / max, and in all):
+",
+    );
+    let mut rows = vec![
+        ["STAGE", "ATTEMPTS", "p50", "p95", "max", "IN ALL"]
+            .map(str::to_owned)
+            .to_vec(),
+    ];
+    for stage in &total.stages {
+        rows.push(vec![
+            format!("  {}", stage.stage),
+            stage.attempts.to_string(),
+            human_us(stage.time_us.p50),
+            human_us(stage.time_us.p95),
+            human_us(stage.time_us.max),
+            human_us(stage.total_us),
+        ]);
+    }
+    rows[0][0] = format!("  {}", rows[0][0]);
+    out.push_str(&aligned(&rows));
+}
+
+/// Microseconds as people read them: `850µs`, else as [`human_ms`].
+fn human_us(us: u64) -> String {
+    if us < 1000 {
+        format!("{us}µs")
+    } else {
+        human_ms(us / 1000)
     }
 }
 

@@ -629,6 +629,10 @@ pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box
 }
 
 impl Check for GamingStage {
+    fn name(&self) -> &'static str {
+        "gaming"
+    }
+
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let added = added_lines(&subject.diff);
