@@ -195,9 +195,10 @@ pub fn canonical(value: &Value) -> String {
 pub(crate) fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            write_object(keys.into_iter().map(|k| (k.as_str(), &map[k])), out);
+            // The members sorted by key as they are, not the keys sorted and each looked up.
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by_key(|(k, _)| *k);
+            write_object(members.into_iter().map(|(k, v)| (k.as_str(), v)), out);
         }
         Value::Array(items) => {
             let _ = out.write_all(b"[");

@@ -40,13 +40,13 @@ pub fn seal(document: &Value) -> String {
         let mut out = std::io::BufWriter::with_capacity(HASH_BUFFER, &mut hash);
         match document.as_object() {
             Some(members) => {
-                let mut keys: Vec<&String> = members
-                    .keys()
-                    .filter(|k| !UNSEALED.contains(&k.as_str()))
+                let mut sealed: Vec<(&String, &Value)> = members
+                    .iter()
+                    .filter(|(k, _)| !UNSEALED.contains(&k.as_str()))
                     .collect();
-                keys.sort_unstable();
+                sealed.sort_unstable_by_key(|(k, _)| *k);
                 write_object(
-                    keys.into_iter().map(|k| (k.as_str(), &members[k])),
+                    sealed.into_iter().map(|(k, v)| (k.as_str(), v)),
                     &mut out,
                 );
             }
