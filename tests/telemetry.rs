@@ -176,6 +176,18 @@ fn attempts<'a>(trace: &'a Trace, root: &Span, report: &Value) -> Vec<&'a Span> 
             .map(|r| r.as_str().expect("a reason"))
             .collect();
         assert_eq!(boolean(a, "verify.passed"), reasons.is_empty());
+        // What the attempt spent: its model calls' tokens together.
+        for key in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+            let calls: i64 = trace
+                .below(span, "chat")
+                .iter()
+                .filter_map(|c| match attr(&c.attributes, key) {
+                    Some(any_value::Value::IntValue(n)) => Some(*n),
+                    _ => None,
+                })
+                .sum();
+            assert_eq!(int(a, key), calls, "attempt {index}: {key}");
+        }
         // The verdict as a GenAI evaluation event.
         let verdicts = events(span, "gen_ai.evaluation.result");
         assert_eq!(verdicts.len(), 1, "attempt {index}: {:?}", span.events);

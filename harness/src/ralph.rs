@@ -274,6 +274,8 @@ async fn attempts(
             attempt = i64::from(attempt),
             verify.passed = Empty,
             verify.reasons = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
             { telemetry::attr::RETRY_TEMPLATE_VERSION } = RETRY_TEMPLATE_VERSION,
             { telemetry::attr::RETRY_TEMPLATE_SHA256 } = crate::retry::retry_template_sha256(),
         );
@@ -284,6 +286,11 @@ async fn attempts(
             .instrument(span.clone())
             .await;
         report.attempts[attempt as usize].duration = clock.elapsed();
+        // What this attempt spent, its critic included (OTLP integers are signed).
+        let usage = report.attempts[attempt as usize].usage;
+        let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        span.record("gen_ai.usage.input_tokens", signed(usage.input_tokens));
+        span.record("gen_ai.usage.output_tokens", signed(usage.output_tokens));
         let budget = Budget {
             total,
             // Its children's tokens are in their own records, and in its budget.

@@ -45,10 +45,7 @@ pub fn seal(document: &Value) -> String {
                     .filter(|(k, _)| !UNSEALED.contains(&k.as_str()))
                     .collect();
                 sealed.sort_unstable_by_key(|(k, _)| *k);
-                write_object(
-                    sealed.into_iter().map(|(k, v)| (k.as_str(), v)),
-                    &mut out,
-                );
+                write_object(sealed.into_iter().map(|(k, v)| (k.as_str(), v)), &mut out);
             }
             None => write_object(std::iter::empty(), &mut out),
         }
