@@ -209,6 +209,20 @@ fn the_fan_out_example_runs_three_verified_children_and_reports_them_honestly() 
         text.contains("time per stage (per attempt judged p50 / p95 / max, and in all):"),
         "{text}"
     );
+    let page = dir.join("report.html");
+    harness(["report", "--journal"])
+        .args([
+            dir.join("runs.db"),
+            std::path::PathBuf::from("--html"),
+            page.clone(),
+        ])
+        .run()
+        .expect_code(0);
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(
+        html.contains("<h2>Time per stage</h2>") && html.contains("<td><code>verify</code></td>"),
+        "{html}"
+    );
 }
 
 /// The `harness audit --json` failure codes of run `id` in the journal of `dir`.

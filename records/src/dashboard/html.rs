@@ -29,6 +29,10 @@ impl Dashboard {
         page.push_str(&outcomes_chart(&self.kinds));
         page.push_str("<h2>Outcomes over time</h2>\n");
         page.push_str(&timeline_chart(&self.timeline));
+        if !self.total.stages.is_empty() {
+            page.push_str("<h2>Time per stage</h2>\n");
+            page.push_str(&stages_table(&self.total.stages));
+        }
         for stats in &self.kinds {
             let _ = writeln!(
                 page,
@@ -190,6 +194,28 @@ fn summary_table(dashboard: &Dashboard) -> String {
         );
     }
     html.push_str("</table></div>\n");
+    html
+}
+
+/// What each pipeline stage took per attempt it judged (p50, p95, max) and in all, slowest in
+/// all first.
+fn stages_table(stages: &[super::StageStats]) -> String {
+    let mut html = String::from(
+        "<table id=\"stages\">\n<tr><th>stage</th><th>attempts judged</th><th>p50</th><th>p95</th><th>max</th><th>in all</th></tr>\n",
+    );
+    for stage in stages {
+        let _ = writeln!(
+            html,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&stage.stage),
+            stage.attempts,
+            super::human_us(stage.time_us.p50),
+            super::human_us(stage.time_us.p95),
+            super::human_us(stage.time_us.max),
+            super::human_us(stage.total_us),
+        );
+    }
+    html.push_str("</table>\n");
     html
 }
 

@@ -835,6 +835,15 @@ fn human_ms(ms: u64) -> String {
     }
 }
 
+/// Microseconds as people read them: `850µs`, else as [`human_ms`].
+fn human_us(us: u64) -> String {
+    if us < 1000 {
+        format!("{us}µs")
+    } else {
+        human_ms(us / 1000)
+    }
+}
+
 fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() > max {
         format!("{}…", text.chars().take(max).collect::<String>())

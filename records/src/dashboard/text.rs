@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Dashboard, KindStats, TOP_IN_TABLE, human_ms, percent};
+use super::{Dashboard, KindStats, TOP_IN_TABLE, human_ms, human_us, percent};
 
 impl Dashboard {
     /// Returns the report as a plain-text table for a terminal.
@@ -90,15 +90,6 @@ time per stage (per attempt judged p50 / p95 / max, and in all):
     }
     rows[0][0] = format!("  {}", rows[0][0]);
     out.push_str(&aligned(&rows));
-}
-
-/// Microseconds as people read them: `850µs`, else as [`human_ms`].
-fn human_us(us: u64) -> String {
-    if us < 1000 {
-        format!("{us}µs")
-    } else {
-        human_ms(us / 1000)
-    }
 }
 
 /// `rows` as text columns: the first left-aligned, the rest right-aligned, two spaces apart.
