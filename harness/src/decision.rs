@@ -117,6 +117,13 @@ pub(crate) fn decide(
         verdict.decision = Decision::Fail;
         Next::End(error)
     };
+    // A spent budget (`limits.KEY`): a blocking budget finding saying why, and the end.
+    let spent = |verdict: &mut Verdict, key: &str, message: String| {
+        verdict
+            .findings
+            .push(Finding::blocking(Source::Budget, key, message.clone()));
+        end(verdict, Error::new(ErrorKind::Budget, message))
+    };
     let next = if let Some(fatal) = fatal {
         end(&mut verdict, fatal)
     } else if let Some(review) = verdict
@@ -169,23 +176,13 @@ pub(crate) fn decide(
             budget.tokens,
             verdict.attempt + 1
         );
-        verdict.findings.push(Finding::blocking(
-            Source::Budget,
-            "max_tokens",
-            message.clone(),
-        ));
-        end(&mut verdict, Error::new(ErrorKind::Budget, message))
-    } else if let Some((spent, max)) = budget.tree.filter(|(spent, max)| spent >= max) {
+        spent(&mut verdict, "max_tokens", message)
+    } else if let Some((tree, max)) = budget.tree.filter(|(tree, max)| tree >= max) {
         let message = format!(
-            "the delegation tree spent {spent} tokens, limits.max_tree_tokens = {max}; this run was stopped after attempt {}",
+            "the delegation tree spent {tree} tokens, limits.max_tree_tokens = {max}; this run was stopped after attempt {}",
             verdict.attempt + 1
         );
-        verdict.findings.push(Finding::blocking(
-            Source::Budget,
-            "max_tree_tokens",
-            message.clone(),
-        ));
-        end(&mut verdict, Error::new(ErrorKind::Budget, message))
+        spent(&mut verdict, "max_tree_tokens", message)
     } else if let Some(message) = stuck(&verdict, earlier, rules.stuck_after).filter(|_| !last) {
         end(&mut verdict, Error::new(ErrorKind::Stuck, message))
     } else if last {
