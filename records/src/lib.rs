@@ -39,7 +39,7 @@ pub use authority::{
 };
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, RootStats, Spread,
-    StageStats, by_root, escape_html, normalise,
+    StageStats, by_root, escape_html, human_us, normalise,
 };
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{Error, ErrorKind, Result};

@@ -411,13 +411,6 @@ fn decide_forms(id: &str, csrf: &str) -> String {
 /// tokens and time, with the totals.
 fn spend_view(spend: &harness_records::Spend) -> String {
     let ms = |ms: u64| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string();
-    let micros = |us: u64| {
-        if us < 1000 {
-            format!("{us}µs")
-        } else {
-            ms(us / 1000)
-        }
-    };
     let row = |what: String, cost: &harness_records::Cost, checks: String| {
         format!(
             "<tr><td>{what}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{checks}</td></tr>",
@@ -439,7 +432,7 @@ fn spend_view(spend: &harness_records::Spend) -> String {
             .stages
             .iter()
             .take(3)
-            .map(|(stage, us)| format!("{} {}", esc(stage), micros(*us)))
+            .map(|(stage, us)| format!("{} {}", esc(stage), harness_records::human_us(*us)))
             .collect();
         let checks = if slowest.is_empty() {
             checks

@@ -217,7 +217,7 @@ fn print_spend(spend: &harness_records::Spend) {
             .stages
             .iter()
             .take(3)
-            .map(|(stage, us)| format!("{stage} {}", micros(*us)))
+            .map(|(stage, us)| format!("{stage} {}", harness_records::human_us(*us)))
             .collect();
         rows.push([
             format!("attempt {}", a.attempt),
@@ -274,15 +274,6 @@ fn print_spend(spend: &harness_records::Spend) {
     println!("{:<10} {}", "spend:", lines.next().unwrap_or_default());
     for line in lines {
         println!("{:<10} {line}", "");
-    }
-}
-
-/// Microseconds as people read them: `850µs`, else to the millisecond.
-fn micros(us: u64) -> String {
-    if us < 1000 {
-        format!("{us}µs")
-    } else {
-        duration(Duration::from_micros(us))
     }
 }
 

@@ -835,8 +835,9 @@ fn human_ms(ms: u64) -> String {
     }
 }
 
-/// Microseconds as people read them: `850µs`, else as [`human_ms`].
-fn human_us(us: u64) -> String {
+/// Microseconds as people read them: `850µs`, `12ms`, `2.1s`, `3.5m` (what `harness report`,
+/// `runs show` and the pages say of a stage's time).
+pub fn human_us(us: u64) -> String {
     if us < 1000 {
         format!("{us}µs")
     } else {
