@@ -545,6 +545,17 @@ fn a_sealed_record_cannot_be_rewritten_cut_short_or_read_through_a_link() {
         .run();
     out.expect_code(1);
     assert_eq!(codes(&out.json()), ["seal_mismatch"]);
+    // Nor is it exported under a seal of its own.
+    let out = harness(["runs", "export", &id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    out.expect_code(2);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        out.stderr.contains("changed since it was recorded")
+            && out.stderr.contains("nothing was exported"),
+        "{out:?}"
+    );
 }
 
 /// An evidence file replaced by a link (here to an identical copy outside the workspace) is

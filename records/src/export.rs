@@ -126,14 +126,6 @@ pub fn export(record: &Record) -> Value {
     document(record.to_json(), record.decision.clone(), evidence(record))
 }
 
-/// [`export`] of a record the caller no longer needs: its parts are moved into the document,
-/// not copied (what the journal seals each record it writes with).
-pub(crate) fn export_owned(record: Record) -> Value {
-    let decision = record.decision.clone();
-    let evidence = evidence(&record);
-    document(record.into_json(), decision, evidence)
-}
-
 /// The files the final verdict's evidence vouched for.
 fn evidence(record: &Record) -> Vec<Value> {
     let last = record.attempts.iter().rev().find(|a| a.verdict.is_some());

@@ -542,7 +542,7 @@ fn usage_json(usage: Usage) -> Value {
 }
 
 /// Returns whole milliseconds, saturating.
-fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -563,11 +563,11 @@ pub(crate) fn from_unix_millis(ms: i64) -> SystemTime {
     }
 }
 
-fn tokens(n: u64) -> i64 {
+pub(crate) fn tokens(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn count(n: i64) -> u64 {
+pub(crate) fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
@@ -1197,8 +1197,12 @@ pub(crate) fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
     ))
 }
 
-/// Writes one delegation and its attempts with cached statements.
+/// Writes one delegation and its attempts with cached statements, sealed as written.
 fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> rusqlite::Result<()> {
+    // Each JSON column is written once, canonically, and the seal is the hash of the export a
+    // reader will make of these very bytes (see `written`): nothing is read back to seal it.
+    let written = crate::written::written(report, meta)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     // The row its start wrote, replaced by the whole run.
     conn.prepare_cached("DELETE FROM delegations WHERE id = ?1 AND outcome = 'running'")?
         .execute(params![report.id])?;
@@ -1208,9 +1212,9 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
             error_kind, error_message, attempts, input_tokens, output_tokens, requests,
             trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings,
-            events, parent_id)
+            events, parent_id, seal)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-            ?18, ?19, ?20, ?21)",
+            ?18, ?19, ?20, ?21, ?22)",
     )?
     .execute(params![
         report.id,
@@ -1230,125 +1234,34 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         path_text(&meta.source),
         path_text(&meta.workdir),
         unix_millis(SystemTime::now()),
-        report.request.as_ref().map(json_text),
-        json_text(&report.warnings),
-        json_text(&report.events),
+        written.request,
+        written.warnings,
+        written.events,
         report.parent_id,
+        written.seal,
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
             input_tokens, output_tokens, requests, result, verdict, retry_prompt, diff)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
-    let last = report.attempts.len().saturating_sub(1);
-    for (index, attempt) in report.attempts.iter().enumerate() {
-        let reasons = Value::from(attempt.reasons()).to_string();
-        // The caller got the last attempt's result as `delegation.post` hooks delivered it
-        // (maybe redacted): that is the one to keep.
-        let result = match &report.delivered {
-            Some(delivered) if index == last => Some(delivered),
-            _ => attempt.result.as_ref(),
-        };
+    for (attempt, text) in report.attempts.iter().zip(&written.attempts) {
         statement.execute(params![
             report.id,
             attempt.attempt,
             attempt.passed(),
-            reasons,
+            text.reasons,
             millis(attempt.duration),
             tokens(attempt.usage.input_tokens),
             tokens(attempt.usage.output_tokens),
             tokens(attempt.usage.requests),
-            result.map(json_text),
-            attempt.verdict.as_ref().map(json_text),
+            text.result,
+            text.verdict,
             attempt.retry_prompt,
-            (!attempt.diff.is_empty()).then(|| json_text(&attempt.diff)),
+            text.diff,
         ])?;
     }
-    // Sealed as written: the record as a reader will find it, made from the report itself
-    // rather than read back and parsed (a reader's export and this one are the same document;
-    // `audit RUN_ID` checks it).
-    let export = crate::export::export_owned(as_read(report, meta));
-    let seal = export["seal"].as_str().unwrap_or_default();
-    conn.prepare_cached("UPDATE delegations SET seal = ?2 WHERE id = ?1")?
-        .execute(params![report.id, seal])?;
     Ok(())
-}
-
-/// The record of `report` exactly as [`read_records`] will read it back: times and durations to
-/// the millisecond, JSON columns as the values their text parses to.
-fn as_read(report: &Report, meta: &RecordMeta) -> Record {
-    let usage = report.usage();
-    let last = report.attempts.len().saturating_sub(1);
-    let attempts = report
-        .attempts
-        .iter()
-        .enumerate()
-        .map(|(index, attempt)| {
-            let result = match &report.delivered {
-                Some(delivered) if index == last => Some(delivered),
-                _ => attempt.result.as_ref(),
-            };
-            RecordedAttempt {
-                attempt: attempt.attempt,
-                passed: attempt.passed(),
-                reasons: attempt.reasons(),
-                duration: Duration::from_millis(count(millis(attempt.duration))),
-                usage: Usage {
-                    input_tokens: count(tokens(attempt.usage.input_tokens)),
-                    output_tokens: count(tokens(attempt.usage.output_tokens)),
-                    requests: count(tokens(attempt.usage.requests)),
-                },
-                result: result.map(value),
-                verdict: attempt.verdict.clone(),
-                unread_verdict: None,
-                retry_prompt: attempt.retry_prompt.clone(),
-                diff: attempt.diff.clone(),
-            }
-        })
-        .collect();
-    let events = match value(&report.events) {
-        Value::Array(events) => events,
-        _ => Vec::new(),
-    };
-    Record {
-        id: report.id.clone(),
-        started_at: from_unix_millis(unix_millis(report.started_at)),
-        duration: Duration::from_millis(count(millis(report.duration))),
-        delegate_kind: report.delegate_kind.clone(),
-        model: report.model.clone(),
-        outcome: report.outcome.as_str().to_owned(),
-        error_kind: report.error.as_ref().map(|e| e.kind().as_str().to_owned()),
-        error_message: report.error.as_ref().map(|e| e.message().to_owned()),
-        attempts,
-        usage: Usage {
-            input_tokens: count(tokens(usage.input_tokens)),
-            output_tokens: count(tokens(usage.output_tokens)),
-            requests: count(tokens(usage.requests)),
-        },
-        trace_id: report.trace_id.clone(),
-        retry_template_version: RETRY_TEMPLATE_VERSION.to_owned(),
-        source: meta.source.as_ref().map(|p| p.display().to_string()),
-        workdir: meta.workdir.as_ref().map(|p| p.display().to_string()),
-        request: report.request.as_ref().map(value),
-        warnings: report.warnings.clone(),
-        events,
-        decision: None,
-        seal: None,
-        parent: report.parent_id.clone(),
-    }
-}
-
-/// A value as the JSON a column holds parses back to.
-fn value<T: serde::Serialize + ?Sized>(v: &T) -> Value {
-    serde_json::to_value(v).expect("records always serialise")
-}
-
-/// Serialises a value the journal stores as JSON text.
-fn json_text(value: &impl serde::Serialize) -> String {
-    // Sized for a typed record at once: growing the buffer step by step cost more than writing.
-    let mut text = Vec::with_capacity(2048);
-    serde_json::to_writer(&mut text, value).expect("records always serialise");
-    String::from_utf8(text).expect("JSON is UTF-8")
 }
 
 #[cfg(test)]
@@ -1581,6 +1494,113 @@ pub(crate) mod tests {
         let export = crate::export::export(&read);
         assert_eq!(read.seal.as_deref(), export["seal"].as_str());
         assert!(read.seal.as_deref().is_some_and(|seal| !seal.is_empty()));
+    }
+
+    /// Every part of an export the writer assembles apart from the reader (the plan and
+    /// citations its first event holds, the children its `delegate` calls ran, the files its
+    /// evidence vouched for, a parent named only by its results, an error, a diff) seals the
+    /// same written as read back, and is there to be sealed.
+    #[test]
+    fn a_record_with_every_part_seals_the_same_written_as_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        let mut run = report(
+            "d-all",
+            Outcome::Error(ErrorKind::Budget),
+            &[
+                (Some(false), &["verify: no a.txt"]),
+                (Some(false), &["verify: no a.txt"]),
+            ],
+        );
+        run.model = Some("m-1".to_owned());
+        run.request = Some(Request {
+            id: "d-all".to_owned(),
+            task: "write a.txt".to_owned(),
+            delegate: harness::DelegateInfo {
+                kind: "scripted".to_owned(),
+                model: Some("m-1".to_owned()),
+            },
+            tools: vec!["write_file".to_owned(), "delegate".to_owned()],
+            args: serde_json::Map::from_iter([
+                ("z".to_owned(), json!(1.5)),
+                ("a".to_owned(), json!([])),
+            ]),
+            max_verify_retries: 1,
+        });
+        let child = |id: &str, is_error: bool| harness::ToolResult {
+            call_id: format!("call_{id}"),
+            name: "delegate".to_owned(),
+            content: json!({"id": id, "outcome": "passed", "seal": format!("{id}-seal")})
+                .to_string(),
+            is_error,
+        };
+        let result = |attempt: u32| DelegationResult {
+            id: "d-all".to_owned(),
+            parent_id: Some("d-parent".to_owned()),
+            attempt,
+            response: "done".to_owned(),
+            tool_calls: Vec::new(),
+            tool_results: vec![
+                child(&format!("d-c{attempt}"), false),
+                child("d-refused", true),
+            ],
+            changes: None,
+            evidence: Vec::new(),
+        };
+        run.attempts[0].result = Some(result(0));
+        run.attempts[1].result = Some(result(1));
+        run.attempts[1].diff = vec!["--- a.txt".to_owned(), "+++ a.txt".to_owned()];
+        let mut file = Evidence::new("wrote a.txt", "criterion", harness::EvidenceResult::Pass);
+        file.method = Some("file_exists".to_owned());
+        file.target = Some("a.txt".to_owned());
+        file.subject_sha256 = Some("ab".repeat(32));
+        file.subject_bytes = Some(3);
+        let unhashed = Evidence::new("tests", "check", harness::EvidenceResult::Pass);
+        if let Some(verdict) = run.attempts[1].verdict.as_mut() {
+            verdict.evidence = vec![file, unhashed];
+        }
+        let event = |seq: u64, event: harness::RunEvent| harness::EventRecord {
+            run_id: "d-all".to_owned(),
+            attempt: 0,
+            seq,
+            at: "2026-11-29T00:00:00.000Z".to_owned(),
+            event,
+        };
+        run.events = vec![
+            event(
+                0,
+                harness::RunEvent::DelegationStarted {
+                    delegate: "scripted".to_owned(),
+                    max_attempts: 2,
+                    citations: true,
+                    plan: vec![json!({"tool": "write_file"}), json!("read")],
+                },
+            ),
+            event(1, harness::RunEvent::AttemptStarted),
+        ];
+        journal
+            .record(&run, &RecordMeta::default())
+            .expect("record");
+        let read = journal.get("d-all").expect("get").expect("d-all is there");
+        let export = crate::export::export(&read);
+        assert_eq!(read.seal.as_deref(), export["seal"].as_str());
+        assert_eq!(export["run"]["citations"], "required");
+        assert_eq!(export["run"]["parent_id"], "d-parent");
+        assert_eq!(export["run"]["error"]["kind"], "budget");
+        assert_eq!(export["plan"]["required_steps"][1], "read");
+        assert_eq!(
+            export["children"],
+            json!([{"id": "d-c0", "seal": "d-c0-seal"}, {"id": "d-c1", "seal": "d-c1-seal"}])
+        );
+        assert_eq!(
+            export["evidence"],
+            json!([{"id": "wrote a.txt", "path": "a.txt", "sha256": "ab".repeat(32), "bytes": 3}])
+        );
+        assert_eq!(export["attempts"][1]["diff"][1], "+++ a.txt");
+        assert_eq!(
+            export["events"][1]["prev_hash"],
+            export["events"][0]["hash"]
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@
 mod attest;
 mod audit;
 mod authority;
+mod canon;
 mod dashboard;
 mod error;
 mod export;
@@ -26,6 +27,7 @@ mod locate;
 mod sarif;
 mod spend;
 mod writer;
+mod written;
 
 pub use attest::{
     Attesting, Beside, ENVELOPE_SCHEMA, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE,

@@ -413,7 +413,20 @@ async fn exported(
 }
 
 async fn export(args: &RunsExportArgs) -> Result<(), Failure> {
-    let (mut document, _, _) = exported(args.journal.as_deref(), &args.id).await?;
+    let (mut document, stored, journal) = exported(args.journal.as_deref(), &args.id).await?;
+    // The export carries the seal stored when the run was recorded: a record edited since
+    // (outside harness) is not exported as if it were the one sealed.
+    if let Some(stored) = stored
+        && document["seal"].as_str() != Some(stored.as_str())
+    {
+        return Err(harness_records::Error::journal(format!(
+            "the journal {journal} holds run {} changed since it was recorded: its record seals {}, the journal stored {stored}; nothing was exported (`harness audit {}` says what does not hold)",
+            args.id,
+            document["seal"].as_str().unwrap_or("?"),
+            args.id,
+        ))
+        .into());
+    }
     let workdir = document["run"]["workdir"]
         .as_str()
         .map(std::path::PathBuf::from);
