@@ -776,22 +776,21 @@ impl Journal {
         tx.commit().map_err(write)
     }
 
-    /// Records one finished delegation, with its attempts, in one transaction.
+    /// Records one finished delegation, with its attempts, in one transaction; returns the seal
+    /// it was stored with (DESIGN §4.13).
     ///
     /// # Errors
     /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails (disk full, read-only
     /// file, a record with the same id already there); nothing of the delegation is written then.
-    pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<()> {
-        let mut failures = self.record_all([(report, meta)])?;
-        match failures.pop() {
-            Some((_, error)) => Err(error),
-            None => Ok(()),
-        }
+    pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<String> {
+        self.record_all([(report, meta)])?
+            .pop()
+            .unwrap_or_else(|| Err(Error::journal("nothing was recorded")))
     }
 
     /// Records many finished delegations in one transaction (far cheaper per record than
-    /// [`Journal::record`]); each delegation is still all-or-nothing. Returns the ids that could
-    /// not be written, with why.
+    /// [`Journal::record`]); each delegation is still all-or-nothing. Returns, per delegation
+    /// and in order, the seal it was stored with or why it could not be written.
     ///
     /// # Errors
     /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the transaction itself fails; then
@@ -799,7 +798,7 @@ impl Journal {
     pub fn record_all<'a>(
         &mut self,
         items: impl IntoIterator<Item = (&'a Report, &'a RecordMeta)>,
-    ) -> Result<Vec<(String, Error)>> {
+    ) -> Result<Vec<std::result::Result<String, Error>>> {
         let path = self.path.clone();
         let items: Vec<_> = items.into_iter().collect();
         // Usually every record goes in: one transaction and nothing else. A savepoint per record
@@ -808,14 +807,14 @@ impl Journal {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| sql_error(&path, "cannot start writing to", &e))?;
-        if items
+        if let Ok(seals) = items
             .iter()
-            .try_for_each(|(report, meta)| insert(&tx, report, meta))
-            .is_ok()
+            .map(|(report, meta)| insert(&tx, report, meta))
+            .collect::<rusqlite::Result<Vec<String>>>()
         {
             tx.commit()
                 .map_err(|e| sql_error(&path, "cannot commit to", &e))?;
-            return Ok(Vec::new());
+            return Ok(seals.into_iter().map(Ok).collect());
         }
         // Some record failed, and with it the transaction: write them again, a savepoint each,
         // so that only the failing ones are lost.
@@ -825,7 +824,7 @@ impl Journal {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| sql_error(&path, "cannot start writing to", &e))?;
-        let mut failures = Vec::new();
+        let mut outcomes = Vec::with_capacity(items.len());
         for (report, meta) in items {
             let fail = |e: rusqlite::Error| {
                 sql_error(&path, &format!("cannot record {} in", report.id), &e)
@@ -834,17 +833,16 @@ impl Journal {
             let written = tx
                 .savepoint()
                 .and_then(|savepoint| {
-                    insert(&savepoint, report, meta)?;
-                    savepoint.commit()
+                    let seal = insert(&savepoint, report, meta)?;
+                    savepoint.commit()?;
+                    Ok(seal)
                 })
                 .map_err(fail);
-            if let Err(e) = written {
-                failures.push((report.id.clone(), e));
-            }
+            outcomes.push(written);
         }
         tx.commit()
             .map_err(|e| sql_error(&path, "cannot commit to", &e))?;
-        Ok(failures)
+        Ok(outcomes)
     }
 
     /// Returns the records matching `filter`, newest first.
@@ -1197,8 +1195,13 @@ pub(crate) fn sql_error(path: &Path, what: &str, e: &rusqlite::Error) -> Error {
     ))
 }
 
-/// Writes one delegation and its attempts with cached statements, sealed as written.
-fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> rusqlite::Result<()> {
+/// Writes one delegation and its attempts with cached statements, sealed as written; returns
+/// the seal.
+fn insert(
+    conn: &rusqlite::Connection,
+    report: &Report,
+    meta: &RecordMeta,
+) -> rusqlite::Result<String> {
     // Each JSON column is written once, canonically, and the seal is the hash of the export a
     // reader will make of these very bytes (see `written`): nothing is read back to seal it.
     let written = crate::written::written(report, meta)
@@ -1238,7 +1241,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
         written.warnings,
         written.events,
         report.parent_id,
-        written.seal,
+        &written.seal,
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
@@ -1261,7 +1264,7 @@ fn insert(conn: &rusqlite::Connection, report: &Report, meta: &RecordMeta) -> ru
             text.diff,
         ])?;
     }
-    Ok(())
+    Ok(written.seal)
 }
 
 #[cfg(test)]
@@ -1660,11 +1663,23 @@ pub(crate) mod tests {
                 &[(Some(false), &["verify: z"])],
             ),
         ];
-        let failures = journal
+        let outcomes = journal
             .record_all(batch.iter().map(|r| (r, &meta)))
             .expect("the batch is written");
-        let failed: Vec<&str> = failures.iter().map(|(id, _)| id.as_str()).collect();
+        let failed: Vec<&str> = batch
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| outcome.is_err())
+            .map(|(report, _)| report.id.as_str())
+            .collect();
         assert_eq!(failed, ["d-1"]);
+        // Each written one with the seal it is stored with.
+        for (report, outcome) in batch.iter().zip(&outcomes) {
+            if let Ok(seal) = outcome {
+                let stored = journal.seal_of(&report.id).expect("read");
+                assert_eq!(stored.as_deref(), Some(seal.as_str()));
+            }
+        }
         let ids = all_ids(&journal);
         assert_eq!(ids.len(), 3, "{ids:?}");
         for id in ["d-1", "d-2", "d-3"] {

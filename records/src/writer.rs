@@ -19,7 +19,11 @@ use crate::journal::{Journal, RecordMeta, Started};
 /// How long the writer gathers records before writing them together.
 const GATHER: Duration = Duration::from_millis(10);
 /// The most records written in one transaction.
-const MAX_BATCH: usize = 1024;
+const MAX_BATCH: usize = 256;
+/// How many starts and records may wait for the writer. Whoever queues one more waits until the
+/// writer takes some: however far it falls behind (a slow disk, the journal locked by another
+/// process), no more than this and one transaction's worth are held in memory.
+const QUEUE: usize = 256;
 
 /// Adds to `items` what arrives within [`GATHER`], until a start arrives (its run is waiting)
 /// or the batch is full.
@@ -52,7 +56,7 @@ pub struct Written {
 }
 
 /// Told once a record is written (`Ok` with its seal) or refused (`Err` with why).
-type Done = Box<dyn FnOnce(std::result::Result<Option<String>, String>) + Send>;
+type Done = Box<dyn FnOnce(std::result::Result<String, String>) + Send>;
 
 /// Told once a run's start is written (or was warned of as unwritable).
 type Begun = tokio::sync::oneshot::Sender<()>;
@@ -70,7 +74,7 @@ enum Item {
 static WRITERS: Mutex<Option<Registry>> = Mutex::new(None);
 
 /// Each writer's sender and number, by journal.
-type Registry = HashMap<PathBuf, (u64, mpsc::Sender<Item>)>;
+type Registry = HashMap<PathBuf, (u64, mpsc::SyncSender<Item>)>;
 
 /// The number of the next writer started.
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -87,7 +91,7 @@ pub struct JournalWriter {
     path: PathBuf,
     /// Its number in [`WRITERS`].
     number: u64,
-    sender: mpsc::Sender<Item>,
+    sender: mpsc::SyncSender<Item>,
     thread: JoinHandle<Written>,
 }
 
@@ -106,7 +110,7 @@ impl JournalWriter {
     /// As [`Journal::open`].
     pub fn start(path: &Path) -> Result<Self> {
         let mut journal = Journal::open(path)?;
-        let (sender, receiver) = mpsc::channel::<Item>();
+        let (sender, receiver) = mpsc::sync_channel::<Item>(QUEUE);
         let thread = std::thread::Builder::new()
             .name("harness-journal".to_owned())
             .spawn(move || {
@@ -149,31 +153,23 @@ impl JournalWriter {
                     for told in begun {
                         let _ = told.send(());
                     }
-                    let failed: Vec<(String, String)> =
+                    let outcomes: Vec<std::result::Result<String, String>> =
                         match journal.record_all(queued.iter().map(|(r, m, _)| (r, m))) {
-                            Ok(failed) => failed
+                            Ok(outcomes) => outcomes
                                 .into_iter()
-                                .map(|(id, e)| (id, e.message().to_owned()))
+                                .map(|o| o.map_err(|e| e.message().to_owned()))
                                 .collect(),
-                            Err(e) => queued
-                                .iter()
-                                .map(|(r, _, _)| (r.id.clone(), e.message().to_owned()))
-                                .collect(),
+                            Err(e) => queued.iter().map(|_| Err(e.message().to_owned())).collect(),
                         };
-                    written.recorded += queued.len() - failed.len();
-                    for (report, _, done) in queued {
+                    for ((report, _, done), outcome) in queued.into_iter().zip(outcomes) {
+                        match &outcome {
+                            Ok(_) => written.recorded += 1,
+                            Err(why) => written.failures.push(format!("{}: {why}", report.id)),
+                        }
                         if let Some(done) = done {
-                            done(match failed.iter().find(|(id, _)| *id == report.id) {
-                                Some((_, why)) => Err(why.clone()),
-                                None => journal
-                                    .seal_of(&report.id)
-                                    .map_err(|e| e.message().to_owned()),
-                            });
+                            done(outcome);
                         }
                     }
-                    written
-                        .failures
-                        .extend(failed.into_iter().map(|(id, why)| format!("{id}: {why}")));
                 }
                 written
             })
@@ -214,16 +210,17 @@ impl JournalWriter {
         })
     }
 
-    /// Sends `item` to the writer of `journal` in this process; false when there is none (or it
-    /// has stopped).
+    /// Sends `item` to the writer of `journal` in this process (waiting while [`QUEUE`] items
+    /// wait for it); false when there is none (or it has stopped).
     fn send(journal: &Path, item: Item) -> bool {
-        let writers = WRITERS
+        // Taken out of the registry first: a send that waits holds no one else up.
+        let sender = WRITERS
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        writers
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
             .and_then(|w| w.get(&key(journal)))
-            .is_some_and(|(_, sender)| sender.send(item).is_ok())
+            .map(|(_, sender)| sender.clone());
+        sender.is_some_and(|sender| sender.send(item).is_ok())
     }
 
     /// Queues the finished delegation `report`, recorded in `journal`, with that journal's
@@ -233,12 +230,13 @@ impl JournalWriter {
         journal: &Path,
         report: Report,
         meta: RecordMeta,
-        done: impl FnOnce(std::result::Result<Option<String>, String>) + Send + 'static,
+        done: impl FnOnce(std::result::Result<String, String>) + Send + 'static,
     ) -> bool {
         Self::send(journal, Item::Record(report, meta, Some(Box::new(done))))
     }
 
-    /// Queues one finished delegation; it is written within moments.
+    /// Queues one finished delegation; it is written within moments. While the writer is
+    /// behind by a full queue, this waits for it to take some (memory stays flat).
     pub fn record(&self, report: Report, meta: RecordMeta) {
         // A send only fails when the writer thread died; `finish` reports that.
         let _ = self.sender.send(Item::Record(report, meta, None));
@@ -349,6 +347,47 @@ mod tests {
         );
         let journal = Journal::open_read_only(&path).expect("read");
         assert_eq!(journal.list(&Filter::default()).expect("list").len(), 50);
+    }
+
+    /// A writer held up (here by another process's lock on the journal) holds back whoever
+    /// records next, instead of queueing without end; once it goes on, everything is written.
+    #[test]
+    fn a_writer_held_up_holds_back_whoever_records_instead_of_queueing_without_end() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("runs.db");
+        let writer = Arc::new(JournalWriter::start(&path).expect("start"));
+        let lock = rusqlite::Connection::open(&path).expect("open");
+        lock.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+        let total = QUEUE + MAX_BATCH + 200;
+        let queued = Arc::new(AtomicUsize::new(0));
+        let recorder = {
+            let (writer, queued) = (Arc::clone(&writer), Arc::clone(&queued));
+            std::thread::spawn(move || {
+                for i in 0..total {
+                    writer.record(report(&format!("d-{i}")), RecordMeta::default());
+                    queued.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while queued.load(Ordering::SeqCst) < QUEUE && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Queueing the rest would take microseconds; a bounded queue makes it wait.
+        std::thread::sleep(Duration::from_millis(300));
+        let held = queued.load(Ordering::SeqCst);
+        assert!(
+            (QUEUE..=QUEUE + MAX_BATCH + 1).contains(&held),
+            "{held} of {total} queued while the writer was held up"
+        );
+        lock.execute_batch("COMMIT").expect("unlock");
+        recorder.join().expect("the recorder");
+        let writer = Arc::into_inner(writer).expect("the only owner");
+        let written = writer.finish();
+        assert_eq!((written.recorded, written.failures.len()), (total, 0));
     }
 
     #[test]
