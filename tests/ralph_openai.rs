@@ -766,3 +766,64 @@ fn a_spent_token_budget_stops_the_loop_with_a_budget_finding() {
     );
     assert_eq!(server.bodies().len(), 2, "no third request");
 }
+
+/// The share of the prompt the provider read from its cache is counted per attempt, recorded,
+/// shown in the spend table and sealed into the export.
+#[test]
+fn the_cached_share_of_the_prompt_is_recorded_shown_and_sealed() {
+    // Every completion says 8 of its prompt tokens came from the provider's cache.
+    let server = ModelServer::start(|_, body| {
+        let reply = if after_tool(body) {
+            answer(body, TRUTH)
+        } else {
+            write_hello(body)
+        };
+        let Reply::Json(status, headers, mut completion) = reply else {
+            unreachable!("the fake's replies are JSON")
+        };
+        completion["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 8});
+        Reply::Json(status, headers, completion)
+    });
+    let dir = verified(Api::OpenAi, &server, "", "");
+    let journal = dir.join("runs.db");
+    let journal = journal.to_str().expect("UTF-8");
+    let (out, report) = run_file(&dir, "delegation.yaml", &[("HARNESS_JOURNAL", journal)]);
+    out.expect_code(0);
+    assert_eq!(
+        report["usage"]["cached_input_tokens"],
+        json!(16),
+        "{report}"
+    );
+    assert_eq!(
+        report["usage"]["per_attempt"][0]["cached_input_tokens"],
+        json!(16)
+    );
+    let id = report["id"].as_str().expect("an id");
+    let input = report["usage"]["input_tokens"].as_u64().expect("a count");
+    let cli = |args: &[&str]| {
+        harness(args)
+            .current_dir(dir.path())
+            .env("HARNESS_JOURNAL", journal)
+            .run()
+    };
+
+    let shown = cli(&["runs", "show", id]);
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.contains(&format!("{input} (16 cached)")),
+        "{}",
+        shown.stdout
+    );
+    let shown = cli(&["runs", "show", id, "--json"]);
+    shown.expect_code(0);
+    let spend = &shown.json()["spend"];
+    assert_eq!(spend["run"]["cached_input_tokens"], json!(16), "{spend}");
+    assert_eq!(spend["attempts"][0]["cached_input_tokens"], json!(16));
+
+    let exported = cli(&["runs", "export", id]);
+    exported.expect_code(0);
+    let document: Value = serde_json::from_str(&exported.stdout).expect("an export");
+    assert_eq!(document["run"]["usage"]["cached_input_tokens"], json!(16));
+    // Sealed as written, and the audit agrees.
+    cli(&["audit", id]).expect_code(0);
+}

@@ -1020,7 +1020,7 @@ fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
     assert_eq!(
         spend["children"],
         json!([{"id": child["id"], "outcome": "error", "kind": "budget",
-            "input_tokens": grandchild["usage"]["input_tokens"],
+            "input_tokens": grandchild["usage"]["input_tokens"], "cached_input_tokens": 0,
             "output_tokens": grandchild["usage"]["output_tokens"],
             "duration_ms": child["duration_ms"], "descendants": 1}]),
         "{spend}"

@@ -182,6 +182,18 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Model calls made.
     pub requests: u64,
+    /// Of the input tokens, those the provider read from its prompt cache (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`, Anthropic's and Claude Code's
+    /// `cache_read_input_tokens`, Codex's `cached_input_tokens`, Gemini CLI's `cached`); 0 when
+    /// it does not say. They are counted in `input_tokens` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+}
+
+/// For `skip_serializing_if`: a count of none is not written.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -190,5 +202,6 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.requests += other.requests;
+        self.cached_input_tokens += other.cached_input_tokens;
     }
 }

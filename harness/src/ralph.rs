@@ -276,6 +276,7 @@ async fn attempts(
             verify.reasons = Empty,
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
+            gen_ai.usage.cache_read.input_tokens = Empty,
             { telemetry::attr::RETRY_TEMPLATE_VERSION } = RETRY_TEMPLATE_VERSION,
             { telemetry::attr::RETRY_TEMPLATE_SHA256 } = crate::retry::retry_template_sha256(),
         );
@@ -291,6 +292,12 @@ async fn attempts(
         let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         span.record("gen_ai.usage.input_tokens", signed(usage.input_tokens));
         span.record("gen_ai.usage.output_tokens", signed(usage.output_tokens));
+        if usage.cached_input_tokens > 0 {
+            span.record(
+                "gen_ai.usage.cache_read.input_tokens",
+                signed(usage.cached_input_tokens),
+            );
+        }
         let budget = Budget {
             total,
             // Its children's tokens are in their own records, and in its budget.

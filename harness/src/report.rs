@@ -348,6 +348,7 @@ impl Report {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
                 requests: usage.requests,
+                cached_input_tokens: usage.cached_input_tokens,
                 per_attempt: self
                     .attempts
                     .iter()
@@ -356,6 +357,7 @@ impl Report {
                         input_tokens: a.usage.input_tokens,
                         output_tokens: a.usage.output_tokens,
                         requests: a.usage.requests,
+                        cached_input_tokens: a.usage.cached_input_tokens,
                     })
                     .collect(),
             },
@@ -492,6 +494,9 @@ struct UsageJson {
     input_tokens: u64,
     output_tokens: u64,
     requests: u64,
+    /// Of the input, what the provider read from its cache; written only when it read some.
+    #[serde(skip_serializing_if = "is_zero")]
+    cached_input_tokens: u64,
     per_attempt: Vec<AttemptUsageJson>,
 }
 
@@ -501,6 +506,13 @@ struct AttemptUsageJson {
     input_tokens: u64,
     output_tokens: u64,
     requests: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    cached_input_tokens: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -553,6 +565,7 @@ mod tests {
                 input_tokens: 10 + u64::from(n),
                 output_tokens: 3,
                 requests: 1,
+                ..Usage::default()
             },
             duration: Duration::from_micros(1_500_700 + u64::from(n)),
         }

@@ -294,6 +294,7 @@ async fn model_call(
         gen_ai.request.model = model.as_deref(),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.conversation.id = Empty,
         error.type = Empty,
@@ -320,6 +321,12 @@ async fn model_call(
                     "gen_ai.usage.output_tokens",
                     count(turn.usage.output_tokens),
                 );
+                if turn.usage.cached_input_tokens > 0 {
+                    span.record(
+                        "gen_ai.usage.cache_read.input_tokens",
+                        count(turn.usage.cached_input_tokens),
+                    );
+                }
             }
             if let Some(reason) = &turn.finish_reason {
                 span.record("gen_ai.response.finish_reasons", reason.as_str());

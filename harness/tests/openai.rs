@@ -110,6 +110,29 @@ async fn turn(spec: OpenAiSpec) -> Result<Turn, Error> {
     turn_with(spec, &tools()).await
 }
 
+/// The prompt tokens the provider read from its cache (`prompt_tokens_details.cached_tokens`)
+/// are counted apart, whichever way the completion is read (the fast typed parse, or the tree
+/// when the completion has an unusual shape elsewhere).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cached_share_of_the_prompt_is_counted() {
+    let mut usual = completion(json!({"role": "assistant", "content": "Done"}), "stop");
+    usual["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 8, "audio_tokens": 0});
+    let mut unusual = usual.clone();
+    // A second choice whose message is not an object: the typed parse gives up on it.
+    if let Some(choices) = unusual["choices"].as_array_mut() {
+        choices.push(json!({"index": 1, "message": [1, 2], "finish_reason": "stop"}));
+    }
+    for body in [usual, unusual] {
+        let server = ModelServer::replies(vec![Reply::Json(200, vec![], body)]);
+        let turn = turn(spec(server.base_url())).await.expect("turn");
+        assert_eq!(turn.content.as_deref(), Some("Done"));
+        assert_eq!(
+            (turn.usage.input_tokens, turn.usage.cached_input_tokens),
+            (12, 8)
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn plain_answer_and_the_request_on_the_wire() {
     let server = ModelServer::replies(vec![answer("Done, I created hello.txt")]);
@@ -125,7 +148,8 @@ async fn plain_answer_and_the_request_on_the_wire() {
         Usage {
             input_tokens: 12,
             output_tokens: 5,
-            requests: 1
+            requests: 1,
+            cached_input_tokens: 0,
         }
     );
 

@@ -94,6 +94,9 @@ const MIGRATIONS: &[&str] = &[
         SELECT json_extract(a.result, '$.parent_id') FROM attempts a
         WHERE a.delegation_id = delegations.id AND a.result IS NOT NULL
         ORDER BY a.attempt DESC LIMIT 1);",
+    // Version 8: of the input tokens, those the provider read from its prompt cache.
+    "ALTER TABLE delegations ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE attempts ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The schema version this build writes.
@@ -330,6 +333,7 @@ impl TreeNode {
             "task": self.task,
             "usage": {
                 "input_tokens": self.usage.input_tokens,
+                "cached_input_tokens": self.usage.cached_input_tokens,
                 "output_tokens": self.usage.output_tokens,
             },
             "duration_ms": millis(self.duration),
@@ -351,9 +355,7 @@ impl TreeNode {
         let mut runs = 1;
         for child in &self.children {
             let (theirs, count) = child.subtree();
-            usage.input_tokens += theirs.input_tokens;
-            usage.output_tokens += theirs.output_tokens;
-            usage.requests += theirs.requests;
+            usage.add(theirs);
             runs += count;
         }
         (usage, runs)
@@ -533,12 +535,18 @@ impl RecordedAttempt {
     }
 }
 
+/// Tokens as an export has them: the cached share only when there is one, so that a record made
+/// before it was counted exports (and seals) as it did.
 fn usage_json(usage: Usage) -> Value {
-    json!({
+    let mut object = json!({
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "requests": usage.requests,
-    })
+    });
+    if usage.cached_input_tokens > 0 {
+        object["cached_input_tokens"] = json!(usage.cached_input_tokens);
+    }
+    object
 }
 
 /// Returns whole milliseconds, saturating.
@@ -976,17 +984,24 @@ impl Journal {
 
     /// One run of a tree, with the run it was delegated from.
     fn tree_node(&self, id: &str) -> rusqlite::Result<Option<(TreeNode, Option<String>)>> {
-        let mut statement = self
-            .conn
-            .prepare_cached(if user_version(&self.conn)? >= 7 {
+        let mut statement = self.conn.prepare_cached(match user_version(&self.conn)? {
+            8.. => {
                 "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
-                parent_id, input_tokens, output_tokens, requests, duration_ms
-                FROM delegations WHERE id = ?1"
-            } else {
+                    parent_id, input_tokens, output_tokens, requests, duration_ms,
+                    cached_input_tokens
+                    FROM delegations WHERE id = ?1"
+            }
+            7 => {
                 "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
-                NULL, input_tokens, output_tokens, requests, duration_ms
-                FROM delegations WHERE id = ?1"
-            })?;
+                    parent_id, input_tokens, output_tokens, requests, duration_ms, 0
+                    FROM delegations WHERE id = ?1"
+            }
+            _ => {
+                "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
+                    NULL, input_tokens, output_tokens, requests, duration_ms, 0
+                    FROM delegations WHERE id = ?1"
+            }
+        })?;
         statement
             .query_row(params![id], |row| {
                 Ok((
@@ -1000,6 +1015,7 @@ impl Journal {
                             input_tokens: count(row.get(6)?),
                             output_tokens: count(row.get(7)?),
                             requests: count(row.get(8)?),
+                            cached_input_tokens: count(row.get(10)?),
                         },
                         duration: Duration::from_millis(count(row.get(9)?)),
                         children: Vec::new(),
@@ -1092,6 +1108,7 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
             input_tokens: count(row.get("input_tokens")?),
             output_tokens: count(row.get("output_tokens")?),
             requests: count(row.get("requests")?),
+            cached_input_tokens: count_column(row, "cached_input_tokens")?,
         },
         trace_id: row.get("trace_id")?,
         retry_template_version: row.get("retry_template_version")?,
@@ -1140,6 +1157,14 @@ fn json_column<T: serde::de::DeserializeOwned>(
 }
 
 /// Reads an optional text column, `None` when the journal's schema does not have it.
+/// A count column a journal of an older schema may not have yet (read as 0).
+fn count_column(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<u64> {
+    match row.get(name) {
+        Err(rusqlite::Error::InvalidColumnName(_)) => Ok(0),
+        other => other.map(count),
+    }
+}
+
 fn text_column(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<Option<String>> {
     match row.get(name) {
         Err(rusqlite::Error::InvalidColumnName(_)) => Ok(None),
@@ -1168,6 +1193,7 @@ fn attempt_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordedAttempt
             input_tokens: count(row.get("input_tokens")?),
             output_tokens: count(row.get("output_tokens")?),
             requests: count(row.get("requests")?),
+            cached_input_tokens: count_column(row, "cached_input_tokens")?,
         },
         result: json_column(row, "result")?,
         verdict,
@@ -1215,9 +1241,9 @@ fn insert(
         "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
             error_kind, error_message, attempts, input_tokens, output_tokens, requests,
             trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings,
-            events, parent_id, seal)
+            events, parent_id, seal, cached_input_tokens)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-            ?18, ?19, ?20, ?21, ?22)",
+            ?18, ?19, ?20, ?21, ?22, ?23)",
     )?
     .execute(params![
         report.id,
@@ -1242,11 +1268,13 @@ fn insert(
         written.events,
         report.parent_id,
         &written.seal,
+        tokens(usage.cached_input_tokens),
     ])?;
     let mut statement = conn.prepare_cached(
         "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
-            input_tokens, output_tokens, requests, result, verdict, retry_prompt, diff)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            input_tokens, output_tokens, requests, result, verdict, retry_prompt, diff,
+            cached_input_tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?;
     for (attempt, text) in report.attempts.iter().zip(&written.attempts) {
         statement.execute(params![
@@ -1262,6 +1290,7 @@ fn insert(
             text.verdict,
             attempt.retry_prompt,
             text.diff,
+            tokens(attempt.usage.cached_input_tokens),
         ])?;
     }
     Ok(written.seal)
@@ -1335,6 +1364,7 @@ pub(crate) mod tests {
                         input_tokens: 10,
                         output_tokens: 5,
                         requests: 1,
+                        ..Usage::default()
                     },
                     duration: Duration::from_millis(20),
                 })
@@ -1553,6 +1583,7 @@ pub(crate) mod tests {
         run.attempts[0].result = Some(result(0));
         run.attempts[1].result = Some(result(1));
         run.attempts[1].diff = vec!["--- a.txt".to_owned(), "+++ a.txt".to_owned()];
+        run.attempts[1].usage.cached_input_tokens = 4;
         let mut file = Evidence::new("wrote a.txt", "criterion", harness::EvidenceResult::Pass);
         file.method = Some("file_exists".to_owned());
         file.target = Some("a.txt".to_owned());
@@ -1600,6 +1631,14 @@ pub(crate) mod tests {
             json!([{"id": "wrote a.txt", "path": "a.txt", "sha256": "ab".repeat(32), "bytes": 3}])
         );
         assert_eq!(export["attempts"][1]["diff"][1], "+++ a.txt");
+        // The cached share where there is one (and only there: older records seal as before).
+        assert_eq!(export["attempts"][1]["usage"]["cached_input_tokens"], 4);
+        assert_eq!(export["run"]["usage"]["cached_input_tokens"], 4);
+        assert!(
+            export["attempts"][0]["usage"]
+                .get("cached_input_tokens")
+                .is_none()
+        );
         assert_eq!(
             export["events"][1]["prev_hash"],
             export["events"][0]["hash"]

@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use harness::Usage;
+
 use crate::journal::{Record, TreeNode};
 
 /// Tokens and time of one row of a spend table.
@@ -11,10 +13,33 @@ use crate::journal::{Record, TreeNode};
 pub struct Cost {
     /// Input tokens.
     pub input_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cached_input_tokens: u64,
     /// Output tokens.
     pub output_tokens: u64,
     /// Wall time, in milliseconds.
     pub duration_ms: u64,
+}
+
+impl Cost {
+    /// The tokens of `usage`, over `duration_ms`.
+    fn of(usage: Usage, duration_ms: u64) -> Self {
+        Cost {
+            input_tokens: usage.input_tokens,
+            cached_input_tokens: usage.cached_input_tokens,
+            output_tokens: usage.output_tokens,
+            duration_ms,
+        }
+    }
+
+    /// The input tokens as a table shows them, with the cached share when the provider read
+    /// some from its cache: `1200 (800 cached)`.
+    pub fn input(&self) -> String {
+        match self.cached_input_tokens {
+            0 => self.input_tokens.to_string(),
+            cached => format!("{} ({cached} cached)", self.input_tokens),
+        }
+    }
 }
 
 /// One attempt's row.
@@ -80,11 +105,7 @@ impl Spend {
                     });
                 AttemptSpend {
                     attempt: attempt.attempt + 1,
-                    cost: Cost {
-                        input_tokens: attempt.usage.input_tokens,
-                        output_tokens: attempt.usage.output_tokens,
-                        duration_ms: millis(attempt.duration),
-                    },
+                    cost: Cost::of(attempt.usage, millis(attempt.duration)),
                     checks_ms,
                     checks,
                     stages: attempt.verdict.as_ref().map_or_else(Vec::new, |v| {
@@ -96,11 +117,7 @@ impl Spend {
                 }
             })
             .collect();
-        let run = Cost {
-            input_tokens: record.usage.input_tokens,
-            output_tokens: record.usage.output_tokens,
-            duration_ms: millis(record.duration),
-        };
+        let run = Cost::of(record.usage, millis(record.duration));
         let node = tree.and_then(|t| t.find(&record.id));
         let children: Vec<ChildSpend> = node
             .map(|n| n.children.as_slice())
@@ -112,11 +129,7 @@ impl Spend {
                     id: child.id.clone(),
                     outcome: child.outcome.clone(),
                     kind: child.error_kind.clone(),
-                    cost: Cost {
-                        input_tokens: usage.input_tokens,
-                        output_tokens: usage.output_tokens,
-                        duration_ms: millis(child.duration),
-                    },
+                    cost: Cost::of(usage, millis(child.duration)),
                     descendants: runs - 1,
                 }
             })
@@ -125,6 +138,7 @@ impl Spend {
         let mut runs = 1;
         for child in &children {
             whole.input_tokens += child.cost.input_tokens;
+            whole.cached_input_tokens += child.cost.cached_input_tokens;
             whole.output_tokens += child.cost.output_tokens;
             runs += 1 + child.descendants;
         }
@@ -136,14 +150,16 @@ impl Spend {
         }
     }
 
-    /// As JSON: `{attempts: [{attempt, input_tokens, output_tokens, duration_ms, checks,
-    /// checks_ms, stage_us: {stage: µs}}], children: [{id, outcome, kind, input_tokens, output_tokens, duration_ms,
-    /// descendants}], run: {…}, tree: {input_tokens, output_tokens, runs}}`; a child's tokens
-    /// are its whole subtree's.
+    /// As JSON: `{attempts: [{attempt, input_tokens, cached_input_tokens, output_tokens,
+    /// duration_ms, checks, checks_ms, stage_us: {stage: µs}}], children: [{id, outcome, kind,
+    /// input_tokens, cached_input_tokens, output_tokens, duration_ms, descendants}], run: {…},
+    /// tree: {input_tokens, cached_input_tokens, output_tokens, runs}}`; a child's tokens are its
+    /// whole subtree's.
     pub fn to_json(&self) -> Value {
         let cost = |c: &Cost| {
             json!({
                 "input_tokens": c.input_tokens,
+                "cached_input_tokens": c.cached_input_tokens,
                 "output_tokens": c.output_tokens,
                 "duration_ms": c.duration_ms,
             })
@@ -170,6 +186,7 @@ impl Spend {
             "run": cost(&self.run),
             "tree": {
                 "input_tokens": self.tree.0.input_tokens,
+                "cached_input_tokens": self.tree.0.cached_input_tokens,
                 "output_tokens": self.tree.0.output_tokens,
                 "runs": self.tree.1,
             },

@@ -328,12 +328,15 @@ struct RunError<'a> {
     message: &'a str,
 }
 
-/// Token counts as the journal's integer columns give them back.
+/// Token counts as the journal's integer columns give them back (the cached share only when
+/// there is one, as `journal::usage_json` writes it).
 #[derive(Serialize)]
 struct Tokens {
     input_tokens: u64,
     output_tokens: u64,
     requests: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    cached_input_tokens: u64,
 }
 
 impl Tokens {
@@ -342,8 +345,14 @@ impl Tokens {
             input_tokens: count(tokens(usage.input_tokens)),
             output_tokens: count(tokens(usage.output_tokens)),
             requests: count(tokens(usage.requests)),
+            cached_input_tokens: count(tokens(usage.cached_input_tokens)),
         }
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]

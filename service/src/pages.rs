@@ -414,7 +414,7 @@ fn spend_view(spend: &harness_records::Spend) -> String {
     let row = |what: String, cost: &harness_records::Cost, checks: String| {
         format!(
             "<tr><td>{what}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{checks}</td></tr>",
-            cost.input_tokens,
+            cost.input(),
             cost.output_tokens,
             ms(cost.duration_ms)
         )
@@ -463,7 +463,8 @@ fn spend_view(spend: &harness_records::Spend) -> String {
     if runs > 1 {
         out.push_str(&format!(
             "<tr class=\"total\"><td>With everything under it ({runs} runs)</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td></td><td></td></tr>",
-            tree.input_tokens, tree.output_tokens
+            tree.input(),
+            tree.output_tokens
         ));
     }
     out.push_str("</table>");

@@ -94,10 +94,11 @@ async fn show(args: &RunsShowArgs) -> Result<(), Failure> {
             None => "not verified",
         };
         println!(
-            "  {}. {verdict} in {} ({} in, {} out tokens)",
+            "  {}. {verdict} in {} ({} in{}, {} out tokens)",
             attempt.attempt + 1,
             duration(attempt.duration),
             attempt.usage.input_tokens,
+            cached(attempt.usage.cached_input_tokens),
             attempt.usage.output_tokens
         );
         for reason in &attempt.reasons {
@@ -180,8 +181,11 @@ fn print_header(
     field(
         "tokens",
         &format!(
-            "{} in, {} out, {} requests",
-            record.usage.input_tokens, record.usage.output_tokens, record.usage.requests
+            "{} in{}, {} out, {} requests",
+            record.usage.input_tokens,
+            cached(record.usage.cached_input_tokens),
+            record.usage.output_tokens,
+            record.usage.requests
         ),
     );
     field("trace id", record.trace_id.as_deref().unwrap_or("-"));
@@ -202,6 +206,14 @@ fn print_header(
 
 /// Prints what the run spent: tokens and time per attempt (with its checks' time), per child
 /// (its whole subtree's tokens), the run alone and with everything under it.
+/// ` (N cached)` after a count of input tokens, when the provider read some from its cache.
+fn cached(tokens: u64) -> String {
+    match tokens {
+        0 => String::new(),
+        n => format!(" ({n} cached)"),
+    }
+}
+
 fn print_spend(spend: &harness_records::Spend) {
     let ms = |ms: u64| duration(Duration::from_millis(ms));
     let mut rows = vec![[
@@ -221,7 +233,7 @@ fn print_spend(spend: &harness_records::Spend) {
             .collect();
         rows.push([
             format!("attempt {}", a.attempt),
-            a.cost.input_tokens.to_string(),
+            a.cost.input(),
             a.cost.output_tokens.to_string(),
             ms(a.cost.duration_ms),
             match a.checks {
@@ -244,7 +256,7 @@ fn print_spend(spend: &harness_records::Spend) {
         };
         rows.push([
             format!("child {} {outcome}{under}", c.id),
-            c.cost.input_tokens.to_string(),
+            c.cost.input(),
             c.cost.output_tokens.to_string(),
             ms(c.cost.duration_ms),
             String::new(),
@@ -253,7 +265,7 @@ fn print_spend(spend: &harness_records::Spend) {
     }
     rows.push([
         "this run".to_owned(),
-        spend.run.input_tokens.to_string(),
+        spend.run.input(),
         spend.run.output_tokens.to_string(),
         ms(spend.run.duration_ms),
         String::new(),
@@ -263,7 +275,7 @@ fn print_spend(spend: &harness_records::Spend) {
     if runs > 1 {
         rows.push([
             format!("with everything under it ({runs} runs)"),
-            tree.input_tokens.to_string(),
+            tree.input(),
             tree.output_tokens.to_string(),
             String::new(),
             String::new(),

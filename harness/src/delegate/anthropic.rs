@@ -276,6 +276,7 @@ fn parse_message(url: &str, bytes: &[u8]) -> Result<Turn> {
                 + count("cache_read_input_tokens"),
             output_tokens: count("output_tokens"),
             requests: 1,
+            cached_input_tokens: count("cache_read_input_tokens"),
         },
         finish_reason: stop_reason,
         observed: Vec::new(),
@@ -354,6 +355,7 @@ mod tests {
         assert_eq!(turn.content.as_deref(), Some("Let me write it."));
         assert_eq!(turn.tool_calls[0].id.as_deref(), Some("toolu_1"));
         assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens), (15, 3));
+        assert_eq!(turn.usage.cached_input_tokens, 5);
         for (body, needle) in [
             (&br#"{"type":"message","content":[],"stop_reason":"max_tokens"}"#[..], "max_tokens"),
             (&br#"{"type":"error","error":{"message":"x"}}"#[..], "not a Messages API response"),

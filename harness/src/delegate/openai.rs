@@ -282,6 +282,14 @@ mod typed {
         prompt_tokens: Option<u64>,
         #[serde(default)]
         completion_tokens: Option<u64>,
+        #[serde(default)]
+        prompt_tokens_details: Option<Object<Details>>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Details {
+        #[serde(default)]
+        cached_tokens: Option<u64>,
     }
 
     /// Reads the usual shape of a completion; `None` when it is anything else.
@@ -311,6 +319,11 @@ mod typed {
                 input_tokens: count(|c| c.prompt_tokens),
                 output_tokens: count(|c| c.completion_tokens),
                 requests: 1,
+                cached_input_tokens: count(|c| {
+                    c.prompt_tokens_details
+                        .as_ref()
+                        .and_then(|Object(d)| d.cached_tokens)
+                }),
             },
             finish_reason: choice.finish_reason,
             observed: Vec::new(),
@@ -392,6 +405,12 @@ fn parse_completion_value(url: &str, bytes: &[u8]) -> Result<Turn> {
             input_tokens: count("prompt_tokens"),
             output_tokens: count("completion_tokens"),
             requests: 1,
+            cached_input_tokens: value
+                .get("usage")
+                .and_then(|u| u.get("prompt_tokens_details"))
+                .and_then(|d| d.get("cached_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
         },
         finish_reason,
         observed: Vec::new(),

@@ -156,6 +156,7 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
             + count(&usage["cache_creation_input_tokens"])
             + count(&usage["cache_read_input_tokens"]),
         output_tokens: count(&usage["output_tokens"]),
+        cached_input_tokens: count(&usage["cache_read_input_tokens"]),
         ..Usage::default()
     };
     let subtype = result["subtype"].as_str().unwrap_or_default();
@@ -206,6 +207,8 @@ mod tests {
             (parsed.usage.input_tokens, parsed.usage.output_tokens),
             (7, 7)
         );
+        // Of the input, what the CLI read from the prompt cache.
+        assert_eq!(parsed.usage.cached_input_tokens, 2);
         assert!(parse("not json\n").is_err());
         let cut = out.lines().take(2).collect::<Vec<_>>().join("\n");
         assert!(

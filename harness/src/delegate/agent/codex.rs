@@ -136,6 +136,7 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
                 let usage = &line["usage"];
                 parsed.usage.input_tokens += count(&usage["input_tokens"]);
                 parsed.usage.output_tokens += count(&usage["output_tokens"]);
+                parsed.usage.cached_input_tokens += count(&usage["cached_input_tokens"]);
             }
             Some("turn.failed") => {
                 parsed.error = Some(format!(
@@ -167,4 +168,32 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
     }
     parsed.observed = log.calls;
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_is_summed_over_turns_with_the_cached_share_of_the_input() {
+        let stream = [
+            r#"{"type":"thread.started","thread_id":"t-1"}"#,
+            r#"{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"Done"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":800,"output_tokens":30}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":100,"output_tokens":5}}"#,
+        ]
+        .join("\n");
+        let parsed = parse(&stream).expect("parses");
+        assert_eq!(parsed.session.as_deref(), Some("t-1"));
+        assert_eq!(parsed.response, "Done");
+        let usage = parsed.usage;
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                usage.output_tokens
+            ),
+            (1300, 800, 35)
+        );
+    }
 }

@@ -228,6 +228,7 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
     let stats = &result["stats"];
     parsed.usage.input_tokens = count(&stats["input_tokens"]);
     parsed.usage.output_tokens = count(&stats["output_tokens"]);
+    parsed.usage.cached_input_tokens = count(&stats["cached"]);
     parsed.observed = log.calls;
     Ok(parsed)
 }
@@ -235,6 +236,27 @@ fn parse(stdout: &str) -> std::result::Result<Parsed, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_result_gives_the_tokens_with_the_cached_share_of_the_input() {
+        let stream = [
+            r#"{"type":"init","session_id":"s-1","model":"m"}"#,
+            r#"{"type":"message","role":"assistant","content":"Done","delta":true}"#,
+            r#"{"type":"result","status":"success","stats":{"total_tokens":1230,"input_tokens":1200,"output_tokens":30,"cached":800,"input":400,"duration_ms":9,"tool_calls":0}}"#,
+        ]
+        .join("\n");
+        let parsed = parse(&stream).expect("parses");
+        assert_eq!(parsed.response, "Done");
+        let usage = parsed.usage;
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                usage.output_tokens
+            ),
+            (1200, 800, 30)
+        );
+    }
 
     #[test]
     fn a_tool_result_is_read_from_the_sessions_file() {
