@@ -1504,6 +1504,15 @@ pub(crate) mod tests {
             result.tool_calls[0]
                 .arguments
                 .insert("exact".to_owned(), serde_json::json!(exact));
+            // What a delegate may write: a key twice, numbers no float holds, a key with a NUL
+            // and a quote, a character outside the BMP, deep nesting.
+            let odd: Value = serde_json::from_str(
+                r#"{"dup": 1, "dup": 2, "big": 1e400, "huge": 123456789012345678901234567890,
+                    "neg": -0, "key\u0000\"q": "\ud83d\ude00", "\u007f":
+                    [[[[[[[[[[{"deep": true, "also": [1.5e-400]}]]]]]]]]]]}"#,
+            )
+            .expect("JSON");
+            result.tool_calls[0].arguments.insert("odd".to_owned(), odd);
             result
         };
         run.attempts[0].result = Some(answer("first"));
