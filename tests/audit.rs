@@ -573,3 +573,53 @@ fn the_audit_never_reads_evidence_through_a_link() {
     out.expect_code(1);
     assert_eq!(codes(&report), ["evidence_link"], "{report}");
 }
+
+/// Records sealed by an earlier build (`tests/fixtures/journal-192b377.db`: the fan-out and
+/// checks examples run by 192b377, journal schema 7, which sealed a record by reading it back)
+/// still export under the seal they were stored with, and audit's seal check agrees: what a
+/// reader makes of a stored record has not changed.
+#[test]
+fn records_sealed_by_an_earlier_build_export_under_their_stored_seal() {
+    let dir = TempDir::new();
+    let journal = dir.join("runs.db");
+    std::fs::copy(
+        repo_root().join("tests/fixtures/journal-192b377.db"),
+        &journal,
+    )
+    .expect("copy the fixture");
+    let listed = harness(["runs", "list", "--json", "--journal"])
+        .args([&journal])
+        .run();
+    listed.expect_code(0);
+    let runs = listed.json()["runs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(runs.len(), 5, "{}", listed.stdout);
+    for run in &runs {
+        let id = run["id"].as_str().expect("an id");
+        let stored = run["seal"].as_str().expect("a stored seal");
+        let out = harness(["runs", "export", id, "--journal"])
+            .args([&journal])
+            .run();
+        out.expect_code(0);
+        let document: Value = serde_json::from_str(&out.stdout).expect("an export");
+        assert_eq!(document["seal"].as_str(), Some(stored), "{id}");
+    }
+    // The parent's children are linked as the earlier build recorded them.
+    let parent = runs
+        .iter()
+        .find(|r| r["children"].as_array().is_some_and(|c| c.len() == 3))
+        .expect("the fan-out parent");
+    let id = parent["id"].as_str().expect("an id");
+    let out = harness(["audit", "--json", id, "--journal"])
+        .args([&journal])
+        .run();
+    let report = out.json();
+    assert!(
+        !codes(&report)
+            .iter()
+            .any(|c| c == "seal_mismatch" || c == "delegation_linkage"),
+        "{report}"
+    );
+}

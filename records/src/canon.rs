@@ -147,6 +147,24 @@ fn scalar<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result {
     serde_json::to_writer(out, value).map_err(|e| Error(e.to_string()))
 }
 
+/// Scalar methods of [`Canonical`]: each value as `serde_json` writes it.
+macro_rules! written_as_serde_json_writes {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result {
+            scalar(&v, self.out)
+        }
+    )*};
+}
+
+/// Scalar methods of [`KeyText`]: each value written out as text.
+macro_rules! written_out {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<String> {
+            Ok(v.to_string())
+        }
+    )*};
+}
+
 /// The serializer: writes into `out`; an object at the top of a [`members`] call leaves its
 /// member values unsorted in `out` and their keys and places in `capture`.
 struct Canonical<'a> {
@@ -206,38 +224,10 @@ impl<'a> ser::Serializer for Canonical<'a> {
     type SerializeStruct = Object<'a>;
     type SerializeStructVariant = Object<'a>;
 
-    fn serialize_bool(self, v: bool) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_i8(self, v: i8) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_i64(self, v: i64) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_i128(self, v: i128) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_u64(self, v: u64) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_u128(self, v: u128) -> Result {
-        scalar(&v, self.out)
+    written_as_serde_json_writes! {
+        serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_i128: i128, serialize_u8: u8, serialize_u16: u16,
+        serialize_u32: u32, serialize_u64: u64, serialize_u128: u128
     }
     fn serialize_f32(self, v: f32) -> Result {
         // As a `Value` holds it (widened to f64, or its own shortest text under
@@ -247,12 +237,7 @@ impl<'a> ser::Serializer for Canonical<'a> {
             self.out,
         )
     }
-    fn serialize_f64(self, v: f64) -> Result {
-        scalar(&v, self.out)
-    }
-    fn serialize_char(self, v: char) -> Result {
-        scalar(&v, self.out)
-    }
+    written_as_serde_json_writes! { serialize_f64: f64, serialize_char: char }
     fn serialize_str(self, v: &str) -> Result {
         if self.raw {
             self.out.extend_from_slice(v.as_bytes());
@@ -372,53 +357,29 @@ impl Array<'_> {
     }
 }
 
-impl ser::SerializeSeq for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.item(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
+/// The `serde` traits of a list-like value, each one item at a time.
+macro_rules! array_traits {
+    ($($trait:ident: $method:ident),*) => {$(
+        impl ser::$trait for Array<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                self.item(value)
+            }
+            fn end(self) -> Result {
+                self.close();
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.item(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.item(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for Array<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.item(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
+array_traits!(
+    SerializeSeq: serialize_element,
+    SerializeTuple: serialize_element,
+    SerializeTupleStruct: serialize_field,
+    SerializeTupleVariant: serialize_field
+);
 
 /// An object being written: its member values go to `out` as they come, then are put in key
 /// order when it ends.
@@ -506,29 +467,28 @@ impl ser::SerializeMap for Object<'_> {
     }
 }
 
-impl ser::SerializeStruct for Object<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.member(Cow::Borrowed(key), value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
+/// The `serde` traits of a value with named members.
+macro_rules! struct_traits {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Object<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result {
+                self.member(Cow::Borrowed(key), value)
+            }
+            fn end(self) -> Result {
+                self.close();
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Object<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.member(Cow::Borrowed(key), value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
+struct_traits!(SerializeStruct, SerializeStructVariant);
 
 /// A map key as the text `serde_json` makes of it: text as it is, numbers, booleans and
 /// characters written out, a unit variant by its name.
@@ -551,47 +511,16 @@ impl ser::Serializer for KeyText {
     type SerializeStruct = Impossible<String, Error>;
     type SerializeStructVariant = Impossible<String, Error>;
 
-    fn serialize_bool(self, v: bool) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_i128(self, v: i128) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String> {
-        Ok(v.to_string())
-    }
-    fn serialize_u128(self, v: u128) -> Result<String> {
-        Ok(v.to_string())
+    written_out! {
+        serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_i64: i64, serialize_i128: i128, serialize_u8: u8, serialize_u16: u16,
+        serialize_u32: u32, serialize_u64: u64, serialize_u128: u128, serialize_char: char
     }
     fn serialize_f32(self, _v: f32) -> Result<String> {
         Err(Self::refuse("a float"))
     }
     fn serialize_f64(self, _v: f64) -> Result<String> {
         Err(Self::refuse("a float"))
-    }
-    fn serialize_char(self, v: char) -> Result<String> {
-        Ok(v.to_string())
     }
     fn serialize_str(self, v: &str) -> Result<String> {
         Ok(v.to_owned())

@@ -4,24 +4,24 @@
 //! Each JSON column (the request, every attempt's result, verdict and diff, the events) is
 //! written as canonical JSON straight from the report's typed values ([`canon`]). The export a
 //! reader will make of the stored record (`harness runs export`, `audit RUN_ID`,
-//! [`export`](crate::export::export)) is then assembled from those same bytes: the typed
-//! [`Document`] puts each column's text in place as it is, the events are chained from their
-//! members, and the whole is hashed into the seal. Nothing is parsed, turned into a
-//! `serde_json::Value` or written twice. A reader parses the stored text and writes it
-//! canonically again, which gives back the same bytes, so the two seals agree
+//! [`export`](crate::export::export)) is then assembled from those same bytes: the one
+//! [`RunDocument`] shape a reader fills too, each column's text put in place as it is, the
+//! events chained from their members, and the whole hashed into the seal. Nothing is parsed,
+//! turned into a `serde_json::Value` or written twice. A reader parses the stored text and
+//! writes it canonically again, which gives back the same bytes, so the two seals agree
 //! (`journal::tests::the_seal_written_with_a_record_is_the_seal_of_the_record_read_back`).
 
-use harness::{Report, Usage};
-use serde::Serialize;
-use serde_json::Value;
+use harness::{RETRY_TEMPLATE_VERSION, Report};
+use harness_builtins::hex;
 use sha2::{Digest as _, Sha256};
 
 use crate::authority::GENESIS;
-use crate::canon::{self, Raw};
-use crate::export::RUN_SCHEMA;
-use crate::journal::{RecordMeta, count, from_unix_millis, millis, tokens, unix_millis};
-use harness::RETRY_TEMPLATE_VERSION;
-use harness_builtins::hex;
+use crate::canon;
+use crate::export::{
+    AttemptPart, Child, DelegatePart, ENVELOPE, Json, Plan, RUN_SCHEMA, RunDocument, RunError,
+    RunPart, Tokens, citations_of, evidence_files,
+};
+use crate::journal::{RecordMeta, from_unix_millis, millis, unix_millis};
 
 /// The JSON text of a run's columns, canonical, and its export's seal.
 #[derive(Debug)]
@@ -50,9 +50,6 @@ pub(crate) struct WrittenAttempt {
     /// Its diff, when it changed anything.
     pub(crate) diff: Option<String>,
 }
-
-/// The members of an event that are its envelope; the rest are its `data`.
-const ENVELOPE: [&str; 5] = ["at", "attempt", "run_id", "seq", "type"];
 
 /// `report` as the journal stores it.
 ///
@@ -85,13 +82,9 @@ pub(crate) fn written(report: &Report, meta: &RecordMeta) -> Result<Written, can
         .and_then(|data| data.get("plan"))
         .filter(|steps| steps.first() == Some(&b'[') && *steps != b"[]")
         .map(|steps| Plan {
-            required_steps: Raw(utf8(steps)),
+            required_steps: Json::Raw(utf8(steps)),
         });
-    let citations = if first.and_then(|data| data.get("citations")) == Some(&b"true"[..]) {
-        "required"
-    } else {
-        "off"
-    };
+    let citations = first.and_then(|data| data.get("citations")) == Some(&b"true"[..]);
     let parent_id = report.parent_id.as_deref().or_else(|| {
         (0..report.attempts.len())
             .rev()
@@ -101,87 +94,68 @@ pub(crate) fn written(report: &Report, meta: &RecordMeta) -> Result<Written, can
         .filter_map(kept)
         .flat_map(|result| &result.tool_results)
         .filter(|r| r.name == "delegate" && !r.is_error)
-        .map(|r| {
-            let child: Value = serde_json::from_str(&r.content).unwrap_or(Value::Null);
-            Child {
-                id: child["id"].clone(),
-                seal: child["seal"].clone(),
-            }
-        })
+        .map(|r| Child::returned(&r.content))
         .collect();
-    let evidence = report
+    let last_verdict = report
         .attempts
         .iter()
         .rev()
-        .find_map(|a| a.verdict.as_ref())
-        .map(|verdict| verdict.evidence.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter(|e| e.method.as_deref() == Some("file_exists") && e.subject_sha256.is_some())
-        .map(|e| EvidenceFile {
-            id: &e.criterion,
-            path: e.target.as_deref(),
-            sha256: e.subject_sha256.as_deref(),
-            bytes: e.subject_bytes,
-        })
-        .collect();
-    let usage = report.usage();
-    let document = Document {
+        .find_map(|a| a.verdict.as_ref());
+    let warnings = canon::to_string(&report.warnings)?;
+    let document = RunDocument {
         schema_version: RUN_SCHEMA,
-        run: Run {
+        run: RunPart {
             id: &report.id,
             started_at: humantime::format_rfc3339_millis(from_unix_millis(unix_millis(
                 report.started_at,
             )))
             .to_string(),
             duration_ms: millis(report.duration),
-            delegate: Delegate {
+            delegate: DelegatePart {
                 kind: &report.delegate_kind,
                 model: report.model.as_deref(),
             },
             outcome: report.outcome.as_str(),
             error: report.error.as_ref().map(|e| RunError {
                 kind: e.kind().as_str(),
-                message: e.message(),
+                message: Some(e.message()),
             }),
-            request: request.as_deref().map(Raw),
-            usage: Tokens::of(usage),
+            request: request.as_deref().map(Json::Raw),
+            usage: Tokens::of(report.usage()),
             trace_id: report.trace_id.as_deref(),
             retry_template_version: RETRY_TEMPLATE_VERSION,
             source: meta.source.as_ref().map(|p| p.display().to_string()),
             workdir: meta.workdir.as_ref().map(|p| p.display().to_string()),
-            warnings: &report.warnings,
+            warnings: Json::Raw(&warnings),
             parent_id,
             decision: None,
-            citations,
+            citations: citations_of(citations),
         },
         attempts: report
             .attempts
             .iter()
             .zip(&attempts)
-            .map(|(attempt, written)| Attempt {
+            .map(|(attempt, written)| AttemptPart {
                 attempt: attempt.attempt,
                 passed: attempt.passed(),
-                reasons: Raw(&written.reasons),
+                reasons: Json::Raw(&written.reasons),
                 duration_ms: millis(attempt.duration),
                 usage: Tokens::of(attempt.usage),
-                result: written.result.as_deref().map(Raw),
-                verdict: written.verdict.as_deref().map(Raw),
+                result: written.result.as_deref().map(Json::Raw),
+                verdict: written.verdict.as_deref().map(Json::Raw),
                 retry_prompt: attempt.retry_prompt.as_deref(),
-                diff: written.diff.as_deref().map(Raw),
+                diff: written.diff.as_deref().map(Json::Raw),
             })
             .collect(),
-        events: Raw(utf8(&chain.exported)),
-        evidence,
+        events: Json::Raw(utf8(&chain.exported)),
+        evidence: evidence_files(last_verdict),
         plan,
         children,
     };
-    let mut whole = Vec::with_capacity(chain.exported.len() * 2 + 4096);
-    canon::write(&document, &mut whole)?;
-    let seal = hex(&Sha256::digest(&whole));
+    let seal = document.seal();
     Ok(Written {
         request,
-        warnings: canon::to_string(&report.warnings)?,
+        warnings,
         events: String::from_utf8(chain.stored).map_err(serde::ser::Error::custom)?,
         attempts,
         seal,
@@ -280,110 +254,4 @@ fn object(out: &mut Vec<u8>, members: &[(&str, &[u8])]) {
 /// Canonical JSON is UTF-8 (it is only ever written from `str`s).
 fn utf8(bytes: &[u8]) -> &str {
     std::str::from_utf8(bytes).unwrap_or_default()
-}
-
-/// The export of a stored run (`harness.run/v1`) without its seal: what the seal covers.
-/// Members are written in key order whatever their order here.
-#[derive(Serialize)]
-struct Document<'a> {
-    schema_version: &'static str,
-    run: Run<'a>,
-    attempts: Vec<Attempt<'a>>,
-    events: Raw<'a>,
-    evidence: Vec<EvidenceFile<'a>>,
-    plan: Option<Plan<'a>>,
-    children: Vec<Child>,
-}
-
-#[derive(Serialize)]
-struct Run<'a> {
-    id: &'a str,
-    started_at: String,
-    duration_ms: i64,
-    delegate: Delegate<'a>,
-    outcome: &'a str,
-    error: Option<RunError<'a>>,
-    request: Option<Raw<'a>>,
-    usage: Tokens,
-    trace_id: Option<&'a str>,
-    retry_template_version: &'a str,
-    source: Option<String>,
-    workdir: Option<String>,
-    warnings: &'a [String],
-    parent_id: Option<&'a str>,
-    /// A human's decision: none when a run is recorded (an override reseals).
-    decision: Option<&'a str>,
-    citations: &'static str,
-}
-
-#[derive(Serialize)]
-struct Delegate<'a> {
-    kind: &'a str,
-    model: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct RunError<'a> {
-    kind: &'a str,
-    message: &'a str,
-}
-
-/// Token counts as the journal's integer columns give them back (the cached share only when
-/// there is one, as `journal::usage_json` writes it).
-#[derive(Serialize)]
-struct Tokens {
-    input_tokens: u64,
-    output_tokens: u64,
-    requests: u64,
-    #[serde(skip_serializing_if = "is_zero")]
-    cached_input_tokens: u64,
-}
-
-impl Tokens {
-    fn of(usage: Usage) -> Self {
-        Tokens {
-            input_tokens: count(tokens(usage.input_tokens)),
-            output_tokens: count(tokens(usage.output_tokens)),
-            requests: count(tokens(usage.requests)),
-            cached_input_tokens: count(tokens(usage.cached_input_tokens)),
-        }
-    }
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-#[derive(Serialize)]
-struct Attempt<'a> {
-    attempt: u32,
-    passed: Option<bool>,
-    reasons: Raw<'a>,
-    duration_ms: i64,
-    usage: Tokens,
-    result: Option<Raw<'a>>,
-    verdict: Option<Raw<'a>>,
-    retry_prompt: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    diff: Option<Raw<'a>>,
-}
-
-#[derive(Serialize)]
-struct EvidenceFile<'a> {
-    id: &'a str,
-    path: Option<&'a str>,
-    sha256: Option<&'a str>,
-    bytes: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct Plan<'a> {
-    required_steps: Raw<'a>,
-}
-
-#[derive(Serialize)]
-struct Child {
-    id: Value,
-    seal: Value,
 }
