@@ -606,6 +606,7 @@ impl KindStats {
             })).collect::<Vec<_>>(),
             "usage": {
                 "input_tokens": self.usage.input_tokens,
+                "cached_input_tokens": self.usage.cached_input_tokens,
                 "output_tokens": self.usage.output_tokens,
                 "requests": self.usage.requests,
             },
