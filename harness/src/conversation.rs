@@ -192,7 +192,7 @@ pub struct Usage {
 
 /// For `skip_serializing_if`: a count of none is not written.
 #[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_zero(n: &u64) -> bool {
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -495,7 +495,7 @@ struct UsageJson {
     output_tokens: u64,
     requests: u64,
     /// Of the input, what the provider read from its cache; written only when it read some.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::conversation::is_zero")]
     cached_input_tokens: u64,
     per_attempt: Vec<AttemptUsageJson>,
 }
@@ -506,13 +506,8 @@ struct AttemptUsageJson {
     input_tokens: u64,
     output_tokens: u64,
     requests: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::conversation::is_zero")]
     cached_input_tokens: u64,
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[derive(Debug, Serialize)]

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::authority::{GENESIS, Hashing, write_object};
 use crate::canon::Raw;
-use crate::journal::Record;
+use crate::journal::{Record, count, millis, tokens};
 use harness_builtins::hex;
 
 /// The schema an export is written in, and the only one [`audit`](crate::audit) reads.
@@ -373,7 +373,7 @@ pub(crate) struct Tokens {
 
 impl Tokens {
     pub(crate) fn of(usage: harness::Usage) -> Self {
-        let stored = |n: u64| u64::try_from(i64::try_from(n).unwrap_or(i64::MAX)).unwrap_or(0);
+        let stored = |n: u64| count(tokens(n));
         Tokens {
             input_tokens: stored(usage.input_tokens),
             output_tokens: stored(usage.output_tokens),
@@ -443,10 +443,6 @@ impl Serialize for Json<'_> {
             Json::Verdict(verdict) => verdict.serialize(serializer),
         }
     }
-}
-
-fn millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The seal an export had when its run completed (DESIGN §9): its seal with no human decision

@@ -535,18 +535,9 @@ impl RecordedAttempt {
     }
 }
 
-/// Tokens as an export has them: the cached share only when there is one, so that a record made
-/// before it was counted exports (and seals) as it did.
+/// Tokens as an export has them (the cached share only when there is one).
 fn usage_json(usage: Usage) -> Value {
-    let mut object = json!({
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "requests": usage.requests,
-    });
-    if usage.cached_input_tokens > 0 {
-        object["cached_input_tokens"] = json!(usage.cached_input_tokens);
-    }
-    object
+    serde_json::to_value(crate::export::Tokens::of(usage)).unwrap_or(Value::Null)
 }
 
 /// Returns whole milliseconds, saturating.
