@@ -165,12 +165,13 @@ pub enum Command {
     /// Keys for signed exports and attestations.
     #[command(subcommand)]
     Keys(KeysCommand),
-    /// Print the JSON Schema of a delegation file or of the project policy.
+    /// Print the JSON Schema of a delegation file, the project policy or a recorded run.
     ///
     /// Generated from the types harness reads these files with (the same as
-    /// `schemas/delegation.schema.json` and `schemas/policy.schema.json` in the repository), for
-    /// editors and other tools: every key, its type, range and what it does. Point an editor at
-    /// it with `# yaml-language-server: $schema=PATH` at the top of the file.
+    /// `schemas/delegation.schema.json`, `schemas/policy.schema.json` and
+    /// `schemas/harness.run.v1.json` in the repository), for editors and other tools: every key,
+    /// its type, range and what it does. Point an editor at it with
+    /// `# yaml-language-server: $schema=PATH` at the top of the file.
     Schema(SchemaArgs),
 }
 
@@ -192,6 +193,9 @@ pub enum SchemaFile {
     Delegation,
     /// The project policy, `.harness/policy.yaml`.
     Policy,
+    /// A recorded run as `harness runs export` writes it and `harness audit` reads it
+    /// (`harness.run/v1`).
+    Run,
 }
 
 /// Flags shared by every command that runs scripts.

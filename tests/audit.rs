@@ -96,15 +96,22 @@ fn honest_runs_audit_clean_by_id_and_from_their_export() {
         .map(String::as_str)
         .collect();
     top.sort_unstable();
-    let mut required: Vec<&str> = schema["required"]
-        .as_array()
-        .expect("required")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    required.sort_unstable();
-    assert_eq!(top, required);
-    let event_keys: Vec<&str> = schema["properties"]["events"]["items"]["required"]
+    fn named(at: &Value) -> Vec<&str> {
+        let mut keys: Vec<&str> = at
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "signature")
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+    assert_eq!(top, named(&schema["properties"]));
+    for key in schema["required"].as_array().expect("required") {
+        assert!(top.contains(&key.as_str().expect("a key")), "{key}");
+    }
+    let event_keys: Vec<&str> = schema["$defs"]["Event"]["required"]
         .as_array()
         .expect("event keys")
         .iter()
@@ -123,6 +130,60 @@ fn honest_runs_audit_clean_by_id_and_from_their_export() {
         text.stdout.starts_with("valid: harness.run/v1, "),
         "{text:?}"
     );
+}
+
+/// An export meets the published schema (`schemas/harness.run.v1.json`, generated from the type
+/// the audit reads it into) by the reckoning of Python's `jsonschema`; a member missing or of the
+/// wrong type fails both that validator and the audit's `fields`, which names where.
+#[test]
+fn exports_meet_the_published_schema_and_what_it_refuses_the_audit_refuses() {
+    let dir = TempDir::new();
+    let id = record(&dir, "checks", "delegation.yaml");
+    let honest = export(&dir, &id);
+    let python = crate::schemas::python();
+    let check = |name: &str, document: &Value| {
+        let path = dir.write(name, document.to_string());
+        python
+            .as_ref()
+            .map(|python| crate::schemas::validate(python, "harness.run.v1.json", &[path]))
+    };
+    if let Some((out, ok)) = check("honest.json", &honest) {
+        assert!(ok, "{out}");
+    }
+    type Forgery = fn(&mut Value);
+    let forgeries: [(&str, Forgery); 4] = [
+        ("run", |d| {
+            d["run"].as_object_mut().expect("run").remove("outcome");
+        }),
+        ("events[3].type", |d| d["events"][3]["type"] = json!(7)),
+        ("evidence[0].sha256", |d| {
+            d["evidence"][0]["sha256"] = json!(null)
+        }),
+        ("attempts[0].attempt", |d| {
+            d["attempts"][0]["attempt"] = json!("first")
+        }),
+    ];
+    for (at, forge) in forgeries {
+        let mut document = honest.clone();
+        forge(&mut document);
+        let document = resealed(document);
+        if let Some((out, ok)) = check("forged-schema.json", &document) {
+            assert!(!ok, "{at}: the schema accepted it: {out}");
+        }
+        let (out, report) = audit_file(&dir, &document);
+        out.expect_code(1);
+        assert_eq!(codes(&report), ["missing_field"], "{at}: {report:#}");
+        assert_eq!(report["failures"][0]["at"], json!(at), "{report:#}");
+        let failed: Vec<&str> = report["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .filter(|c| c["passed"] == json!(false))
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(failed[0], "fields", "{report:#}");
+        assert!(failed.contains(&"event_chain"), "{failed:?}");
+    }
 }
 
 #[test]

@@ -16,12 +16,12 @@ use serde_json::Value;
 
 use crate::util::{TempDir, harness, python_with, repo_root};
 
-fn python() -> Option<String> {
+pub(crate) fn python() -> Option<String> {
     python_with("jsonschema, yaml", "HARNESS_REQUIRE_JSONSCHEMA")
 }
 
 /// Runs the validator on `files` against `schema`; its output and whether every file passed.
-fn validate(python: &str, schema: &str, files: &[PathBuf]) -> (String, bool) {
+pub(crate) fn validate(python: &str, schema: &str, files: &[PathBuf]) -> (String, bool) {
     let out = Command::new(python)
         .arg(repo_root().join("schemas/validate.py"))
         .arg(repo_root().join("schemas").join(schema))
@@ -84,6 +84,7 @@ fn the_committed_schemas_are_what_the_types_generate() {
     for (file, name) in [
         ("delegation.schema.json", "delegation"),
         ("policy.schema.json", "policy"),
+        ("harness.run.v1.json", "run"),
     ] {
         let out = harness(["schema", name]).run();
         out.expect_code(0);

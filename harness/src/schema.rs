@@ -70,10 +70,29 @@ fn profile(file: &Value) -> Value {
     })
 }
 
-/// The root's `$id`, the profiles of `delegates:`, and the generator's noise left out: a
-/// `default: null` on every optional key and the integer widths (`format: uint32`).
+/// The root's `$id`, the profiles of `delegates:`, and the generator's noise left out.
 fn finish(root: &mut Value, file: &str, profile: Value) {
-    let Value::Object(map) = root else {
+    if let Some(delegates) = root
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("delegates"))
+    {
+        delegates["additionalProperties"] = json!({"$ref": "#/$defs/profile"});
+    }
+    root.as_object_mut()
+        .expect("a struct's schema is an object")
+        .entry("$defs")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .expect("$defs is an object")
+        .insert("profile".to_owned(), profile);
+    *root = finished(std::mem::take(root), file);
+}
+
+/// A schema `root` as generated, made the one kept in `schemas/FILE`: its `$id`, its own keys
+/// first, and the generator's noise left out — a `default: null` on every optional key and the
+/// integer widths (`format: uint32`); a doc comment's line breaks are not the text's.
+pub fn finished(mut root: Value, file: &str) -> Value {
+    let Value::Object(map) = &mut root else {
         unreachable!("a struct's schema is an object")
     };
     // The schema's own keys first, as a reader expects them.
@@ -87,20 +106,9 @@ fn finish(root: &mut Value, file: &str, profile: Value) {
         }
     }
     ordered.extend(std::mem::take(map));
-    if let Some(delegates) = ordered
-        .get_mut("properties")
-        .and_then(|p| p.get_mut("delegates"))
-    {
-        delegates["additionalProperties"] = json!({"$ref": "#/$defs/profile"});
-    }
-    ordered
-        .entry("$defs")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .expect("$defs is an object")
-        .insert("profile".to_owned(), profile);
-    *root = Value::Object(ordered);
-    tidy(root);
+    let mut root = Value::Object(ordered);
+    tidy(&mut root);
+    root
 }
 
 /// Removes `default: null` and `format` from every subschema, and unwraps descriptions: a doc

@@ -82,10 +82,10 @@ fn main() {
         .collect();
     let events: Vec<_> = (0..10_000u64)
         .map(|seq| {
-            let kind = if seq == 0 {
-                "DelegationStarted"
-            } else {
-                "CheckCompleted"
+            let kind = match seq {
+                0 => "DelegationStarted",
+                9_999 => "DelegationCompleted",
+                _ => "CheckCompleted",
             };
             json!({"run_id": "d-bench", "attempt": 0, "seq": seq, "at": "2026-11-25T12:00:00.000Z",
                    "type": kind, "check_name": format!("check-{seq}"), "passed": true,

@@ -1,7 +1,10 @@
 //! The integrity audit of a recorded run (DESIGN §4.13): [`audit`] re-verifies a
-//! `harness.run/v1` export offline and fail-closed, as a table of named steps (`AUDIT_STEPS`),
-//! each one function over the document. Whatever a step cannot read or check is a failure with
-//! a machine-readable code, never skipped. Adding a step is one function and one row.
+//! `harness.run/v1` export offline and fail-closed. The seal and the signature are checked over
+//! the document as it is (every byte of it counts); then `fields` reads it into the one
+//! [`RunDocument`](crate::export::RunDocument) type the journal writes and the schema is
+//! generated from, and the named steps of `AUDIT_STEPS` run over that, one function each.
+//! Whatever a step cannot read or check is a failure with a machine-readable code, never
+//! skipped. Adding a step is one function and one row.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +13,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::authority::GENESIS;
-use crate::export::{RUN_SCHEMA, children_of, completion_seal, event_hash, key_id, seal};
+use crate::export::{
+    AttemptPart, Exported, RUN_SCHEMA, children_in, completion_seal, key_id, seal,
+};
 use harness_builtins::hex;
 
 /// What an [`audit`] checks the document against besides itself.
@@ -115,44 +120,36 @@ impl<'a> Check<'a> {
     }
 }
 
-/// What every step of an audit reads: the document, the parts of it most steps need, and where
-/// its files are.
+/// What every step after `fields` reads: the document as a [`RunDocument`](Exported), the
+/// options, and where its files are.
 struct Audited<'a> {
-    document: &'a Value,
+    document: &'a Exported<'a>,
     options: &'a AuditOptions<'a>,
-    run: &'a Value,
-    events: &'a [Value],
-    attempts: &'a [Value],
-    evidence: &'a [Value],
-    /// The document's content hashed as its seal should be.
-    sealed: String,
     /// The workspace evidence and citations are read in: `options.workdir`, else the run's own.
     root: Option<PathBuf>,
     /// The last attempt that has a result: the answer the run delivered.
-    last: Option<&'a Value>,
+    last: Option<&'a AttemptPart<'a, Value>>,
 }
 
 impl<'a> Audited<'a> {
-    fn new(document: &'a Value, options: &'a AuditOptions<'a>) -> Self {
-        let (run, attempts) = (&document["run"], items(&document["attempts"]));
+    fn new(document: &'a Exported<'a>, options: &'a AuditOptions<'a>) -> Self {
         Audited {
             document,
             options,
-            run,
-            events: items(&document["events"]),
-            attempts,
-            evidence: items(&document["evidence"]),
-            sealed: seal(document),
             root: options
                 .workdir
                 .map(Path::to_path_buf)
-                .or_else(|| run["workdir"].as_str().map(PathBuf::from)),
-            last: attempts.iter().rev().find(|a| a["result"].is_object()),
+                .or_else(|| document.run.workdir.as_deref().map(PathBuf::from)),
+            last: document
+                .attempts
+                .iter()
+                .rev()
+                .find(|a| a.result.as_ref().is_some_and(Value::is_object)),
         }
     }
 }
 
-/// One named check of an audit: when it applies, and what it inspects.
+/// One named check of an audit over the document read: when it applies, and what it inspects.
 struct AuditStep {
     name: &'static str,
     applies: fn(&Audited<'_>) -> bool,
@@ -164,23 +161,9 @@ fn always(_: &Audited<'_>) -> bool {
     true
 }
 
-/// The audit's checks after `schema_version`, in the order they run and are reported.
+/// The audit's checks of the document read, in the order they run and are reported (after
+/// `schema_version`, `seal`, `signature` and `fields`, which read the document as it is).
 const AUDIT_STEPS: &[AuditStep] = &[
-    AuditStep {
-        name: "seal",
-        applies: always,
-        inspect: seal_matches,
-    },
-    AuditStep {
-        name: "signature",
-        applies: |a| a.options.public_key.is_some(),
-        inspect: signature_holds,
-    },
-    AuditStep {
-        name: "fields",
-        applies: always,
-        inspect: fields_present,
-    },
     AuditStep {
         name: "event_order",
         applies: always,
@@ -208,12 +191,17 @@ const AUDIT_STEPS: &[AuditStep] = &[
     },
     AuditStep {
         name: "citations",
-        applies: |a| a.run["citations"] == json!("required"),
+        applies: |a| a.document.run.citations == "required",
         inspect: citations_hold,
     },
     AuditStep {
         name: "required_steps",
-        applies: |a| a.document["plan"]["required_steps"].is_array(),
+        applies: |a| {
+            a.document
+                .plan
+                .as_ref()
+                .is_some_and(|p| p.required_steps.is_array())
+        },
         inspect: required_steps_taken,
     },
     AuditStep {
@@ -231,28 +219,38 @@ pub fn audit(document: &Value, options: &AuditOptions<'_>) -> VerificationReport
     let mut failures = Vec::new();
     let mut metrics = Map::new();
     let schema_version = document["schema_version"].as_str().map(str::to_owned);
-    let mut check = Check::new("schema_version", &mut failures, &mut metrics);
-    schema_known(schema_version.as_deref(), &mut check);
-    let mut checks = vec![check.done()];
-    if schema_version.as_deref() == Some(RUN_SCHEMA) {
-        let audited = Audited::new(document, options);
-        for key in [
-            "events",
-            "tool_calls",
-            "tool_results",
-            "citations",
-            "evidence_files",
-            "claims",
-            "insufficient",
-        ] {
-            metrics.insert(key.to_owned(), json!(0));
+    let run_document = schema_version.as_deref() == Some(RUN_SCHEMA);
+    if run_document {
+        counted(document, &mut metrics);
+    }
+    let mut checks = Vec::new();
+    let mut step = |name, inspect: &mut dyn FnMut(&mut Check<'_>)| {
+        let mut check = Check::new(name, &mut failures, &mut metrics);
+        inspect(&mut check);
+        checks.push(check.done());
+    };
+    step("schema_version", &mut |c| {
+        schema_known(schema_version.as_deref(), c);
+    });
+    if run_document {
+        let sealed = seal(document);
+        step("seal", &mut |c| seal_matches(document, &sealed, options, c));
+        if let Some(key) = &options.public_key {
+            step("signature", &mut |c| {
+                signature_holds(&document["signature"], &sealed, key, c);
+            });
         }
-        metrics["events"] = json!(audited.events.len());
-        metrics["evidence_files"] = json!(audited.evidence.len());
-        for step in AUDIT_STEPS.iter().filter(|s| (s.applies)(&audited)) {
-            let mut check = Check::new(step.name, &mut failures, &mut metrics);
-            (step.inspect)(&audited, &mut check);
-            checks.push(check.done());
+        let read = Exported::read(document);
+        step("fields", &mut |c| fields_read(read.as_ref().err(), c));
+        match &read {
+            Ok(read) => {
+                let audited = Audited::new(read, options);
+                for audit_step in AUDIT_STEPS.iter().filter(|s| (s.applies)(&audited)) {
+                    step(audit_step.name, &mut |c| (audit_step.inspect)(&audited, c));
+                }
+            }
+            // What cannot be read cannot be checked: failed, with `fields` saying why.
+            Err(_) => checks.extend(AUDIT_STEPS.iter().map(|s| (s.name, false))),
         }
     }
     VerificationReport {
@@ -260,6 +258,24 @@ pub fn audit(document: &Value, options: &AuditOptions<'_>) -> VerificationReport
         checks,
         failures,
         metrics,
+    }
+}
+
+/// The counts every report of a run document has (the steps that make the rest set them), the
+/// events' and evidence files' made here.
+fn counted(document: &Value, metrics: &mut Map<String, Value>) {
+    let events = items(&document["events"]).len();
+    let evidence = items(&document["evidence"]).len();
+    for (key, count) in [
+        ("events", events),
+        ("tool_calls", 0),
+        ("tool_results", 0),
+        ("citations", 0),
+        ("evidence_files", evidence),
+        ("claims", 0),
+        ("insufficient", 0),
+    ] {
+        metrics.insert(key.to_owned(), json!(count));
     }
 }
 
@@ -282,9 +298,8 @@ fn schema_known(schema_version: Option<&str>, check: &mut Check<'_>) {
 
 /// `seal`: the content hashes to the seal it carries, and to every seal kept elsewhere (the
 /// journal's, `--expect-seal`).
-fn seal_matches(audited: &Audited<'_>, check: &mut Check<'_>) {
-    let sealed = &audited.sealed;
-    match audited.document["seal"].as_str() {
+fn seal_matches(document: &Value, sealed: &str, options: &AuditOptions<'_>, check: &mut Check<'_>) {
+    match document["seal"].as_str() {
         None => check.fail(
             "seal_mismatch",
             "seal",
@@ -299,7 +314,7 @@ fn seal_matches(audited: &Audited<'_>, check: &mut Check<'_>) {
         ),
         Some(_) => {}
     }
-    for (kept, expected) in &audited.options.expected_seals {
+    for (kept, expected) in &options.expected_seals {
         match expected {
             None => check.fail(
                 "seal_mismatch",
@@ -321,11 +336,7 @@ fn seal_matches(audited: &Audited<'_>, check: &mut Check<'_>) {
 }
 
 /// `signature` (with `--pubkey`): an ed25519 signature of the seal by the operator's key.
-fn signature_holds(audited: &Audited<'_>, check: &mut Check<'_>) {
-    let Some(key) = &audited.options.public_key else {
-        return;
-    };
-    let signature = &audited.document["signature"];
+fn signature_holds(signature: &Value, sealed: &str, key: &VerifyingKey, check: &mut Check<'_>) {
     let value = signature["value"]
         .as_str()
         .and_then(harness_builtins::unhex)
@@ -338,10 +349,7 @@ fn signature_holds(audited: &Audited<'_>, check: &mut Check<'_>) {
         ),
         (Some("ed25519"), Some(bytes)) => {
             let signed = ed25519_dalek::Signature::from_bytes(&bytes);
-            if key
-                .verify_strict(audited.sealed.as_bytes(), &signed)
-                .is_err()
-            {
+            if key.verify_strict(sealed.as_bytes(), &signed).is_err() {
                 check.fail(
                     "signature_invalid",
                     "signature",
@@ -361,60 +369,19 @@ fn signature_holds(audited: &Audited<'_>, check: &mut Check<'_>) {
     }
 }
 
-/// A member an item must have, and the test of its type.
-type Member = (&'static str, fn(&Value) -> bool);
-
-/// `fields`: the members every other step reads are there, of their types.
-fn fields_present(audited: &Audited<'_>, check: &mut Check<'_>) {
-    let (document, run) = (audited.document, audited.run);
-    for (key, ok) in [
-        ("run", run.is_object()),
-        ("run.id", run["id"].is_string()),
-        ("run.outcome", run["outcome"].is_string()),
-        ("attempts", document["attempts"].is_array()),
-        ("events", document["events"].is_array()),
-        ("evidence", document["evidence"].is_array()),
-    ] {
-        if !ok {
-            check.fail(
-                "missing_field",
-                key,
-                format!("`{key}` is missing or of the wrong type"),
-            );
-        }
-    }
-    let typed: [(&str, &[Value], &[Member]); 2] = [
-        (
-            "event",
-            audited.events,
-            &[
-                ("seq", Value::is_u64),
-                ("at", Value::is_string),
-                ("type", Value::is_string),
-                ("attempt", Value::is_u64),
-                ("data", Value::is_object),
-                ("prev_hash", Value::is_string),
-                ("hash", Value::is_string),
-            ],
-        ),
-        (
-            "evidence",
-            audited.evidence,
-            &[("path", Value::is_string), ("sha256", Value::is_string)],
-        ),
-    ];
-    for (what, items, members) in typed {
-        for (i, item) in items.iter().enumerate() {
-            for (key, is) in members {
-                if !is(&item[*key]) {
-                    check.fail(
-                        "missing_field",
-                        format!("{what} {i}"),
-                        format!("{what} {i}: `{key}` is missing or of the wrong type"),
-                    );
-                }
-            }
-        }
+/// `fields`: the document reads as a run document — each member there, of its type, as
+/// [`run_schema`](crate::export::run_schema) declares it — or where it does not.
+fn fields_read(unread: Option<&(String, String)>, check: &mut Check<'_>) {
+    if let Some((path, why)) = unread {
+        let names: Vec<&str> = AUDIT_STEPS.iter().map(|s| s.name).collect();
+        check.fail(
+            "missing_field",
+            path.as_str(),
+            format!(
+                "`{path}`: {why}; the document does not read as {RUN_SCHEMA}, so {} could not be checked",
+                names.join(", ")
+            ),
+        );
     }
 }
 
@@ -422,19 +389,19 @@ fn fields_present(audited: &Audited<'_>, check: &mut Check<'_>) {
 fn events_in_order(audited: &Audited<'_>, check: &mut Check<'_>) {
     let mut last_at: Option<std::time::SystemTime> = None;
     let mut last_attempt = 0;
-    for (i, event) in audited.events.iter().enumerate() {
+    for (i, event) in audited.document.events.iter().enumerate() {
         let at = format!("event {i}");
-        if event["seq"].as_u64() != Some(i as u64) {
+        if event.seq != i as u64 {
             check.fail(
                 "event_order",
                 &at,
                 format!(
                     "event {i} has seq {}; events must be numbered from 0 without gaps",
-                    event["seq"]
+                    event.seq
                 ),
             );
         }
-        let attempt = event["attempt"].as_u64().unwrap_or(0);
+        let attempt = event.attempt;
         if attempt < last_attempt {
             check.fail(
                 "event_order",
@@ -443,8 +410,8 @@ fn events_in_order(audited: &Audited<'_>, check: &mut Check<'_>) {
             );
         }
         last_attempt = attempt;
-        match event["at"].as_str().map(humantime::parse_rfc3339_weak) {
-            Some(Ok(time)) => {
+        match humantime::parse_rfc3339_weak(event.at) {
+            Ok(time) => {
                 if last_at.is_some_and(|last| time < last) {
                     check.fail(
                         "event_order",
@@ -454,7 +421,7 @@ fn events_in_order(audited: &Audited<'_>, check: &mut Check<'_>) {
                 }
                 last_at = Some(time);
             }
-            _ => check.fail(
+            Err(_) => check.fail(
                 "event_order",
                 &at,
                 format!("event {i}: `at` is not an RFC 3339 time"),
@@ -466,8 +433,8 @@ fn events_in_order(audited: &Audited<'_>, check: &mut Check<'_>) {
 /// `event_chain`: each event names the hash of the one before it, and its own hash covers it.
 fn events_chained(audited: &Audited<'_>, check: &mut Check<'_>) {
     let mut previous = GENESIS.to_owned();
-    for (i, event) in audited.events.iter().enumerate() {
-        if event["prev_hash"].as_str() != Some(previous.as_str()) {
+    for (i, event) in audited.document.events.iter().enumerate() {
+        if event.prev_hash != previous {
             check.fail(
                 "chain_broken",
                 format!("event {i}"),
@@ -475,8 +442,8 @@ fn events_chained(audited: &Audited<'_>, check: &mut Check<'_>) {
             );
             return;
         }
-        let hash = event_hash(&previous, event);
-        if event["hash"].as_str() != Some(hash.as_str()) {
+        let hash = event.hash_after(&previous);
+        if event.hash != hash {
             check.fail(
                 "chain_broken",
                 format!("event {i}"),
@@ -491,10 +458,8 @@ fn events_chained(audited: &Audited<'_>, check: &mut Check<'_>) {
 /// `complete`: the story ends with a `DelegationCompleted`, after which only a human's decision
 /// comes.
 fn story_ends(audited: &Audited<'_>, check: &mut Check<'_>) {
-    let events = audited.events;
-    let completed = events
-        .iter()
-        .rposition(|e| e["type"].as_str() == Some("DelegationCompleted"));
+    let events = &audited.document.events;
+    let completed = events.iter().rposition(|e| e.kind == "DelegationCompleted");
     let Some(end) = completed else {
         check.fail(
             "truncated",
@@ -510,14 +475,14 @@ fn story_ends(audited: &Audited<'_>, check: &mut Check<'_>) {
         .iter()
         .enumerate()
         .skip(end + 1)
-        .find(|(_, e)| e["type"].as_str() != Some("HumanOverride"))
+        .find(|(_, e)| e.kind != "HumanOverride")
     {
         check.fail(
             "event_order",
             format!("event {i}"),
             format!(
-                "event {i} ({}) comes after DelegationCompleted, where only a human's decision may",
-                e["type"]
+                "event {i} ({:?}) comes after DelegationCompleted, where only a human's decision may",
+                e.kind
             ),
         );
     }
@@ -527,8 +492,8 @@ fn story_ends(audited: &Audited<'_>, check: &mut Check<'_>) {
 /// answers a call.
 fn tools_linked(audited: &Audited<'_>, check: &mut Check<'_>) {
     let (mut calls_seen, mut results_seen) = (0usize, 0usize);
-    for (i, attempt) in audited.attempts.iter().enumerate() {
-        let result = &attempt["result"];
+    for (i, attempt) in audited.document.attempts.iter().enumerate() {
+        let result = payload(&attempt.result);
         let (calls, results) = (items(&result["tool_calls"]), items(&result["tool_results"]));
         calls_seen += calls.len();
         results_seen += results.len();
@@ -567,15 +532,15 @@ fn tools_linked(audited: &Audited<'_>, check: &mut Check<'_>) {
 /// `evidence_files`: every file the evidence vouched for still hashes as recorded, read inside
 /// the workspace and never through a link.
 fn evidence_unchanged(audited: &Audited<'_>, check: &mut Check<'_>) {
-    for file in audited.evidence {
-        let (Some(path), Some(expected)) = (file["path"].as_str(), file["sha256"].as_str()) else {
+    for file in &audited.document.evidence {
+        let (Some(path), Some(expected)) = (file.path, file.sha256) else {
             continue;
         };
         let at = format!("evidence {path}");
         match evidence_file(audited.root.as_deref(), path) {
             Err((code, why)) => check.fail(code, at, format!("{path}: {why}")),
             Ok((actual, bytes)) => {
-                if actual != expected || file["bytes"].as_u64().is_some_and(|b| b != bytes) {
+                if actual != expected || file.bytes.is_some_and(|b| b != bytes) {
                     check.fail(
                         "evidence_hash_mismatch",
                         at,
@@ -625,7 +590,9 @@ fn evidence_file(root: Option<&Path>, path: &str) -> Result<(String, u64), (&'st
 /// `citations` (when the run required them): the final answer's citations hold in the
 /// workspace.
 fn citations_hold(audited: &Audited<'_>, check: &mut Check<'_>) {
-    let response = audited.last.and_then(|a| a["result"]["response"].as_str());
+    let response = audited
+        .last
+        .and_then(|a| payload(&a.result)["response"].as_str());
     let (root, response) = match (&audited.root, response) {
         (_, None) => {
             return check.fail(
@@ -666,6 +633,11 @@ fn citations_hold(audited: &Audited<'_>, check: &mut Check<'_>) {
     check.count("insufficient", cited.insufficient);
 }
 
+/// A payload of the document (an attempt's result or verdict), or `null`.
+fn payload(value: &Option<Value>) -> &Value {
+    value.as_ref().unwrap_or(&Value::Null)
+}
+
 /// The items of `value`, an array, or none.
 fn items(value: &Value) -> &[Value] {
     value.as_array().map_or(&[], Vec::as_slice)
@@ -674,13 +646,17 @@ fn items(value: &Value) -> &[Value] {
 /// `required_steps` (when the plan names some): the final attempt took each of them.
 fn required_steps_taken(audited: &Audited<'_>, check: &mut Check<'_>) {
     let last = audited.last;
-    let calls = last.map_or(&[][..], |a| items(&a["result"]["tool_calls"]));
+    let calls = last.map_or(&[][..], |a| items(&payload(&a.result)["tool_calls"]));
     let ran: Vec<&str> = last
-        .map_or(&[][..], |a| items(&a["verdict"]["evidence"]))
+        .map_or(&[][..], |a| items(&payload(&a.verdict)["evidence"]))
         .iter()
         .filter_map(|e| e["criterion"].as_str())
         .collect();
-    let steps = items(&audited.document["plan"]["required_steps"]);
+    let steps = audited
+        .document
+        .plan
+        .as_ref()
+        .map_or(&[][..], |plan| items(&plan.required_steps));
     for (i, raw) in steps.iter().enumerate() {
         match plan_step(raw) {
             Err(why) => check.fail("missing_field", format!("plan step {i}"), why),
@@ -704,15 +680,16 @@ fn required_steps_taken(audited: &Audited<'_>, check: &mut Check<'_>) {
 /// by a call, and are not judged here.
 fn delegation_linkage(audited: &Audited<'_>, check: &mut Check<'_>) {
     let (document, options) = (audited.document, audited.options);
-    let listed = document["children"].as_array().cloned().unwrap_or_default();
-    if listed != children_of(&document["attempts"]) {
+    let listed = &document.children;
+    let called = children_in(document.attempts.iter().filter_map(|a| a.result.as_ref()));
+    if *listed != called {
         check.fail(
             "delegation_linkage",
             "children",
             "the export's `children` are not the ones its delegate calls returned",
         );
     }
-    let parent = document["run"]["id"].as_str().unwrap_or_default();
+    let parent = document.run.id;
     match &options.children {
         None if listed.is_empty() => {}
         None => check.fail(
@@ -724,8 +701,8 @@ fn delegation_linkage(audited: &Audited<'_>, check: &mut Check<'_>) {
             ),
         ),
         Some(records) => {
-            for child in &listed {
-                let id = child["id"].as_str().unwrap_or_default();
+            for child in listed {
+                let id = child.id().unwrap_or_default();
                 let at = format!("child {id}");
                 let found: Vec<&Value> = records
                     .iter()
@@ -746,13 +723,13 @@ fn delegation_linkage(audited: &Audited<'_>, check: &mut Check<'_>) {
                     continue;
                 };
                 let sealed = completion_seal(record);
-                if child["seal"].as_str() != Some(sealed.as_str()) {
+                if child.seal() != Some(sealed.as_str()) {
                     check.fail(
                         "delegation_linkage",
                         at,
                         format!(
                             "the child {id} is not the run its delegate call returned: its record hashes to {sealed}, the call returned seal {}",
-                            child["seal"].as_str().unwrap_or("none")
+                            child.seal().unwrap_or("none")
                         ),
                     );
                 }

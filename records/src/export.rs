@@ -19,7 +19,8 @@ use sha2::{Digest as _, Sha256};
 use ed25519_dalek::pkcs8::{DecodePrivateKey as _, DecodePublicKey as _};
 use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::authority::{GENESIS, Hashing, write_object};
 use crate::canon::Raw;
@@ -94,20 +95,18 @@ pub fn sign(document: &mut Value, key: &SigningKey) {
     let sealed = seal(document);
     let signature = key.sign(sealed.as_bytes());
     document["seal"] = json!(sealed);
-    document["signature"] = json!({
-        "alg": "ed25519",
-        "key": key_id(&key.verifying_key()),
-        "value": hex(&signature.to_bytes()),
-    });
+    let (key, value) = (key_id(&key.verifying_key()), hex(&signature.to_bytes()));
+    document["signature"] = serde_json::to_value(Signature {
+        alg: "ed25519",
+        key: &key,
+        value: &value,
+    })
+    .expect("a signature serialises");
 }
 
-/// `sha256(prev_hash ‖ canonical JSON of the event's chained part)`, hex.
-pub(crate) fn event_hash(prev_hash: &str, event: &Value) -> String {
-    event_hash_with(prev_hash, event, &mut Vec::new())
-}
-
-/// [`event_hash`], its canonical text written to `scratch` (cleared first) and hashed at once:
-/// a chain of events reuses one buffer.
+/// `sha256(prev_hash ‖ canonical JSON of the event's chained part)`, hex, its canonical text
+/// written to `scratch` (cleared first) and hashed at once: a chain of events reuses one buffer
+/// ([`Event::hash_after`] makes it from an event read back).
 fn event_hash_with(prev_hash: &str, event: &Value, scratch: &mut Vec<u8>) -> String {
     scratch.clear();
     // `{seq, at, type, attempt, data}` in canonical order; a missing member is `null`.
@@ -190,6 +189,8 @@ pub fn export(record: &Record) -> Value {
             required_steps: Json::Value(steps),
         }),
         children: children_in(record.attempts.iter().filter_map(|a| a.result.as_ref())),
+        seal: None,
+        signature: None,
     };
     let sealed = document.seal();
     let mut value = serde_json::to_value(&document).expect("a run document always serialises");
@@ -275,7 +276,7 @@ pub(crate) fn children_of(attempts: &Value) -> Vec<Value> {
 }
 
 /// The children the successful `delegate` calls among `results` (Results as JSON) returned.
-fn children_in<'v>(results: impl Iterator<Item = &'v Value>) -> Vec<Child> {
+pub(crate) fn children_in<'v>(results: impl Iterator<Item = &'v Value>) -> Vec<Child> {
     let empty = Vec::new();
     results
         .flat_map(|r| r["tool_results"].as_array().unwrap_or(&empty))
@@ -284,90 +285,301 @@ fn children_in<'v>(results: impl Iterator<Item = &'v Value>) -> Vec<Child> {
         .collect()
 }
 
-/// A `harness.run/v1` document without its seal and signature: what the seal covers (DESIGN
-/// §4.13). The journal's writer makes one from the report it records (its JSON the canonical
-/// text it stores, `written`), a reader from the stored record ([`export`]); one shape, so a
-/// sealed field is added in one place and both must fill it. Members are listed in the order an
-/// export shows them; the seal writes them sorted.
-#[derive(Serialize)]
-pub(crate) struct RunDocument<'a> {
-    pub(crate) schema_version: &'static str,
-    pub(crate) run: RunPart<'a>,
-    pub(crate) attempts: Vec<AttemptPart<'a>>,
-    pub(crate) events: Json<'a>,
-    pub(crate) evidence: Vec<EvidenceFile<'a>>,
-    pub(crate) plan: Option<Plan<'a>>,
-    pub(crate) children: Vec<Child>,
+/// A `harness.run/v1` document (DESIGN §4.13): what `harness runs export` writes, the seal
+/// covers and [`audit`](crate::audit) reads, declared once. The journal's writer fills one from
+/// the report it records (its JSON payloads the canonical text it stores, `written`), a reader
+/// from the stored record ([`export`]), each with [`Json`] payloads (`J`) and events (`E`); the
+/// audit reads an export back into one ([`Exported`]: payloads as values, events typed), which
+/// is its `fields` check; and `schemas/harness.run.v1.json` is generated from it
+/// ([`run_schema`]). So a sealed field is added in one place, and the compiler asks the writer
+/// and the reader to fill it. Members are listed in the order an export shows them; the seal
+/// writes them sorted.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(
+    title = "harness.run/v1",
+    bound = "J: JsonSchema + Default, E: JsonSchema",
+    description = "One recorded delegation as `harness runs export` writes it and `harness audit` reads it. Events are hash-chained: hash = sha256(prev_hash \u{2016} canonical JSON of {seq, at, type, attempt, data}), keys sorted, no whitespace; the first prev_hash is 64 zeros."
+)]
+pub struct RunDocument<'a, J = Json<'a>, E = Json<'a>> {
+    /// The schema the document is written in.
+    #[schemars(extend("const" = RUN_SCHEMA))]
+    pub schema_version: &'a str,
+    /// The run.
+    #[serde(borrow)]
+    pub run: RunPart<'a, J>,
+    /// Every attempt, in order.
+    #[serde(borrow)]
+    pub attempts: Vec<AttemptPart<'a, J>>,
+    /// The run's events, hash-chained.
+    pub events: E,
+    /// The files the final verdict's evidence vouched for, with their SHA-256.
+    #[serde(borrow)]
+    pub evidence: Vec<EvidenceFile<'a>>,
+    /// What every attempt had to do (`plan.required_steps` of the request), when it named steps.
+    #[serde(default)]
+    pub plan: Option<Plan<J>>,
+    /// The child delegations this run's delegate calls ran, in the order they returned, each
+    /// with the seal its record had when it completed; `harness audit` checks each against the
+    /// journal (`delegation_linkage`).
+    #[serde(default)]
+    pub children: Vec<Child>,
+    /// sha256 (hex) of the canonical JSON (keys sorted at every level, no spaces) of everything
+    /// in the export but `seal` and `signature`. The journal stores it when the run completes
+    /// (and again when an override adds its decision). Absent only from what is being sealed.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"), with = "String")]
+    pub seal: Option<&'a str>,
+    /// `runs export --sign KEY.pem`: an ed25519 signature of the seal's hex text by the
+    /// operator's key; `audit --pubkey` verifies it.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signature<'a>>,
 }
 
-impl RunDocument<'_> {
-    /// Its seal: the SHA-256 of its canonical JSON, hex.
+/// An export as the audit reads it: payloads as values, events typed.
+pub type Exported<'a> = RunDocument<'a, Value, Vec<Event<'a>>>;
+
+impl<J: Serialize, E: Serialize> RunDocument<'_, J, E> {
+    /// Its seal: the SHA-256 of its canonical JSON, hex (made before it carries one).
     pub(crate) fn seal(&self) -> String {
+        debug_assert!(self.seal.is_none() && self.signature.is_none());
         let mut whole = Vec::with_capacity(16 * 1024);
         crate::canon::write(self, &mut whole).expect("a run document always serialises");
         hex(&Sha256::digest(&whole))
     }
 }
 
+impl<'a> Exported<'a> {
+    /// `document` read as a run document, or where and why it does not read as one.
+    ///
+    /// # Errors
+    /// A member missing or of the wrong type: its path (`events[3].type`) and what is wrong.
+    pub fn read(document: &'a Value) -> Result<Self, (String, String)> {
+        serde_path_to_error::deserialize(document).map_err(|e| {
+            let path = e.path().to_string();
+            (path, e.into_inner().to_string())
+        })
+    }
+}
+
+/// The JSON Schema of `harness.run/v1` (`schemas/harness.run.v1.json`, `harness schema run`),
+/// generated from [`RunDocument`].
+pub fn run_schema() -> Value {
+    let mut root = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<Exported<'static>>()
+        .to_value();
+    // An export always carries its seal: the type goes without one only while it is sealed.
+    if let Some(required) = root["required"].as_array_mut() {
+        required.push(json!("seal"));
+    }
+    without_defaults(&mut root);
+    harness::schema::finished(root, RUN_SCHEMA_FILE)
+}
+
+/// `schema` without the `default`s serde's would give: a reader of an export finds every member
+/// written, and an empty text is no default a writer should use.
+fn without_defaults(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.shift_remove("default");
+            map.values_mut().for_each(without_defaults);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_defaults),
+        _ => {}
+    }
+}
+
+/// Where the run document's schema is kept, under `schemas/`.
+pub const RUN_SCHEMA_FILE: &str = "harness.run.v1.json";
+
 /// The run section of an export.
-#[derive(Serialize)]
-pub(crate) struct RunPart<'a> {
-    pub(crate) id: &'a str,
-    pub(crate) started_at: String,
-    pub(crate) duration_ms: i64,
-    pub(crate) delegate: DelegatePart<'a>,
-    pub(crate) outcome: &'a str,
-    pub(crate) error: Option<RunError<'a>>,
-    pub(crate) request: Option<Json<'a>>,
-    pub(crate) usage: Tokens,
-    pub(crate) trace_id: Option<&'a str>,
-    pub(crate) retry_template_version: &'a str,
-    pub(crate) source: Option<String>,
-    pub(crate) workdir: Option<String>,
-    pub(crate) warnings: Json<'a>,
-    pub(crate) parent_id: Option<&'a str>,
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(bound = "J: JsonSchema + Default")]
+pub struct RunPart<'a, J = Json<'a>> {
+    /// The run's id.
+    pub id: &'a str,
+    /// When it started (RFC 3339, milliseconds).
+    #[serde(default)]
+    pub started_at: String,
+    /// How long it took.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub duration_ms: i64,
+    /// Who the delegate was.
+    #[serde(default, borrow)]
+    pub delegate: DelegatePart<'a>,
+    /// How it ended.
+    #[schemars(extend("enum" = ["passed", "passed_with_debt", "skipped", "failed", "error"]))]
+    pub outcome: &'a str,
+    /// How a run that did not pass ended, when it ended in an error.
+    #[serde(default, borrow)]
+    pub error: Option<RunError<'a>>,
+    /// The request as it ran (secrets redacted).
+    #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub request: Option<J>,
+    /// The tokens of the whole run.
+    #[serde(default)]
+    pub usage: Tokens,
+    /// The trace the run's spans are in.
+    #[serde(default, borrow)]
+    pub trace_id: Option<&'a str>,
+    /// The version of the retry prompt's template.
+    #[serde(default)]
+    pub retry_template_version: &'a str,
+    /// The delegation file it was read from.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The workspace it ran in.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// What the run wanted a human to know.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub warnings: J,
+    /// The run this one was delegated from (a parent's delegate call, `parent_id:`, or
+    /// `HARNESS_PARENT_ID`).
+    #[serde(default, borrow)]
+    pub parent_id: Option<&'a str>,
     /// A human's decision (`approved`, `rejected`): none when a run is recorded.
-    pub(crate) decision: Option<&'a str>,
-    pub(crate) citations: &'static str,
+    #[serde(default, borrow)]
+    #[schemars(extend("enum" = ["approved", "rejected", null]))]
+    pub decision: Option<&'a str>,
+    /// `required` when the request set `citations: required` (the audit re-checks every claim
+    /// line of the final answer).
+    #[serde(default)]
+    #[schemars(extend("enum" = ["required", "off"]))]
+    pub citations: &'a str,
 }
 
 /// Who the delegate was.
-#[derive(Serialize)]
-pub(crate) struct DelegatePart<'a> {
-    pub(crate) kind: &'a str,
-    pub(crate) model: Option<&'a str>,
+#[derive(Default, Serialize, Deserialize, JsonSchema)]
+pub struct DelegatePart<'a> {
+    /// Its kind (`openai`, `claude`, `command`, …).
+    #[serde(default)]
+    pub kind: &'a str,
+    /// Its model, when it names one.
+    #[serde(default, borrow)]
+    pub model: Option<&'a str>,
 }
 
 /// How a run that did not pass ended.
-#[derive(Serialize)]
-pub(crate) struct RunError<'a> {
-    pub(crate) kind: &'a str,
-    pub(crate) message: Option<&'a str>,
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct RunError<'a> {
+    /// The error's kind (DESIGN's error kinds).
+    #[serde(default)]
+    pub kind: &'a str,
+    /// What happened.
+    #[serde(default, borrow)]
+    pub message: Option<&'a str>,
 }
 
 /// One attempt of an export.
-#[derive(Serialize)]
-pub(crate) struct AttemptPart<'a> {
-    pub(crate) attempt: u32,
-    pub(crate) passed: Option<bool>,
-    pub(crate) reasons: Json<'a>,
-    pub(crate) duration_ms: i64,
-    pub(crate) usage: Tokens,
-    pub(crate) result: Option<Json<'a>>,
-    pub(crate) verdict: Option<Json<'a>>,
-    pub(crate) retry_prompt: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) diff: Option<Json<'a>>,
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(bound = "J: JsonSchema + Default")]
+pub struct AttemptPart<'a, J = Json<'a>> {
+    /// Its number, from 1.
+    #[schemars(range(min = 0))]
+    pub attempt: u32,
+    /// Whether its verdict passed (none when it ended before one).
+    #[serde(default)]
+    pub passed: Option<bool>,
+    /// Its verdict's reasons.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub reasons: J,
+    /// How long it took.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub duration_ms: i64,
+    /// Its tokens.
+    #[serde(default)]
+    pub usage: Tokens,
+    /// What the delegate delivered (DESIGN's Result: `response`, `tool_calls`, `tool_results`,
+    /// …); for the last attempt, as the caller got it.
+    #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub result: Option<J>,
+    /// Its verdict (DESIGN's Verdict: findings, evidence, …).
+    #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub verdict: Option<J>,
+    /// The retry prompt it was sent, when it was a retry.
+    #[serde(default, borrow)]
+    pub retry_prompt: Option<&'a str>,
+    /// Unified diffs of the text files the delegation had changed by the end of this attempt
+    /// (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub diff: Option<J>,
+}
+
+/// One event of an export, chained to the one before it.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Event<'a> {
+    /// Its place in the run, from 0.
+    pub seq: u64,
+    /// When it happened (RFC 3339).
+    pub at: &'a str,
+    /// What it is (`AttemptStarted`, `CheckCompleted`, `DelegationCompleted`, …).
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    /// The attempt it belongs to (0: before the first).
+    pub attempt: u64,
+    /// What it says.
+    pub data: Map<String, Value>,
+    /// The hash of the event before it (64 zeros for the first).
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub prev_hash: &'a str,
+    /// sha256(prev_hash ‖ canonical JSON of {seq, at, type, attempt, data}), hex.
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub hash: &'a str,
+}
+
+impl Event<'_> {
+    /// The hash this event's content makes after `prev_hash`.
+    pub(crate) fn hash_after(&self, prev_hash: &str) -> String {
+        #[derive(Serialize)]
+        struct Chained<'e> {
+            seq: u64,
+            at: &'e str,
+            #[serde(rename = "type")]
+            kind: &'e str,
+            attempt: u64,
+            data: &'e Map<String, Value>,
+        }
+        let mut text = Vec::with_capacity(512);
+        let chained = Chained {
+            seq: self.seq,
+            at: self.at,
+            kind: self.kind,
+            attempt: self.attempt,
+            data: &self.data,
+        };
+        crate::canon::write(&chained, &mut text).expect("an event always serialises");
+        let mut hash = Sha256::new();
+        hash.update(prev_hash.as_bytes());
+        hash.update(&text);
+        hex(&hash.finalize())
+    }
 }
 
 /// Token counts as the journal's integer columns give them back; the cached share only when
 /// there is one, so that a record made before it was counted exports (and seals) as it did.
-#[derive(Serialize)]
-pub(crate) struct Tokens {
+#[derive(Default, Serialize, Deserialize, JsonSchema)]
+pub struct Tokens {
+    /// Prompt tokens.
+    #[serde(default)]
     input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
     output_tokens: u64,
+    /// Model requests.
+    #[serde(default)]
     requests: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    /// Of the prompt tokens, those read from the provider's cache (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
     cached_input_tokens: u64,
 }
 
@@ -389,24 +601,62 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// A file the final verdict's evidence vouched for.
-#[derive(Serialize)]
-pub(crate) struct EvidenceFile<'a> {
-    id: &'a str,
-    path: Option<&'a str>,
-    sha256: Option<&'a str>,
-    bytes: Option<u64>,
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct EvidenceFile<'a> {
+    /// The criterion that vouched for it.
+    #[serde(default)]
+    pub id: &'a str,
+    /// Its path in the workspace.
+    #[serde(borrow, deserialize_with = "present")]
+    #[schemars(with = "String")]
+    pub path: Option<&'a str>,
+    /// Its SHA-256 as the run saw it, hex.
+    #[serde(borrow, deserialize_with = "present")]
+    #[schemars(with = "String", regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: Option<&'a str>,
+    /// Its length as the run saw it.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+}
+
+/// A text a writer may lack but a reader must find.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de str>, D::Error> {
+    <&'de str>::deserialize(deserializer).map(Some)
 }
 
 /// What every attempt had to do.
-#[derive(Serialize)]
-pub(crate) struct Plan<'a> {
-    pub(crate) required_steps: Json<'a>,
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(bound = "J: JsonSchema + Default")]
+pub struct Plan<J> {
+    /// The steps, each `{tool, args}` (argument patterns) or `{check}`.
+    #[schemars(with = "Vec<RequiredStep>")]
+    pub required_steps: J,
+}
+
+/// A required step of a plan, as recorded (the schema's shape of one; the audit compiles it as
+/// the run did).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct RequiredStep {
+    /// A tool the final attempt must have called.
+    tool: Option<String>,
+    /// Its arguments' patterns (regular expressions each argument must match whole).
+    args: Option<std::collections::BTreeMap<String, String>>,
+    /// A check the final attempt must have run.
+    check: Option<String>,
 }
 
 /// A child a `delegate` call returned: its id and the seal its record had when it completed.
-#[derive(Serialize)]
-pub(crate) struct Child {
+#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Child {
+    /// The child's run id.
+    #[schemars(with = "Option<String>")]
     id: Value,
+    /// The seal its record had when it completed.
+    #[schemars(with = "Option<String>")]
     seal: Value,
 }
 
@@ -419,11 +669,35 @@ impl Child {
             seal: child["seal"].clone(),
         }
     }
+
+    /// Its run id.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_str()
+    }
+
+    /// The seal its delegate call returned.
+    pub fn seal(&self) -> Option<&str> {
+        self.seal.as_str()
+    }
+}
+
+/// An ed25519 signature of an export's seal (`runs export --sign`).
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Signature<'a> {
+    /// Always `ed25519`.
+    #[schemars(extend("const" = "ed25519"))]
+    pub alg: &'a str,
+    /// The first 16 hex digits of the sha256 of the public key.
+    pub key: &'a str,
+    /// The signature of the seal's hex text, hex.
+    #[schemars(regex(pattern = r"^[0-9a-f]{128}$"))]
+    pub value: &'a str,
 }
 
 /// A JSON value of a run document: as the writer has it (the canonical text it stores), or as a
 /// reader has it (read back, or typed).
-pub(crate) enum Json<'a> {
+pub enum Json<'a> {
     /// Canonical JSON text, put in place as it is (written canonically only: see [`Raw`]).
     Raw(&'a str),
     /// A value read back.

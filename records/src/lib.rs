@@ -45,7 +45,11 @@ pub use dashboard::{
 };
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{Error, ErrorKind, Result};
-pub use export::{RUN_SCHEMA, completion_seal, export, seal, sign, signing_key, verifying_key};
+pub use export::{
+    AttemptPart, Child, DelegatePart, Event, EvidenceFile, Exported, Json, Plan, RUN_SCHEMA,
+    RUN_SCHEMA_FILE, RunDocument, RunError, RunPart, Signature, Tokens, completion_seal, export,
+    run_schema, seal, sign, signing_key, verifying_key,
+};
 pub use journal::{
     Filter, Journal, Record, RecordMeta, RecordedAttempt, SCHEMA_VERSION, Started, TreeNode,
 };

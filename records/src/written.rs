@@ -151,6 +151,8 @@ pub(crate) fn written(report: &Report, meta: &RecordMeta) -> Result<Written, can
         evidence: evidence_files(last_verdict),
         plan,
         children,
+        seal: None,
+        signature: None,
     };
     let seal = document.seal();
     Ok(Written {

@@ -1,5 +1,5 @@
-//! `harness schema`: the JSON Schema of a delegation file or of the project policy, generated
-//! from the types that read them.
+//! `harness schema`: the JSON Schema of a delegation file, the project policy or a recorded
+//! run, generated from the types that read them.
 
 use harness::Error;
 
@@ -11,6 +11,7 @@ pub fn run(args: &SchemaArgs) -> u8 {
     let schema = match args.file {
         SchemaFile::Delegation => harness::schema::delegation(),
         SchemaFile::Policy => harness::schema::policy(),
+        SchemaFile::Run => harness_records::run_schema(),
     };
     let mut text = serde_json::to_string_pretty(&schema).expect("a schema serialises");
     text.push('\n');
