@@ -552,7 +552,20 @@ fn a_process_left_running_to_rewrite_the_test_while_its_check_runs_is_killed_fir
     );
     dir.write("ws/.harness/policy.yaml", "commands: {isolation: none}\n");
     let (out, report) = run(&dir);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The forger is gone once harness has returned (nothing of it can act later), not merely
+    // quiet for now.
+    let forgers: Vec<String> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("cp .keep test.sh"))
+        .collect();
+    assert!(
+        forgers.is_empty(),
+        "the forger outlived its attempt: {forgers:?}"
+    );
     out.expect_code(1);
     // The check judged the real test, which fails: no feature.txt.
     assert_eq!(report["kind"], json!("verification_failed"), "{out:?}");

@@ -134,6 +134,39 @@ impl Nats {
     }
 }
 
+impl Nats {
+    /// How many messages JetStream holds in `stream`, or `None` while there is no such stream:
+    /// asked over the plain protocol (`$JS.API.STREAM.INFO`), no client library.
+    fn stream_messages(&self, stream_name: &str) -> Option<u64> {
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to nats");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut line).expect("INFO");
+        let command = format!(
+            "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\nSUB _INBOX.info 1\r\nPUB $JS.API.STREAM.INFO.{stream_name} _INBOX.info 0\r\n\r\n"
+        );
+        std::io::Write::write_all(&mut stream, command.as_bytes()).expect("ask");
+        loop {
+            line.clear();
+            std::io::BufRead::read_line(&mut reader, &mut line).expect("an answer");
+            assert!(!line.starts_with("-ERR"), "{line}");
+            if line.starts_with("PING") {
+                std::io::Write::write_all(&mut stream, b"PONG\r\n").expect("pong");
+            }
+            if line.starts_with("MSG _INBOX.info") {
+                line.clear();
+                std::io::BufRead::read_line(&mut reader, &mut line).expect("the info");
+                let info: Value = serde_json::from_str(line.trim_end()).expect("JSON");
+                return info["state"]["messages"].as_u64();
+            }
+        }
+    }
+}
+
 impl Drop for Nats {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -432,7 +465,7 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Bac
             json!({"task": "t", "delegate": {"kind": "scripted", "script": "agent.star"}, "workdir": "ws"})
         ),
     );
-    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+    let Some((queue, nats)) = queue_for(backend, &dir) else {
         return;
     };
     // Queue it (the submitter validates the entry while the script is there), then take the
@@ -446,8 +479,10 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Bac
                     .is_ok_and(|n| n == 1)
         });
     } else {
-        // Queued once the submitter says so; give it a moment past connecting.
-        std::thread::sleep(Duration::from_millis(1500));
+        let nats = nats.as_ref().expect("a NATS server");
+        wait_for("the job to be in the stream", || {
+            nats.stream_messages("HARNESS_JOBS") == Some(1)
+        });
     }
     std::fs::remove_file(dir.join("agent.star")).expect("remove the script");
     let _worker = Worker::start(&queue, &["--max-deliver", "2"]);
@@ -493,7 +528,9 @@ fn a_malformed_job_is_dead_lettered_and_the_worker_keeps_going_nats() {
     let queue = nats.url();
     // A worker creates the streams; then the junk arrives before the batch.
     let _worker = Worker::start(&queue, &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_for("the worker to make the jobs stream", || {
+        nats.stream_messages("HARNESS_JOBS").is_some()
+    });
     nats.publish_raw("harness.jobs", "this is not a job");
     let (out, lines) = run_batch(&dir, &queue);
     out.expect_code(0);

@@ -359,10 +359,21 @@ fn hang(cli: &Cli) {
     assert!(left.is_empty(), "left running in the workspace: {left:?}");
 }
 
-/// Processes whose working directory is `dir`.
+/// Processes whose working directory is `dir`, once none is left or 10 seconds have passed
+/// (killed processes take a moment to be reaped).
 fn running_in(dir: &Path) -> Vec<String> {
-    // Killed processes take a moment to be reaped.
-    std::thread::sleep(Duration::from_millis(200));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = running_now_in(dir);
+        if found.is_empty() || std::time::Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Processes whose working directory is `dir` now.
+fn running_now_in(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let cwd = entry.path().join("cwd");

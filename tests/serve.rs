@@ -104,6 +104,25 @@ impl Server {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> (u16, String, String) {
+        self.exchange_then(method, path, headers, body, &mut || {})
+    }
+
+    /// A `GET` of `path` whose `arrived` is called once the response's head is in (a stream's
+    /// follower is subscribed by then), before its body is read to the end.
+    fn follow(&self, path: &str, arrived: &mut dyn FnMut()) -> (u16, String) {
+        let (status, _, body) = self.exchange_then("GET", path, &[], None, arrived);
+        (status, body)
+    }
+
+    /// [`Server::exchange`], calling `arrived` once the response's head is in.
+    fn exchange_then(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+        arrived: &mut dyn FnMut(),
+    ) -> (u16, String, String) {
         let mut stream = TcpStream::connect(&self.addr).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -140,6 +159,14 @@ impl Server {
         stream.write_all(head.as_bytes()).expect("write");
         stream.write_all(body.as_bytes()).expect("write");
         let mut response = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => response.extend_from_slice(&chunk[..n]),
+            }
+        }
+        arrived();
         let _ = stream.read_to_end(&mut response);
         let response = String::from_utf8_lossy(&response).into_owned();
         let (head, rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
@@ -1029,10 +1056,18 @@ fn queued_submissions_run_on_a_worker_and_come_back(backend: Backend) {
         "{metrics}"
     );
     std::thread::scope(|scope| {
-        // A client follows it while no worker is there yet.
-        let follower = scope
-            .spawn(|| server.request("GET", &format!("/v1/delegations/{id}/events"), &[], None));
-        std::thread::sleep(Duration::from_millis(300));
+        // A client follows it while no worker is there yet: the worker starts once the
+        // follower's stream has begun (it is subscribed by then).
+        let (begun, subscribed) = std::sync::mpsc::channel();
+        let (server, path) = (&server, format!("/v1/delegations/{id}/events"));
+        let follower = scope.spawn(move || {
+            server.follow(&path, &mut || {
+                let _ = begun.send(());
+            })
+        });
+        subscribed
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the follower's stream begins");
         let _worker = Worker::start(&queue, &[]);
         let (status, stream) = follower.join().expect("the follower");
         assert_eq!(status, 200);

@@ -41,9 +41,9 @@ pub use error::{Error, ErrorKind, Limit, Location};
 pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
 pub use limits::Limits;
 pub use modules::{
-    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn, bubblewrap,
-    bubblewrap_works, find_program, hex, http_client_builder, read_capped, run_program, sha256_hex,
-    unhex,
+    Capped, Example, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn,
+    bubblewrap, bubblewrap_works, examples, find_program, hex, http_client_builder, read_capped,
+    run_program, sha256_hex, unhex,
 };
 pub use reaper::become_subreaper;
 pub use workspace::{

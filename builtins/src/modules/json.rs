@@ -26,7 +26,8 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
     ///
     /// ```python
     /// doc = json.decode(result["response"], default = None)
-    /// if doc == None: ...
+    /// if doc == None:
+    ///     return {"verified": False, "reason": "the answer is not JSON"}
     /// ```
     fn decode<'v>(
         #[starlark(require = pos)] s: &str,

@@ -79,6 +79,65 @@ pub(crate) fn register(builder: &mut GlobalsBuilder) {
     log::globals(builder);
 }
 
+/// A documented example of a builtin: the code of one ```` ```python ```` block of its doc
+/// comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    /// The builtin it documents, as a script names it: `fs.exists`, `print`.
+    pub name: String,
+    /// The example's code.
+    pub code: String,
+}
+
+/// Every documented example of the builtins (`fs`, `http`, …, and the global functions), in
+/// the order they are registered — the code of each ```` ```python ```` block of their doc
+/// comments, so that a test can run each as a script (they are the reference's examples too).
+pub fn examples() -> Vec<Example> {
+    use starlark::docs::{DocItem, DocMember};
+    let mut builder = GlobalsBuilder::new();
+    register(&mut builder);
+    let mut found = Vec::new();
+    let mut add = |name: String, item: &DocItem| {
+        // A builtin that is also a type (`str`) is documented as its constructor.
+        let docs = match item {
+            DocItem::Type(ty) => ty.constructor.as_ref().and_then(|c| c.docs.as_ref()),
+            other => other.get_doc_string(),
+        };
+        let Some(docs) = docs else {
+            return;
+        };
+        for text in [&docs.details, &docs.examples].into_iter().flatten() {
+            found.extend(python_blocks(text).map(|code| Example {
+                name: name.clone(),
+                code,
+            }));
+        }
+    };
+    for (name, item) in &builder.build().documentation().members {
+        match item {
+            DocItem::Module(module) => {
+                for (member, item) in &module.members {
+                    add(format!("{name}.{member}"), item);
+                }
+            }
+            DocItem::Member(DocMember::Function(_)) | DocItem::Type(_) => {
+                add(name.clone(), item);
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The code of each ```` ```python ```` block of `text`.
+fn python_blocks(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split("```python\n").skip(1).filter_map(|block| {
+        block
+            .split_once("```")
+            .map(|(code, _)| code.trim_end().to_owned())
+    })
+}
+
 /// Returns true when `name` is a builtin namespace whose builtins wait on the outside world.
 pub(crate) fn waits(name: &str) -> bool {
     NAMESPACES.iter().any(|n| n.waits && n.name == name)

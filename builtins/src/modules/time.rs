@@ -12,6 +12,10 @@ pub(crate) fn rfc3339(t: std::time::SystemTime) -> String {
 pub(crate) fn members(builder: &mut GlobalsBuilder) {
     /// Returns the current time as an RFC 3339 string in UTC, e.g.
     /// `"2026-11-21T20:06:59.123Z"`. Strings in this form sort chronologically.
+    ///
+    /// ```python
+    /// time.now() > "2026-01-01T00:00:00.000Z"
+    /// ```
     fn now() -> anyhow::Result<String> {
         Ok(rfc3339(std::time::SystemTime::now()))
     }
