@@ -389,7 +389,7 @@ fn sarif_of_a_gamed_run_and_of_the_report_validates_against_the_official_schema(
             .unwrap_or_else(|| panic!("no {rule} result: {log:#}"));
         result["locations"][0]["physicalLocation"]["artifactLocation"].clone()
     };
-    let claim = located("claim/file");
+    let claim = located("claim/file-verb");
     assert_eq!(claim["uri"], "hello.txt", "{claim}");
     let base = &log["runs"][0]["originalUriBaseIds"][claim["uriBaseId"].as_str().expect("a base")];
     assert!(
@@ -412,7 +412,7 @@ fn sarif_of_a_gamed_run_and_of_the_report_validates_against_the_official_schema(
         .filter_map(|r| r["id"].as_str())
         .collect();
     assert!(
-        ids.contains(&"claim/file") && ids.contains(&"verify"),
+        ids.contains(&"claim/file-verb") && ids.contains(&"verify"),
         "{ids:?}"
     );
     for result in results {

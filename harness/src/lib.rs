@@ -61,7 +61,8 @@ pub use assembly::{Assembler, Overrides};
 pub use checks::{
     BaseTests, CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, GamingMode,
     HoldoutSpec, OnUnavailable, PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, Runner,
-    RunnerSetting, TestCounts, gaming_rule, review_template_sha256, shareable_evidence,
+    RunnerSetting, TestCounts, claims_rule, gaming_rule, review_template_sha256,
+    shareable_evidence,
 };
 pub use conversation::{Message, ToolSpec, Usage};
 pub use decision::OnExhausted;

@@ -132,6 +132,10 @@ pub struct Finding {
     /// The line it is about, when it is about one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// The rule of its stage's table that made it (a claims rule such as `file-verb`, a gaming
+    /// pattern such as `py-os-exit`), so a false finding is traced to the row that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl Finding {
@@ -145,6 +149,7 @@ impl Finding {
             message: message.into(),
             path: None,
             line: None,
+            rule: None,
         }
     }
 

@@ -72,9 +72,11 @@ pub fn sarif(records: &[Record], version: &str) -> Value {
     })
 }
 
-/// `SOURCE/NAME`, or `SOURCE` alone.
+/// `SOURCE/NAME`, or `SOURCE` alone; a claim's by the rule that read it (`claim/file-verb`).
 fn rule_id(finding: &Finding) -> String {
-    if finding.name.is_empty() {
+    if let (Source::Claim, Some(rule)) = (finding.source, &finding.rule) {
+        format!("{}/{rule}", finding.source.as_str())
+    } else if finding.name.is_empty() {
         finding.source.as_str().to_owned()
     } else {
         format!("{}/{}", finding.source.as_str(), finding.name)
@@ -142,9 +144,17 @@ fn source_text(source: Source) -> (&'static str, &'static str) {
 /// The rule `id` is reported under, described from its first finding.
 fn rule(id: &str, finding: &Finding) -> Value {
     let (short, help) = source_text(finding.source);
-    let (short, help) = match finding.source {
-        Source::Gaming => harness::gaming_rule(&finding.name).unwrap_or((short, help)),
-        _ => (short, help),
+    let claim_rule = finding.rule.as_deref().and_then(harness::claims_rule);
+    let (short, help) = match (finding.source, claim_rule) {
+        (Source::Gaming, _) => {
+            let (short, help) = harness::gaming_rule(&finding.name).unwrap_or((short, help));
+            (short.to_owned(), help.to_owned())
+        }
+        (Source::Claim, Some((title, reads))) => (
+            format!("the answer {title} that did not happen"),
+            format!("{help} The claim was read from the answer by: {reads}."),
+        ),
+        _ => (short.to_owned(), help.to_owned()),
     };
     let level = if finding.blocking { "error" } else { "warning" };
     json!({

@@ -14,6 +14,7 @@ pub(crate) mod runner;
 pub(crate) mod scope;
 pub(crate) mod verifier;
 
+pub use claims::describe as claims_rule;
 pub use claims::{Claim, ClaimsMode};
 pub use commands::{CheckSpec, Flaky};
 pub(crate) use commands::{RawCheck, confirm};

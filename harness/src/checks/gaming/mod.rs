@@ -699,6 +699,7 @@ impl Check for GamingStage {
                 };
                 finding.path = Some(hit.path.clone());
                 finding.line = u32::try_from(hit.line).ok();
+                finding.rule = Some(hit.pattern.to_owned());
                 subject.findings.push(finding);
             }
             if !hits.is_empty() {
