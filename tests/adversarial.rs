@@ -184,6 +184,7 @@ fn a_policy_change_made_by_a_command_fails_the_run_as_gate_tampered() {
     let id = report["id"].as_str().expect("id");
     let record = recorded(&dir, id);
     assert_eq!(record["outcome"], json!("failed"), "{record}");
+    assert_eq!(record["error"]["kind"], json!("gate_tampered"), "{record}");
 }
 
 #[test]
@@ -744,7 +745,13 @@ fn a_huge_repetition_is_an_error_of_the_script_not_an_abort() {
             .args(["--workdir".as_ref(), dir.path().as_os_str()])
             .run();
         out.expect_code(3);
-        let message = out.json()["error"]["message"]
+        let report = out.json();
+        assert_eq!(
+            report["error"]["kind"],
+            json!("verifier"),
+            "{script}: {out:?}"
+        );
+        let message = report["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
@@ -807,6 +814,8 @@ fn an_agent_script_returning_a_deep_value_fails_its_delegation_on_record() {
     let dir = project(agent, "tools: [write_file]\n");
     let (out, report) = run(&dir);
     assert_eq!(report["outcome"], json!("error"), "{out:?}");
+    // The agent script broke, not a verifier: a delegate error.
+    assert_eq!(report["error"]["kind"], json!("delegate"), "{out:?}");
     assert!(
         report["error"]["message"]
             .as_str()
@@ -815,6 +824,7 @@ fn an_agent_script_returning_a_deep_value_fails_its_delegation_on_record() {
     );
     let record = recorded(&dir, report["id"].as_str().expect("id"));
     assert_eq!(record["outcome"], json!("error"), "{record}");
+    assert_eq!(record["error"]["kind"], json!("delegate"), "{record}");
 }
 
 // --- class 8: silent policy gaps ---------------------------------------------------------------
@@ -865,6 +875,7 @@ fn policy_that_cannot_mean_what_it_says_is_a_configuration_error() {
         .args([&file])
         .run();
     out.expect_code(2);
+    assert_eq!(out.json()["error"]["kind"], json!("config"), "{out:?}");
     assert!(out.stdout.contains("policy.yaml"), "{out:?}");
 }
 
@@ -909,7 +920,7 @@ fn hook_files_that_cannot_load_are_named_not_skipped() {
     );
     let out = harness(["hooks", "check"]).args([dir.join("hooks")]).run();
     // Before: "ok: 1 hook(s)", the other three skipped without a word.
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
     for name in [
         "shouting.MD",
         "dangling.md",
@@ -1044,7 +1055,9 @@ fn a_missing_api_key_is_a_configuration_error_not_an_unauthenticated_request() {
         .run();
     // Before: the request went out without an Authorization header.
     out.expect_code(2);
-    let message = out.json()["error"]["message"]
+    let report = out.json();
+    assert_eq!(report["error"]["kind"], json!("config"), "{out:?}");
+    let message = report["error"]["message"]
         .as_str()
         .unwrap_or_default()
         .to_owned();

@@ -161,7 +161,7 @@ fn bad_batch_files_are_configuration_errors() {
         ("bad.yaml", "args"),
     ] {
         let out = harness(["batch", file]).current_dir(dir.path()).run();
-        out.expect_code(2);
+        out.expect_code(2).expect_stderr_kind("config");
         assert!(out.stderr.contains(needle), "{file}: {out:?}");
     }
 }

@@ -48,7 +48,9 @@ fn config_error(dir: &TempDir) -> String {
         .args([dir.join("delegation.yaml")])
         .run();
     out.expect_code(2);
-    out.json()["error"]["message"]
+    let report = out.json();
+    assert_eq!(report["error"]["kind"], json!("config"), "{out:?}");
+    report["error"]["message"]
         .as_str()
         .unwrap_or_default()
         .to_owned()
@@ -748,6 +750,7 @@ fn events_stream_as_json_lines_and_are_kept_in_the_journal() {
         .args([dir.join("delegation.yaml")])
         .run();
     clash.expect_code(2);
+    assert_eq!(clash.json()["error"]["kind"], json!("config"), "{clash:?}");
 }
 
 #[test]

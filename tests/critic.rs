@@ -491,7 +491,13 @@ fn bad_critic_configuration_is_a_usage_error_naming_the_key() {
             .args([dir.join("delegation.yaml")])
             .run();
         out.expect_code(2);
-        let message = out.json()["error"]["message"]
+        let report = out.json();
+        assert_eq!(
+            report["error"]["kind"],
+            json!("config"),
+            "{critic}: {out:?}"
+        );
+        let message = report["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
@@ -618,7 +624,9 @@ fn the_project_policy_supplies_a_critic() {
         .args([dir.join("delegation.yaml")])
         .run();
     out.expect_code(2);
-    let message = out.json()["error"]["message"]
+    let report = out.json();
+    assert_eq!(report["error"]["kind"], json!("config"), "{out:?}");
+    let message = report["error"]["message"]
         .as_str()
         .unwrap_or_default()
         .to_owned();

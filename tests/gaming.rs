@@ -662,6 +662,11 @@ fn a_holdout_inside_the_workspace_or_missing_is_a_config_error_naming_the_fix() 
             .arg_path(&file)
             .run();
         out.expect_code(2);
+        assert_eq!(
+            out.json()["error"]["kind"],
+            json!("config"),
+            "{files}: {out:?}"
+        );
         let message = out.error_message();
         assert!(message.contains(said), "{files}: {message}");
     }
@@ -734,6 +739,7 @@ fn min_tests_holds_a_check_to_a_count_and_needs_a_runner() {
         .arg_path(&file)
         .run();
     out.expect_code(2);
+    assert_eq!(out.json()["error"]["kind"], json!("config"), "{out:?}");
     let message = out.error_message();
     assert!(message.contains("name it with `runner:`"), "{message}");
 }

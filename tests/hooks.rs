@@ -349,8 +349,7 @@ fn a_delegation_pre_block_ends_the_delegation_before_the_delegate_runs() {
     let out = harness(["run", "delegation.yaml"])
         .current_dir(dir.path())
         .run();
-    out.expect_code(5);
-    assert!(out.stderr.contains("error[blocked]"), "{out:?}");
+    out.expect_code(5).expect_stderr_kind("blocked");
 }
 
 #[test]
@@ -826,8 +825,7 @@ fn hooks_check_reports_every_problem_with_file_and_line() {
     let hooks = dir.join("hooks");
 
     let out = harness(["hooks", "check"]).args([&hooks]).run();
-    out.expect_code(2);
-    assert!(out.stderr.contains("error[config]"), "{out:?}");
+    out.expect_code(2).expect_stderr_kind("config");
     for (file, _, line) in &bad {
         let at = match line {
             Some(line) => format!("{}:{line}: ", hooks.join(file).display()),
@@ -853,7 +851,7 @@ fn hooks_check_reports_every_problem_with_file_and_line() {
 
     // `hooks list` refuses the same directory, the same way.
     let out = harness(["hooks", "list"]).args([&hooks]).run();
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
 }
 
 #[test]

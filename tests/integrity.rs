@@ -249,6 +249,7 @@ fn a_new_skip_marker_in_a_test_fails_no_new_skips_naming_file_and_line() {
     let (out, report) = run(&dir);
     out.expect_code(1);
     let finding = &report["history"][0]["findings"][0];
+    assert_eq!(finding["source"], json!("criterion"), "{out:?}");
     assert_eq!(finding["name"], json!("no_new_skips"), "{out:?}");
     let message = finding["message"].as_str().unwrap_or_default();
     assert!(
@@ -267,6 +268,11 @@ fn criteria_fail_closed_on_files_they_cannot_judge() {
     );
     let (out, report) = run(&dir);
     out.expect_code(1);
+    assert_eq!(
+        report["history"][0]["findings"][0]["source"],
+        json!("criterion"),
+        "{out:?}"
+    );
     let message = report["history"][0]["findings"][0]["message"]
         .as_str()
         .unwrap_or_default()
@@ -290,6 +296,11 @@ fn criteria_fail_closed_on_files_they_cannot_judge() {
     std::os::unix::fs::symlink("/etc/hostname", dir.join("ws/src/link.c")).expect("link");
     let (out, report) = run(&dir);
     out.expect_code(1);
+    assert_eq!(
+        report["history"][0]["findings"][0]["source"],
+        json!("criterion"),
+        "{out:?}"
+    );
     let message = report["history"][0]["findings"][0]["message"]
         .as_str()
         .unwrap_or_default()
@@ -331,6 +342,7 @@ fn the_new_keys_are_checked_and_name_the_file_key_and_fix() {
         let dir = project(&calls_then("[]", "done"), rest);
         let (out, report) = run(&dir);
         out.expect_code(2);
+        assert_eq!(report["error"]["kind"], json!("config"), "{rest}: {out:?}");
         let message = report["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("delegation.yaml"), "{rest}: {message}");
         assert!(message.contains(expect), "{rest}: {message}");

@@ -543,7 +543,7 @@ fn runs_list_and_show_read_single_records() {
     }
 
     let missing = cli(&home.path(), &["runs", "show", "d-nope", "--journal", j]);
-    missing.expect_code(2);
+    missing.expect_code(2).expect_stderr_kind("config");
     assert!(
         missing.stderr.contains("no delegation d-nope"),
         "{missing:?}"
@@ -665,7 +665,7 @@ fn one_rule_finds_the_journal_for_every_command() {
     assert_eq!(run["journal"], Value::Null);
     assert!(!unrecorded.dir.join(".harness").exists());
     let out = cli(&unrecorded.dir.path(), &["report"]);
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("journal");
     assert!(
         out.stderr.contains("no run journal at .harness/runs.db"),
         "{out:?}"
@@ -677,7 +677,7 @@ fn one_rule_finds_the_journal_for_every_command() {
         .journal_by_rule()
         .env("HARNESS_JOURNAL", "missing.db")
         .run();
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("journal");
     assert!(
         out.stderr
             .contains("no run journal at missing.db (from HARNESS_JOURNAL)"),
@@ -713,7 +713,7 @@ fn a_damaged_journal_is_an_error_naming_it_and_reading_never_writes() {
         vec!["runs", "show", "d-1"],
     ] {
         let out = cli(&case.dir.path(), &args);
-        out.expect_code(2);
+        out.expect_code(2).expect_stderr_kind("journal");
         assert!(
             out.stderr.contains("journal .harness/runs.db"),
             "{args:?} names the journal: {out:?}"
@@ -784,8 +784,7 @@ fn batch_and_serve_refuse_a_journal_they_cannot_write_as_kind_journal() {
         ],
     ] {
         let out = harness(args.clone()).current_dir(case.dir.path()).run();
-        out.expect_code(2);
-        assert!(out.stderr.contains("error[journal]"), "{args:?}: {out:?}");
+        out.expect_code(2).expect_stderr_kind("journal");
         assert!(out.stderr.contains("blocker/runs.db"), "{args:?}: {out:?}");
     }
 }
@@ -801,6 +800,15 @@ fn reading_commands_refuse_missing_journals_and_bad_flags() {
     ] {
         let out = cli(&home.path(), &args);
         out.expect_code(2);
+        if args.contains(&"--json") {
+            assert_eq!(
+                out.json()["error"]["kind"],
+                json!("journal"),
+                "{args:?}: {out:?}"
+            );
+        } else {
+            out.expect_stderr_kind("journal");
+        }
         let text = if args.contains(&"--json") {
             out.json()["error"]["message"]
                 .as_str()
@@ -821,7 +829,7 @@ fn reading_commands_refuse_missing_journals_and_bad_flags() {
     let case = Case::scripted(HONEST, FILE_VERIFIER);
     case.run(&[], 0);
     let out = cli(&case.dir.path(), &["report", "--since", "yesterday"]);
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
     assert!(out.stderr.contains("--since \"yesterday\""), "{out:?}");
     let out = cli(
         &case.dir.path(),
@@ -907,6 +915,7 @@ def respond(request):
     let bad = Case::scripted(HONEST, FILE_VERIFIER)
         .with_file(".harness/policy.yaml", "redact: {patterns: [\"(\"]}\n");
     let out = bad.run(&[], 2);
+    assert_eq!(out["error"]["kind"], json!("config"), "{out}");
     let message = out["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("policy.yaml") && message.contains("redact.patterns"),

@@ -139,7 +139,9 @@ fn config_errors_say_what_to_fix_in_plain_words() {
             .args([&file])
             .run();
         out.expect_code(2);
-        let message = out.json()["error"]["message"]
+        let report = out.json();
+        assert_eq!(report["error"]["kind"], "config", "{out:?}");
+        let message = report["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
@@ -176,7 +178,7 @@ fn entry_points_with_the_wrong_arguments_are_named_before_anything_runs() {
         "---\nevent: tool.pre\nscript: |\n  def handle(payload):\n      return None\n---\nA guard.\n",
     );
     let out = harness(["hooks", "check"]).current_dir(dir.path()).run();
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
     assert!(
         out.stderr.contains("guard.md:4")
             && out
@@ -193,6 +195,7 @@ fn entry_points_with_the_wrong_arguments_are_named_before_anything_runs() {
         .args(["--result"])
         .args([dir.join("result.json")])
         .run();
+    out.expect_code(3).expect_stderr_kind("verifier");
     assert!(
         out.stderr
             .contains("`def run()` takes the wrong arguments: it is called as `run(result)`"),

@@ -287,19 +287,19 @@ fn a_dsse_attestation_verifies_with_securesystemslib_and_the_audit_and_any_chang
 
     // Misuse is a usage error that says what to add.
     let out = harness(["audit"]).args([&envelope_path]).run();
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
     assert!(out.stderr.contains("--pubkey"), "{out:?}");
     let out = harness(["runs", "export", &id, "--format", "dsse", "--journal"])
         .args([&journal])
         .run();
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
     assert!(out.stderr.contains("--sign"), "{out:?}");
     let out = harness(["runs", "export", &id, "--sign"])
         .args([&key])
         .args(["--url", "http://127.0.0.1:7070/runs/x", "--journal"])
         .args([&journal])
         .run();
-    out.expect_code(2);
+    out.expect_code(2).expect_stderr_kind("config");
     assert!(out.stderr.contains("--format dsse"), "{out:?}");
 }
 

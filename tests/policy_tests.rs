@@ -530,12 +530,15 @@ fn nothing_to_run_is_never_a_pass() {
     let dir = TempDir::new();
     dir.write("policy.star", "def run(result):\n    return True\n");
     let none = harness(["test"]).args([dir.path()]).run();
-    none.expect_code(2);
+    none.expect_code(2).expect_stderr_kind("config");
     assert!(
         none.stderr.contains("no test files (*_test.star)"),
         "{none:?}"
     );
-    harness(["test", "/no/such/dir"]).run().expect_code(2);
+    harness(["test", "/no/such/dir"])
+        .run()
+        .expect_code(2)
+        .expect_stderr_kind("config");
     dir.write(
         "p_test.star",
         "p = verifier(\"policy.star\")\n\ndef test_p():\n    assert_true(p({})[\"verified\"])\n",
@@ -543,11 +546,13 @@ fn nothing_to_run_is_never_a_pass() {
     harness(["test", "--run", "("])
         .args([dir.path()])
         .run()
-        .expect_code(2);
+        .expect_code(2)
+        .expect_stderr_kind("config");
     harness(["test", "--threshold", "120"])
         .args([dir.path()])
         .run()
-        .expect_code(2);
+        .expect_code(2)
+        .expect_stderr_kind("config");
     let filtered = harness(["test", "--run", "nothing_matches"])
         .args([dir.path()])
         .run();

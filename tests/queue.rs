@@ -505,6 +505,11 @@ fn a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason(backend: Bac
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["id"], line["id"]);
     assert_eq!(records[0]["outcome"], json!("error"), "{records:?}");
+    assert_eq!(
+        records[0]["error"]["kind"],
+        json!("delegate"),
+        "{records:?}"
+    );
     // Recorded, so a resumed batch (its script back, so that the entry reads) neither queues it
     // again nor waits for it.
     dir.write(
@@ -731,7 +736,7 @@ fn a_batch_resumed_after_its_submitter_died_records_each_delegation_once(backend
     assert_eq!(recorded(&dir).len(), 4);
     // A batch id that is not one is refused before anything is queued.
     let bad = resume(&dir, &queue, "b-nope; rm -rf");
-    bad.expect_code(2);
+    bad.expect_code(2).expect_stderr_kind("config");
     assert!(bad.stderr.contains("not a batch id"), "{bad:?}");
 }
 

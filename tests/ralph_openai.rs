@@ -729,7 +729,7 @@ fn a_bad_base_url_is_refused_at_load() {
         let out = harness(["run", "delegation.yaml"])
             .current_dir(dir.path())
             .run();
-        out.expect_code(2);
+        out.expect_code(2).expect_stderr_kind("config");
         assert!(out.stderr.contains("delegation.yaml"), "{url}: {out:?}");
         assert!(out.stderr.contains("`delegate.base_url`"), "{url}: {out:?}");
         assert!(out.stderr.contains(says), "{url}: {out:?}");

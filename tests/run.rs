@@ -728,8 +728,7 @@ fn malformed_delegation_files_are_configuration_errors() {
         let out = harness(["run", "delegation.yaml"])
             .current_dir(dir.path())
             .run();
-        out.expect_code(2);
-        assert!(out.stderr.contains("error[config]"), "{out:?}");
+        out.expect_code(2).expect_stderr_kind("config");
         assert!(out.stderr.contains("delegation.yaml"), "{out:?}");
     }
 }
@@ -884,7 +883,7 @@ fn init_writes_a_working_project_and_never_overwrites_unasked() {
     // A second init refuses, naming what exists, and leaves an edited file alone.
     dir.write("delegation.yaml", "task: mine\n");
     let again = harness(["init"]).args([dir.path()]).run();
-    again.expect_code(2);
+    again.expect_code(2).expect_stderr_kind("config");
     assert!(again.stderr.contains("--force"), "{again:?}");
     assert_eq!(dir.read("delegation.yaml").as_deref(), Some("task: mine\n"));
     harness(["init", "--force"])

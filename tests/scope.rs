@@ -228,7 +228,9 @@ fn bad_scopes_are_configuration_errors_naming_the_key() {
             .args([dir.join("delegation.yaml")])
             .run();
         out.expect_code(2);
-        let message = out.json()["error"]["message"]
+        let report = out.json();
+        assert_eq!(report["error"]["kind"], json!("config"), "{scope}: {out:?}");
+        let message = report["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();

@@ -428,25 +428,25 @@ fn review_and_override_with_every_refusal() {
     let (_, pending) = server.json("GET", "/v1/delegations?review=pending", None);
     assert_eq!(pending["pending"], json!([]));
     // Unknown runs and malformed decisions.
-    assert_eq!(
-        server
-            .json(
-                "POST",
-                "/v1/delegations/d-0000000000000000/override",
-                Some(&json!({"decision": "approve", "type": "check", "reason": "x"}))
-            )
-            .0,
-        404
+    let (status, refused) = server.json(
+        "POST",
+        "/v1/delegations/d-0000000000000000/override",
+        Some(&json!({"decision": "approve", "type": "check", "reason": "x"})),
     );
     assert_eq!(
-        server
-            .json(
-                "POST",
-                &path,
-                Some(&json!({"decision": "maybe", "type": "check"}))
-            )
-            .0,
-        400
+        (status, &refused["error"]),
+        (404, &json!("not_found")),
+        "{refused}"
+    );
+    let (status, refused) = server.json(
+        "POST",
+        &path,
+        Some(&json!({"decision": "maybe", "type": "check"})),
+    );
+    assert_eq!(
+        (status, &refused["error"]),
+        (400, &json!("config")),
+        "{refused}"
     );
 }
 
@@ -556,8 +556,13 @@ fn a_token_guards_every_request() {
         .env_remove("HARNESS_API_TOKEN")
         .output()
         .expect("runs");
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("HARNESS_API_TOKEN"));
+    let refused = crate::util::Output {
+        code: refused.status.code().expect("an exit code"),
+        stdout: String::from_utf8_lossy(&refused.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&refused.stderr).into_owned(),
+    };
+    refused.expect_code(2).expect_stderr_kind("config");
+    assert!(refused.stderr.contains("HARNESS_API_TOKEN"), "{refused:?}");
 }
 
 /// Each endpoint's access, as a table: what it answers a caller with no credentials, one with the
@@ -1200,6 +1205,7 @@ fn a_hostile_workdir_is_refused_and_the_server_keeps_answering() {
         submission["workdir"] = json!(workdir);
         let (status, answer) = server.json("POST", "/v1/delegations", Some(&submission));
         assert_eq!(status, 400, "{workdir}: {answer}");
+        assert_eq!(answer["error"], json!("config"), "{workdir}: {answer}");
         assert!(
             answer["message"]
                 .as_str()

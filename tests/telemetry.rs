@@ -961,7 +961,10 @@ fn overrides_and_refusals_are_counted() {
         });
         counter(&collected, "harness.overrides", &want)
     };
-    decide(&[]).expect_code(2); // no reason: refused, and counted as such
+    // No reason: refused, and counted as such.
+    decide(&[])
+        .expect_code(2)
+        .expect_stderr_kind("reason_required");
     assert_eq!(counted("reason_required"), 1);
     decide(&["--reason", "checked by hand"]).expect_code(0);
     assert_eq!(counted("approved"), 1);

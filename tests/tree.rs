@@ -233,6 +233,21 @@ fn audit_codes(dir: &TempDir, id: &str) -> (i32, String) {
     (out.code, out.stdout.clone())
 }
 
+/// The `code` of every failure in the `harness audit --json` report `out`.
+fn failure_codes(out: &str) -> Vec<String> {
+    let report: Value =
+        serde_json::from_str(out).unwrap_or_else(|e| panic!("not one JSON report ({e}): {out}"));
+    report["failures"]
+        .as_array()
+        .map(|failures| {
+            failures
+                .iter()
+                .filter_map(|f| f["code"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn a_forged_or_missing_child_fails_the_parents_audit() {
     let dir = TempDir::new();
@@ -277,7 +292,12 @@ fn a_forged_or_missing_child_fails_the_parents_audit() {
     .expect("reseal");
     let (code, out) = audit_codes(&dir, &parent);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("delegation_linkage"), "{out}");
+    assert!(
+        failure_codes(&out)
+            .iter()
+            .any(|c| c == "delegation_linkage"),
+        "{out}"
+    );
     assert!(
         out.contains(&format!(
             "the child {quitter} is not the run its delegate call returned"
@@ -293,6 +313,12 @@ fn a_forged_or_missing_child_fails_the_parents_audit() {
     let (code, out) = audit_codes(&dir, &parent);
     assert_eq!(code, 1, "{out}");
     assert!(
+        failure_codes(&out)
+            .iter()
+            .any(|c| c == "delegation_linkage"),
+        "{out}"
+    );
+    assert!(
         out.contains(&format!(
             "a delegate call returned the child {liar}, but the journal holds 0 records of it"
         )),
@@ -306,6 +332,12 @@ fn a_forged_or_missing_child_fails_the_parents_audit() {
     let file = dir.write("parent.json", &export.stdout);
     let out = harness(["audit", "--json"]).args([file]).run();
     assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        failure_codes(&out.stdout)
+            .iter()
+            .any(|c| c == "delegation_linkage"),
+        "{out:?}"
+    );
     assert!(
         out.stdout.contains("audit it with --journal"),
         "{}",
@@ -656,6 +688,7 @@ def respond(request):
     let child = report["children"][0]["id"].clone();
     let all = runs(&dir);
     let recorded = by_id(&all, &child);
+    assert_eq!(recorded["error"]["kind"], json!("verifier"), "{recorded}");
     assert!(
         recorded["error"]["message"].as_str().is_some_and(
             |m| m.contains("env.get: \"HARNESS_TREE_SECRET\" is not an allowed variable")
@@ -998,6 +1031,7 @@ fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
     // Every member above it, though none of them spent a token itself, counts the grandchild's
     // tokens and stops at its next turn.
     for run in [grandchild, depth("Child: have it read"), &report] {
+        assert_eq!(run["error"]["kind"], json!("budget"), "{run}");
         let message = run["error"]["message"].as_str().unwrap_or_default();
         assert!(
             message.contains(&format!(

@@ -156,6 +156,28 @@ impl Output {
         assert_eq!(self.code, code, "unexpected exit code:\n{self:?}");
         self
     }
+
+    /// The kind of the error the binary ended with when it printed it as text: the `KIND` of the
+    /// last `error[KIND]: message` line on stderr (the form of every error without `--json`),
+    /// or `None` when stderr has no such line.
+    pub fn stderr_kind(&self) -> Option<&str> {
+        self.stderr.lines().rev().find_map(|line| {
+            let (kind, _) = line.strip_prefix("error[")?.split_once("]:")?;
+            Some(kind)
+        })
+    }
+
+    /// Asserts that stderr names the error's `kind` (see [`Output::stderr_kind`]), showing
+    /// everything the binary printed when it does not.
+    #[track_caller]
+    pub fn expect_stderr_kind(&self, kind: &str) -> &Self {
+        assert_eq!(
+            self.stderr_kind(),
+            Some(kind),
+            "unexpected error kind on stderr:\n{self:?}"
+        );
+        self
+    }
 }
 
 /// Returns the sorted keys of a JSON object.

@@ -169,8 +169,7 @@ fn human_output_says_verified_or_not_and_why() {
 
     let dir = setup(&script("return None"));
     let out = verify(&dir, &[]);
-    out.expect_code(3);
-    assert!(out.stderr.contains("error[verifier]"), "{out:?}");
+    out.expect_code(3).expect_stderr_kind("verifier");
     assert!(out.stdout.is_empty(), "{out:?}");
 }
 

@@ -1800,6 +1800,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("runs.db");
         let err = Journal::open_read_only(&path).expect_err("missing");
+        assert_eq!(err.kind(), crate::ErrorKind::Journal, "{err}");
         assert!(
             err.message().contains("no run journal at"),
             "{}",
@@ -1819,7 +1820,11 @@ pub(crate) mod tests {
             .conn
             .execute_batch("DELETE FROM delegations")
             .expect_err("a reader cannot write");
-        assert!(err.to_string().contains("readonly"), "{err}");
+        assert_eq!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ReadOnly),
+            "{err}"
+        );
         // A file that is not a journal is named, never read as an empty one.
         let bad = dir.path().join("bad.db");
         std::fs::write(
@@ -1828,6 +1833,7 @@ pub(crate) mod tests {
         )
         .expect("write");
         let err = Journal::open_read_only(&bad).expect_err("not SQLite");
+        assert_eq!(err.kind(), crate::ErrorKind::Journal, "{err}");
         assert!(err.message().contains("bad.db"), "{}", err.message());
     }
 
