@@ -1,22 +1,15 @@
 //! Parsing, freezing and calling Starlark scripts under limits and capabilities.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
 use starlark::eval::Evaluator;
 use starlark::syntax::{AstModule, Dialect};
-use starlark::values::dict::AllocDict;
-use starlark::values::list::AllocList;
-use starlark::values::{Heap, Value};
+use starlark::values::Value;
 
-use crate::capabilities::{Capabilities, Surface};
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, first_line, location};
 use crate::host::Host;
-use crate::intercept::Interceptor;
-use crate::limits::Limits;
+use crate::json_value::{alloc_json, check_json};
 use crate::modules;
-use crate::workspace::Workspace;
+use crate::sandbox::Sandbox;
 
 /// The builtin globals a family of scripts sees. Build one per process (or per surface) and share
 /// it: building registers every module.
@@ -58,80 +51,6 @@ impl Default for Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine").finish_non_exhaustive()
-    }
-}
-
-/// Everything a script's builtins may touch: the surface, the workspace root, the capabilities
-/// and the limits. Shared by all scripts of one surface; cheap to keep, costly to rebuild (it owns
-/// the HTTP connection pool).
-#[derive(Debug)]
-pub struct Sandbox {
-    pub(crate) surface: Surface,
-    pub(crate) workspace: Workspace,
-    pub(crate) capabilities: Capabilities,
-    pub(crate) limits: Limits,
-    pub(crate) http: OnceLock<Result<reqwest::Client, String>>,
-    pub(crate) regexes: Mutex<HashMap<String, regex::Regex>>,
-    /// What stands between the scripts and the outside world, when a host put something there.
-    pub(crate) interceptor: Option<Arc<dyn Interceptor>>,
-    /// The bubblewrap sandbox `exec.run` programs run in; `None`: unconfined.
-    pub(crate) isolation: Option<crate::Isolation>,
-}
-
-impl Sandbox {
-    /// Creates a sandbox for scripts of `surface` confined to `workspace`.
-    pub fn new(
-        surface: Surface,
-        workspace: Workspace,
-        capabilities: Capabilities,
-        limits: Limits,
-    ) -> Self {
-        Sandbox {
-            surface,
-            workspace,
-            capabilities,
-            limits,
-            http: OnceLock::new(),
-            regexes: Mutex::new(HashMap::new()),
-            interceptor: None,
-            isolation: None,
-        }
-    }
-
-    /// Runs the programs `exec.run` starts in `isolation` (bubblewrap); `None` leaves them
-    /// unconfined.
-    #[must_use]
-    pub fn with_isolation(mut self, isolation: Option<crate::Isolation>) -> Self {
-        self.isolation = isolation;
-        self
-    }
-
-    /// Puts `interceptor` between the scripts and the outside world: it answers `http` and
-    /// `exec` calls (after the capability checks) and watches each evaluation.
-    #[must_use]
-    pub fn with_interceptor(mut self, interceptor: Arc<dyn Interceptor>) -> Self {
-        self.interceptor = Some(interceptor);
-        self
-    }
-
-    /// Returns the surface this sandbox serves.
-    pub fn surface(&self) -> Surface {
-        self.surface
-    }
-
-    /// Returns the workspace root.
-    pub fn workspace(&self) -> &Workspace {
-        &self.workspace
-    }
-
-    /// Returns the granted capabilities.
-    pub fn capabilities(&self) -> &Capabilities {
-        &self.capabilities
-    }
-
-    /// Returns the limits every evaluation runs under.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
     }
 }
 
@@ -563,128 +482,6 @@ fn contained<T>(name: &str, work: impl FnOnce() -> Result<T, Error>) -> Result<T
             )
         })
     })
-}
-
-/// The 1-based position of a Starlark error, when it has one.
-pub(crate) fn location(e: &starlark::Error) -> Option<Location> {
-    e.span().map(|span| {
-        let begin = span.resolve_span().begin;
-        Location {
-            line: begin.line + 1,
-            column: begin.column + 1,
-        }
-    })
-}
-
-/// The error message without Starlark's source excerpt and traceback.
-pub(crate) fn first_line(e: &starlark::Error) -> String {
-    e.without_diagnostic().to_string().trim().to_owned()
-}
-
-/// Allocates a JSON value on `heap` as the Starlark value of the same shape, exactly: integers
-/// of any size become ints (never floats), other numbers floats, arrays lists and objects dicts
-/// (in their order).
-///
-/// Numbers with no finite value (which [`check_json`] refuses before anything is allocated)
-/// become infinite floats.
-pub(crate) fn alloc_json<'v>(heap: Heap<'v>, value: &serde_json::Value) -> Value<'v> {
-    match value {
-        serde_json::Value::Null => Value::new_none(),
-        serde_json::Value::Bool(b) => Value::new_bool(*b),
-        serde_json::Value::Number(n) => alloc_number(heap, n),
-        serde_json::Value::String(s) => heap.alloc(s.as_str()),
-        serde_json::Value::Array(items) => {
-            heap.alloc(AllocList(items.iter().map(|item| alloc_json(heap, item))))
-        }
-        serde_json::Value::Object(map) => heap.alloc(AllocDict(
-            map.iter().map(|(k, v)| (k.as_str(), alloc_json(heap, v))),
-        )),
-    }
-}
-
-fn alloc_number<'v>(heap: Heap<'v>, n: &serde_json::Number) -> Value<'v> {
-    if let Some(i) = n.as_i64() {
-        return heap.alloc(i);
-    }
-    if let Some(u) = n.as_u64() {
-        return heap.alloc(u);
-    }
-    // starlark's own conversion tries `as_f64()` before big integers, and with serde_json's
-    // `arbitrary_precision` (which starlark enables) that succeeds for any integer text.
-    let text = n.to_string();
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(digits) => (true, digits),
-        None => (false, text.as_str()),
-    };
-    if !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && let Some(int) = alloc_big_int(heap, negative, digits)
-    {
-        return int;
-    }
-    heap.alloc(text.parse::<f64>().unwrap_or(f64::NAN))
-}
-
-/// Builds the Starlark int of a run of decimal digits: limbs of 18 digits (each fits an `i64`)
-/// combined pairwise, `hi * base + lo` with the base squared at each level, so long numbers cost
-/// big-integer multiplications of balanced sizes rather than one multiplication per limb.
-/// `None` only if Starlark int arithmetic fails, which it does not for ints.
-fn alloc_big_int<'v>(heap: Heap<'v>, negative: bool, digits: &str) -> Option<Value<'v>> {
-    const LIMB_DIGITS: usize = 18;
-    const LIMB_BASE: i64 = 1_000_000_000_000_000_000;
-    // Least significant limb first.
-    let mut limbs: Vec<Value<'v>> = digits
-        .as_bytes()
-        .rchunks(LIMB_DIGITS)
-        .map(|chunk| {
-            let limb = chunk
-                .iter()
-                .fold(0i64, |acc, b| acc * 10 + i64::from(b - b'0'));
-            heap.alloc(limb)
-        })
-        .collect();
-    let mut base = heap.alloc(LIMB_BASE);
-    while limbs.len() > 1 {
-        let mut next = Vec::with_capacity(limbs.len().div_ceil(2));
-        for pair in limbs.chunks(2) {
-            next.push(match *pair {
-                [lo, hi] => hi.mul(base, heap).ok()?.add(lo, heap).ok()?,
-                [lo] => lo,
-                _ => return None,
-            });
-        }
-        limbs = next;
-        if limbs.len() > 1 {
-            base = base.mul(base, heap).ok()?;
-        }
-    }
-    let magnitude = limbs.pop()?;
-    if negative {
-        magnitude.minus(heap).ok()
-    } else {
-        Some(magnitude)
-    }
-}
-
-/// Refuses JSON values Starlark cannot represent exactly (numbers outside every numeric type).
-pub(crate) fn check_json(value: &serde_json::Value) -> Result<(), String> {
-    match value {
-        serde_json::Value::Number(n) => {
-            let text = n.to_string();
-            let integer = text
-                .trim_start_matches('-')
-                .bytes()
-                .all(|b| b.is_ascii_digit());
-            if integer || n.as_f64().is_some_and(f64::is_finite) {
-                Ok(())
-            } else {
-                Err(format!("number {text} cannot be represented"))
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().try_for_each(check_json),
-        serde_json::Value::Object(map) => map.values().try_for_each(check_json),
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -160,3 +160,19 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The 1-based position of a Starlark error, when it has one.
+pub(crate) fn location(e: &starlark::Error) -> Option<Location> {
+    e.span().map(|span| {
+        let begin = span.resolve_span().begin;
+        Location {
+            line: begin.line + 1,
+            column: begin.column + 1,
+        }
+    })
+}
+
+/// The error message without Starlark's source excerpt and traceback.
+pub(crate) fn first_line(e: &starlark::Error) -> String {
+    e.without_diagnostic().to_string().trim().to_owned()
+}

@@ -11,8 +11,9 @@ use starlark::PrintHandler;
 use starlark::any::ProvidesStaticType;
 use starlark::eval::Evaluator;
 
-use crate::engine::{Sandbox, first_line, location};
-use crate::error::{Error, ErrorKind, Limit};
+use crate::error::{Error, ErrorKind, Limit, first_line, location};
+use crate::intercept::Interceptor;
+use crate::sandbox::Sandbox;
 
 /// Per-evaluation state builtins reach through `Evaluator::extra`.
 #[derive(ProvidesStaticType)]
@@ -255,4 +256,11 @@ impl PrintHandler for Host<'_> {
         self.log(text.to_owned());
         Ok(())
     }
+}
+
+/// The interceptor of the sandbox `eval` runs in, for a host's own globals (registered with
+/// [`Engine::with_extension`](crate::Engine::with_extension)).
+pub fn interceptor<'e>(eval: &Evaluator<'_, '_, 'e>) -> Option<&'e dyn Interceptor> {
+    let sandbox: &'e Sandbox = Host::of(eval).ok()?.sandbox;
+    sandbox.interceptor.as_deref()
 }

@@ -11,8 +11,6 @@ use std::collections::BTreeMap;
 use starlark::eval::Evaluator;
 use starlark::syntax::AstModule;
 
-use crate::host::Host;
-
 /// A canned HTTP response, or a network failure (`error`: status 0, as a refused connection
 /// reads).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,11 +69,4 @@ pub trait Interceptor: Send + Sync + std::fmt::Debug {
 
     /// The interceptor as [`Any`], so the host's own globals can find their state in it.
     fn as_any(&self) -> &dyn Any;
-}
-
-/// The interceptor of the sandbox `eval` runs in, for a host's own globals (registered with
-/// [`Engine::with_extension`](crate::Engine::with_extension)).
-pub fn interceptor<'e>(eval: &Evaluator<'_, '_, 'e>) -> Option<&'e dyn Interceptor> {
-    let sandbox: &'e crate::Sandbox = Host::of(eval).ok()?.sandbox;
-    sandbox.interceptor.as_deref()
 }

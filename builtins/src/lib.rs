@@ -28,24 +28,28 @@ mod error;
 #[allow(unsafe_code)] // see the module's docs
 mod host;
 mod intercept;
+mod json_value;
 mod limits;
 mod modules;
 mod nesting;
 mod reaper;
+mod sandbox;
 mod tls;
 mod workspace;
 
 pub use capabilities::{Capabilities, HostAllowList, HostPatternError, Surface};
-pub use engine::{CallOutput, Engine, INLINE_BUDGET, Sandbox, Script, TestOutcome};
+pub use engine::{CallOutput, Engine, INLINE_BUDGET, Script, TestOutcome};
 pub use error::{Error, ErrorKind, Limit, Location};
-pub use intercept::{HttpReply, Interceptor, ProgramReply, interceptor};
+pub use host::interceptor;
+pub use intercept::{HttpReply, Interceptor, ProgramReply};
 pub use limits::Limits;
 pub use modules::{
-    Capped, Example, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn,
-    bubblewrap, bubblewrap_works, examples, find_program, hex, http_client_builder, read_capped,
-    run_program, sha256_hex, unhex,
+    Capped, Example, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn, bubblewrap,
+    bubblewrap_works, examples, find_program, hex, http_client_builder, read_capped, run_program,
+    sha256_hex, unhex,
 };
 pub use reaper::become_subreaper;
+pub use sandbox::{Isolation, Sandbox};
 pub use workspace::{
     MAX_POLICY_BYTES, MAX_SCRIPT_BYTES, list_beneath, open_read_beneath, read_beneath, read_named,
 };

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::audit::{AuditFailure, AuditOptions, VerificationReport, audit};
-use crate::authority::canonical;
+use crate::canon::canonical;
 use harness_builtins::hex;
 
 /// The DSSE `payloadType` of an in-toto statement.

@@ -12,7 +12,7 @@ use ed25519_dalek::VerifyingKey;
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::authority::GENESIS;
+use crate::canon::GENESIS;
 use crate::export::{
     AttemptPart, Exported, RUN_SCHEMA, children_in, completion_seal, key_id, seal,
 };

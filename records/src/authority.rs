@@ -21,10 +21,8 @@ use rusqlite::{OptionalExtension as _, TransactionBehavior, params};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
+use crate::canon::{GENESIS, canonical};
 use crate::journal::{Journal, Record, from_unix_millis, sql_error, unix_millis};
-
-/// The `prev_hash` of the first audit row.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// What an override covers (`--type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,74 +177,6 @@ impl AuditCheck {
             "broken": self.broken.as_ref().map(|b| json!({"seq": b.seq, "why": b.why})),
             "suspect": self.suspect.iter().map(|(seq, run, why)| json!({"seq": seq, "run_id": run, "why": why})).collect::<Vec<_>>(),
         })
-    }
-}
-
-/// The canonical JSON of `value`: object keys sorted, no whitespace — the bytes a hash covers.
-pub fn canonical(value: &Value) -> String {
-    let mut out = Vec::new();
-    write_canonical(value, &mut out);
-    // Only JSON text was written: UTF-8 by construction.
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Writes `value` as canonical JSON — compact, every object's keys in byte order — to `out`:
-/// what [`canonical`] returns, streamed (into a hash, say) without a sorted copy of the value.
-pub(crate) fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
-    match value {
-        Value::Object(map) => {
-            // The members sorted by key as they are, not the keys sorted and each looked up.
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_unstable_by_key(|(k, _)| *k);
-            write_object(members.into_iter().map(|(k, v)| (k.as_str(), v)), out);
-        }
-        Value::Array(items) => {
-            let _ = out.write_all(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    let _ = out.write_all(b",");
-                }
-                write_canonical(item, out);
-            }
-            let _ = out.write_all(b"]");
-        }
-        // A scalar is written as `to_string` writes it.
-        scalar => {
-            let _ = serde_json::to_writer(&mut *out, scalar);
-        }
-    }
-}
-
-/// Writes an object of `members`, given in the order they are to appear (sorted, for canonical
-/// JSON), each value canonical.
-pub(crate) fn write_object<'v>(
-    members: impl Iterator<Item = (&'v str, &'v Value)>,
-    out: &mut impl std::io::Write,
-) {
-    let _ = out.write_all(b"{");
-    for (i, (key, value)) in members.enumerate() {
-        if i > 0 {
-            let _ = out.write_all(b",");
-        }
-        let _ = serde_json::to_writer(&mut *out, key);
-        let _ = out.write_all(b":");
-        write_canonical(value, out);
-    }
-    let _ = out.write_all(b"}");
-}
-
-/// A hash that canonical JSON is written into (what [`write_canonical`] writes, hashed as it
-/// goes).
-pub(crate) struct Hashing(pub(crate) Sha256);
-
-impl std::io::Write for Hashing {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -1030,6 +960,7 @@ impl Standing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canon::{Hashing, write_canonical};
 
     /// Canonical JSON is compact with every object's keys in byte order, whatever order the
     /// value holds them in: the text every chained hash and seal already written was made of.

@@ -1,7 +1,7 @@
 //! Canonical JSON written straight from typed values, with no `serde_json::Value` in between.
 //!
 //! The canonical form is the one the seal, the events chain and the audit log hash
-//! ([`write_canonical`](crate::authority::write_canonical)): compact, every object's members
+//! ([`write_canonical`]): compact, every object's members
 //! sorted by key (byte order), a key given twice kept once with its last value, scalars as
 //! `serde_json` writes them. [`write`] produces exactly the bytes `write_canonical` writes for
 //! `serde_json::to_value` of the same value, without building that value: each object's member
@@ -17,6 +17,8 @@ use std::ops::Range;
 
 use serde::Serialize;
 use serde::ser::{self, Impossible};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 /// Why a value has no canonical JSON: a map key that is not text or a number, or what the
 /// value's own `Serialize` refused.
@@ -603,6 +605,77 @@ impl ser::Serializer for KeyText {
     }
 }
 
+/// The `prev_hash` of the first audit row.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The canonical JSON of `value`: object keys sorted, no whitespace — the bytes a hash covers.
+pub fn canonical(value: &Value) -> String {
+    let mut out = Vec::new();
+    write_canonical(value, &mut out);
+    // Only JSON text was written: UTF-8 by construction.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes `value` as canonical JSON — compact, every object's keys in byte order — to `out`:
+/// what [`canonical`] returns, streamed (into a hash, say) without a sorted copy of the value.
+pub(crate) fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
+    match value {
+        Value::Object(map) => {
+            // The members sorted by key as they are, not the keys sorted and each looked up.
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by_key(|(k, _)| *k);
+            write_object(members.into_iter().map(|(k, v)| (k.as_str(), v)), out);
+        }
+        Value::Array(items) => {
+            let _ = out.write_all(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    let _ = out.write_all(b",");
+                }
+                write_canonical(item, out);
+            }
+            let _ = out.write_all(b"]");
+        }
+        // A scalar is written as `to_string` writes it.
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+/// Writes an object of `members`, given in the order they are to appear (sorted, for canonical
+/// JSON), each value canonical.
+pub(crate) fn write_object<'v>(
+    members: impl Iterator<Item = (&'v str, &'v Value)>,
+    out: &mut impl std::io::Write,
+) {
+    let _ = out.write_all(b"{");
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            let _ = out.write_all(b",");
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        let _ = out.write_all(b":");
+        write_canonical(value, out);
+    }
+    let _ = out.write_all(b"}");
+}
+
+/// A hash that canonical JSON is written into (what [`write_canonical`] writes, hashed as it
+/// goes).
+pub(crate) struct Hashing(pub(crate) Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -612,7 +685,7 @@ mod tests {
     /// What the seal has always hashed: the value made a `Value`, written canonically.
     fn through_value<T: Serialize>(value: &T) -> String {
         let mut out = Vec::new();
-        crate::authority::write_canonical(&serde_json::to_value(value).expect("a value"), &mut out);
+        write_canonical(&serde_json::to_value(value).expect("a value"), &mut out);
         String::from_utf8(out).expect("UTF-8")
     }
 

@@ -22,8 +22,8 @@ use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::authority::{GENESIS, Hashing, write_object};
 use crate::canon::Raw;
+use crate::canon::{GENESIS, Hashing, write_object};
 use crate::journal::{Record, count, millis, tokens};
 use harness_builtins::hex;
 

@@ -36,9 +36,10 @@ pub use attest::{
 };
 pub use audit::{AuditFailure, AuditOptions, VerificationReport, audit};
 pub use authority::{
-    AuditCheck, Broken, GENESIS, Override, OverrideRequest, OverrideType, Pending, apply_override,
-    canonical, review_state, review_status, reviewed_json,
+    AuditCheck, Broken, Override, OverrideRequest, OverrideType, Pending, apply_override,
+    review_state, review_status, reviewed_json,
 };
+pub use canon::{GENESIS, canonical};
 pub use dashboard::{
     CheckCount, Dashboard, ErrorCount, HookCount, KindStats, ReasonCount, RootStats, Spread,
     StageStats, by_root, escape_html, human_us, normalise,

@@ -11,17 +11,23 @@
 //! writes it canonically again, which gives back the same bytes, so the two seals agree
 //! (`journal::tests::the_seal_written_with_a_record_is_the_seal_of_the_record_read_back`).
 
+use std::path::PathBuf;
+use std::time::SystemTime;
+
 use harness::{RETRY_TEMPLATE_VERSION, Report};
 use harness_builtins::hex;
+use rusqlite::{TransactionBehavior, params};
 use sha2::{Digest as _, Sha256};
 
-use crate::authority::GENESIS;
-use crate::canon;
+use crate::canon::{self, GENESIS};
+use crate::error::{Error, Result};
 use crate::export::{
     AttemptPart, Child, DelegatePart, ENVELOPE, Json, Plan, RUN_SCHEMA, RunDocument, RunError,
     RunPart, Tokens, citations_of, evidence_files,
 };
-use crate::journal::{RecordMeta, from_unix_millis, millis, unix_millis};
+use crate::journal::{
+    Journal, RecordMeta, from_unix_millis, millis, sql_error, tokens, unix_millis,
+};
 
 /// The JSON text of a run's columns, canonical, and its export's seal.
 #[derive(Debug)]
@@ -55,7 +61,10 @@ pub(crate) struct WrittenAttempt {
 ///
 /// # Errors
 /// When a value has no JSON form (a map keyed by something other than text or numbers).
-pub(crate) fn written(report: &Report, meta: &RecordMeta) -> Result<Written, canon::Error> {
+pub(crate) fn written(
+    report: &Report,
+    meta: &RecordMeta,
+) -> std::result::Result<Written, canon::Error> {
     let last = report.attempts.len().saturating_sub(1);
     // The caller got the last attempt's result as `delegation.post` hooks delivered it (maybe
     // redacted): that is the one kept.
@@ -256,4 +265,150 @@ fn object(out: &mut Vec<u8>, members: &[(&str, &[u8])]) {
 /// Canonical JSON is UTF-8 (it is only ever written from `str`s).
 fn utf8(bytes: &[u8]) -> &str {
     std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+impl Journal {
+    /// Records one finished delegation, with its attempts, in one transaction; returns the seal
+    /// it was stored with (DESIGN §4.13).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the write fails (disk full, read-only
+    /// file, a record with the same id already there); nothing of the delegation is written then.
+    pub fn record(&mut self, report: &Report, meta: &RecordMeta) -> Result<String> {
+        self.record_all([(report, meta)])?
+            .pop()
+            .unwrap_or_else(|| Err(Error::journal("nothing was recorded")))
+    }
+
+    /// Records many finished delegations in one transaction (far cheaper per record than
+    /// [`Journal::record`]); each delegation is still all-or-nothing. Returns, per delegation
+    /// and in order, the seal it was stored with or why it could not be written.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when the transaction itself fails; then
+    /// nothing of this call is written.
+    pub fn record_all<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = (&'a Report, &'a RecordMeta)>,
+    ) -> Result<Vec<std::result::Result<String, Error>>> {
+        let path = self.path.clone();
+        let items: Vec<_> = items.into_iter().collect();
+        // Usually every record goes in: one transaction and nothing else. A savepoint per record
+        // would copy every page it touches aside first, in case it has to be undone.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(&path, "cannot start writing to", &e))?;
+        if let Ok(seals) = items
+            .iter()
+            .map(|(report, meta)| insert(&tx, report, meta))
+            .collect::<rusqlite::Result<Vec<String>>>()
+        {
+            tx.commit()
+                .map_err(|e| sql_error(&path, "cannot commit to", &e))?;
+            return Ok(seals.into_iter().map(Ok).collect());
+        }
+        // Some record failed, and with it the transaction: write them again, a savepoint each,
+        // so that only the failing ones are lost.
+        tx.rollback()
+            .map_err(|e| sql_error(&path, "cannot roll back", &e))?;
+        let mut tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(&path, "cannot start writing to", &e))?;
+        let mut outcomes = Vec::with_capacity(items.len());
+        for (report, meta) in items {
+            let fail = |e: rusqlite::Error| {
+                sql_error(&path, &format!("cannot record {} in", report.id), &e)
+            };
+            // A savepoint per delegation: a failing one rolls back alone.
+            let written = tx
+                .savepoint()
+                .and_then(|savepoint| {
+                    let seal = insert(&savepoint, report, meta)?;
+                    savepoint.commit()?;
+                    Ok(seal)
+                })
+                .map_err(fail);
+            outcomes.push(written);
+        }
+        tx.commit()
+            .map_err(|e| sql_error(&path, "cannot commit to", &e))?;
+        Ok(outcomes)
+    }
+}
+
+/// Writes one delegation and its attempts with cached statements, sealed as written; returns
+/// the seal.
+fn insert(
+    conn: &rusqlite::Connection,
+    report: &Report,
+    meta: &RecordMeta,
+) -> rusqlite::Result<String> {
+    // Each JSON column is written once, canonically, and the seal is the hash of the export a
+    // reader will make of these very bytes (see `written`): nothing is read back to seal it.
+    let written =
+        written(report, meta).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    // The row its start wrote, replaced by the whole run.
+    conn.prepare_cached("DELETE FROM delegations WHERE id = ?1 AND outcome = 'running'")?
+        .execute(params![report.id])?;
+    let usage = report.usage();
+    let path_text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    conn.prepare_cached(
+        "INSERT INTO delegations (id, started_at_ms, duration_ms, delegate_kind, model, outcome,
+            error_kind, error_message, attempts, input_tokens, output_tokens, requests,
+            trace_id, retry_template_version, source, workdir, recorded_at_ms, request, warnings,
+            events, parent_id, seal, cached_input_tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+            ?18, ?19, ?20, ?21, ?22, ?23)",
+    )?
+    .execute(params![
+        report.id,
+        unix_millis(report.started_at),
+        millis(report.duration),
+        report.delegate_kind,
+        report.model,
+        report.outcome.as_str(),
+        report.error.as_ref().map(|e| e.kind().as_str()),
+        report.error.as_ref().map(harness::Error::message),
+        i64::try_from(report.attempts.len()).unwrap_or(i64::MAX),
+        tokens(usage.input_tokens),
+        tokens(usage.output_tokens),
+        tokens(usage.requests),
+        report.trace_id,
+        RETRY_TEMPLATE_VERSION,
+        path_text(&meta.source),
+        path_text(&meta.workdir),
+        unix_millis(SystemTime::now()),
+        written.request,
+        written.warnings,
+        written.events,
+        report.parent_id,
+        &written.seal,
+        tokens(usage.cached_input_tokens),
+    ])?;
+    let mut statement = conn.prepare_cached(
+        "INSERT INTO attempts (delegation_id, attempt, passed, reasons, duration_ms,
+            input_tokens, output_tokens, requests, result, verdict, retry_prompt, diff,
+            cached_input_tokens)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?;
+    for (attempt, text) in report.attempts.iter().zip(&written.attempts) {
+        statement.execute(params![
+            report.id,
+            attempt.attempt,
+            attempt.passed(),
+            text.reasons,
+            millis(attempt.duration),
+            tokens(attempt.usage.input_tokens),
+            tokens(attempt.usage.output_tokens),
+            tokens(attempt.usage.requests),
+            text.result,
+            text.verdict,
+            attempt.retry_prompt,
+            text.diff,
+            tokens(attempt.usage.cached_input_tokens),
+        ])?;
+    }
+    Ok(written.seal)
 }

@@ -15,8 +15,8 @@ use harness_records::{Journal, RecordMeta};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::app::{ApiError, App, LIVE_BUFFER, Live, Queued, QueuedRun, Shared, bad, internal};
 use super::auth::{ApiChange, ApiRead};
-use super::{ApiError, App, LIVE_BUFFER, Live, Queued, QueuedRun, Shared, bad, internal};
 
 /// `POST /v1/delegations`: a delegation file as JSON (`workdir` relative to `--root`, and
 /// inside it); runs it here, or queues it for a worker, and answers at once with its id.

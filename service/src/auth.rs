@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use harness::Error;
 use serde_json::json;
 
-use super::{ApiError, App, Shared};
+use super::app::{ApiError, App, Shared};
 
 /// Browser sessions kept at most (each opened with the token).
 const MAX_SESSIONS: usize = 1024;

@@ -7,7 +7,7 @@ use harness_records::RecordMeta;
 use tokio::sync::watch;
 
 use super::api::read;
-use super::{ApiError, Shared};
+use super::app::{ApiError, Shared};
 
 /// With `--queue`: takes the reports workers send back (and dead letters) into the journal,
 /// ends each one's live stream with its events, and acknowledges each once it is stored — until

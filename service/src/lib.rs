@@ -32,20 +32,21 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
 use axum::middleware;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use harness::{Error, EventRecord, Runtime};
-use harness_records::{JournalWriter, OverrideRequest, OverrideType};
+use harness::{Error, Runtime};
+use harness_records::JournalWriter;
 use serde_json::json;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 mod api;
+mod app;
 mod auth;
 mod collector;
 mod metrics;
 mod pages;
+
+use app::{App, Queued, Shared};
 
 /// Why a server could not start: a setting, or its journal.
 #[derive(Debug)]
@@ -81,8 +82,6 @@ impl std::error::Error for StartError {}
 
 /// The largest request body accepted.
 const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Events kept per running delegation for subscribers that arrive late.
-const LIVE_BUFFER: usize = 4096;
 
 /// What a server is started with.
 pub struct Settings {
@@ -103,100 +102,6 @@ pub struct Settings {
     pub allowed_hosts: Vec<String>,
     /// Who the token's requests are attributed to when an override names nobody.
     pub token_user: Option<String>,
-}
-
-/// A delegation running in this server (or queued by it): its events so far and the channel of
-/// those to come.
-struct Live {
-    seen: Vec<EventRecord>,
-    sender: broadcast::Sender<EventRecord>,
-    /// Queued for a worker; its events arrive with its report.
-    queued: Option<QueuedRun>,
-}
-
-/// What the server keeps of a delegation it queued, to record its report.
-#[derive(Clone)]
-struct QueuedRun {
-    source: PathBuf,
-    workdir: PathBuf,
-    kind: String,
-}
-
-/// The queue this server hands its delegations to (`--queue`).
-struct Queued {
-    queue: Arc<dyn harness_queue::Queue>,
-    /// The server's batch: its reports come back under it, across restarts (it is named after
-    /// the journal, so a restarted server collects what came back while it was down).
-    batch: String,
-}
-
-struct App {
-    root: PathBuf,
-    journal: PathBuf,
-    writer: JournalWriter,
-    runtime: Runtime,
-    token: String,
-    /// The token was generated here (none was configured).
-    token_generated: bool,
-    token_user: Option<String>,
-    allowed_hosts: Vec<String>,
-    /// Signed-in browsers: session id → the CSRF token its forms must carry.
-    sessions: Mutex<HashMap<String, String>>,
-    live: Mutex<HashMap<String, Live>>,
-    shutdown: watch::Receiver<bool>,
-    tasks: Mutex<tokio::task::JoinSet<()>>,
-    metrics: metrics::Metrics,
-    queue: Option<Queued>,
-}
-
-type Shared = Arc<App>;
-
-/// An API error: a status and `{"error": kind, "message": …}`.
-struct ApiError(StatusCode, String, String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            axum::Json(json!({"error": self.1, "message": self.2})),
-        )
-            .into_response()
-    }
-}
-
-impl From<Error> for ApiError {
-    fn from(e: Error) -> Self {
-        let status = match e.kind() {
-            harness::ErrorKind::Config => StatusCode::BAD_REQUEST,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(status, e.kind().as_str().to_owned(), e.message().to_owned())
-    }
-}
-
-impl From<harness_records::Error> for ApiError {
-    fn from(e: harness_records::Error) -> Self {
-        let status = match e.kind() {
-            kind if kind.is_refusal() => StatusCode::CONFLICT,
-            harness_records::ErrorKind::Config => StatusCode::BAD_REQUEST,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(status, e.kind().as_str().to_owned(), e.message().to_owned())
-    }
-}
-
-/// A 400 of `kind`.
-fn bad(kind: &str, message: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, kind.to_owned(), message.into())
-}
-
-/// A 500: the server failed, not the request.
-fn internal(message: String) -> ApiError {
-    ApiError(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal".into(),
-        message,
-    )
 }
 
 /// Every endpoint. Who may call each is in its handler's signature ([`auth`]); [`auth::screen`]
@@ -314,7 +219,7 @@ impl Server {
             live: Mutex::new(HashMap::new()),
             shutdown,
             tasks: Mutex::new(tokio::task::JoinSet::new()),
-            metrics: metrics::Metrics::default(),
+            metrics: app::Metrics::default(),
             queue,
         });
         let listener = tokio::net::TcpListener::bind(addr)
@@ -425,113 +330,5 @@ impl Server {
             still_queued,
             recorded: written.recorded,
         })
-    }
-}
-
-impl App {
-    /// Counts a finished delegation for `/metrics`.
-    fn count_finished(&self, report: &harness::Report) {
-        *self
-            .metrics
-            .finished
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(report.outcome.as_str().to_owned())
-            .or_default() += 1;
-    }
-
-    /// What the server kept of a delegation it queued, while it waits for its report.
-    fn queued_run(&self, id: &str) -> Option<QueuedRun> {
-        self.live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(id)
-            .and_then(|l| l.queued.clone())
-    }
-
-    /// Ends a queued delegation's live stream: its events, as the worker recorded them, reach
-    /// whoever follows it, and then the stream closes.
-    fn finish_live(&self, id: &str, events: Vec<EventRecord>) {
-        let mut live = self
-            .live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Whoever still follows the run hears the rest; it is no longer live for anyone new.
-        if let Some(run) = live.remove(id) {
-            for event in events {
-                let _ = run.sender.send(event);
-            }
-        }
-    }
-
-    /// Reads an override of run `id` as the API and the review page take it: `decision`
-    /// (`approve` or `reject`), `type` (`check`, `verifier`, `direct`), a reason, and who decides
-    /// — the caller named, else the token's owner, never guessed (`ask` says how to name one).
-    fn override_request(
-        &self,
-        id: &str,
-        decision: &str,
-        override_type: &str,
-        reason: Option<String>,
-        user: Option<&str>,
-        ask: &str,
-    ) -> Result<OverrideRequest, ApiError> {
-        let approve = match decision {
-            "approve" => true,
-            "reject" => false,
-            other => {
-                return Err(bad(
-                    "config",
-                    format!("`decision` is {other:?}; use approve or reject"),
-                ));
-            }
-        };
-        let override_type = OverrideType::from_name(override_type).ok_or_else(|| {
-            bad(
-                "config",
-                format!("`type` is {override_type:?}; use check, verifier or direct"),
-            )
-        })?;
-        let user = user
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(str::to_owned)
-            .or_else(|| self.token_user.clone())
-            .ok_or_else(|| bad("user_required", format!("who decides? {ask}")))?;
-        Ok(OverrideRequest {
-            run_id: id.to_owned(),
-            approve,
-            override_type,
-            reason: reason
-                .map(|r| r.trim().to_owned())
-                .filter(|r| !r.is_empty()),
-            user,
-        })
-    }
-
-    /// Applies an override (the API's and the review page's alike) and counts it for `/metrics`.
-    async fn decide(
-        &self,
-        request: OverrideRequest,
-    ) -> Result<harness_records::Override, ApiError> {
-        let path = self.journal.clone();
-        let done =
-            tokio::task::spawn_blocking(move || harness_records::apply_override(&path, &request))
-                .await
-                .map_err(|e| {
-                    ApiError(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "internal".into(),
-                        format!("writing the journal failed: {e}"),
-                    )
-                })??;
-        *self
-            .metrics
-            .overrides
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(done.decision.clone())
-            .or_default() += 1;
-        Ok(done)
     }
 }

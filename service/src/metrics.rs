@@ -2,25 +2,14 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::Shared;
+use super::app::Shared;
 use super::auth::ApiRead;
-
-/// Counters behind `GET /metrics`.
-#[derive(Default)]
-pub(crate) struct Metrics {
-    pub(crate) submitted: AtomicU64,
-    pub(crate) finished: Mutex<HashMap<String, u64>>,
-    pub(crate) overrides: Mutex<HashMap<String, u64>>,
-    pub(crate) requests: AtomicU64,
-    pub(crate) unauthorized: AtomicU64,
-    pub(crate) cross_site: AtomicU64,
-}
 
 /// Appends one metric family: its help, type and samples (`labels` as `key="value"`, or empty).
 fn family(text: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, u64)]) {

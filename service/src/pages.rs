@@ -13,8 +13,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use super::api::read;
+use super::app::{ApiError, Shared};
 use super::auth::{PageForm, PageView, same_secret, session_cookie};
-use super::{ApiError, Shared};
 
 use harness_records::escape_html as esc;
 

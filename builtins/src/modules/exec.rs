@@ -12,8 +12,9 @@ use starlark::values::Value;
 use starlark::values::list::UnpackList;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::engine::alloc_json;
 use crate::host::Host;
+use crate::json_value::alloc_json;
+use crate::sandbox::Isolation;
 
 /// Variables passed through to programs; everything else in the harness's environment is
 /// withheld unless allow-listed for `env.get`, so a verifier cannot leak secrets through a child.
@@ -174,132 +175,6 @@ pub struct Launch<'a> {
     pub stdin: Option<&'a [u8]>,
     /// Stop it at the first line of its output this matches.
     pub stop_on: Option<StopOn<'a>>,
-}
-
-/// An OS sandbox for programs, made with bubblewrap (`bwrap`): the whole file system read-only,
-/// the user's `HOME` and `/tmp` private and empty, no network unless asked for, its own PID, IPC
-/// and UTS namespaces (every process in it dies with it), and only `writable` writable — except
-/// `read_only` paths inside them, bound read-only over them.
-///
-/// What a program needs from the hidden places stays visible, read-only: the directories on
-/// `PATH` inside them with their install prefix's `lib`, `lib64` and `libexec` (a toolchain
-/// under `~/.cargo/bin` or `~/.local/bin`) or, for a version manager's `shims` directory, its
-/// whole root (`~/.pyenv`), the install prefix of the program itself (where its
-/// real path lies in a `bin/`, as in a virtualenv or a pyenv version) or else its directory, and
-/// the absolute paths named by the values of [`Launch::env`] (what a check's `env:` names). The
-/// program's private `HOME` ([`Launch::home`]) is writable, and [`Isolation::visible`] paths are
-/// visible.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Isolation {
-    /// Directories (or files) that stay writable: the workspace, an agent CLI's own
-    /// configuration directory. Missing ones are left out.
-    pub writable: Vec<PathBuf>,
-    /// Paths inside those bound read-only: the harness's own policy, the journal.
-    pub read_only: Vec<PathBuf>,
-    /// Paths kept visible, read-only, where they lie in a hidden place: the directory of the
-    /// delegation file (the scripts it names beside it).
-    pub visible: Vec<PathBuf>,
-    /// Keep the host's network (an agent CLI talks to its model); otherwise there is none.
-    pub network: bool,
-    /// What is hidden wherever it lies (the rest of the file system is visible, read-only): a
-    /// directory under an empty mount (a holdout's test files), a file under `/dev/null` (the
-    /// run journal).
-    pub masked: Vec<PathBuf>,
-}
-
-impl Isolation {
-    /// A sandbox in which only `workspace` is writable, with `protected` read-only inside it.
-    pub fn new(workspace: &Path, protected: &[PathBuf]) -> Self {
-        Isolation {
-            writable: vec![workspace.to_path_buf()],
-            read_only: protected.to_vec(),
-            visible: Vec::new(),
-            network: false,
-            masked: Vec::new(),
-        }
-    }
-
-    /// The same with `path` hidden under an empty mount.
-    #[must_use]
-    pub fn masked(mut self, path: &Path) -> Self {
-        self.masked.push(path.to_path_buf());
-        self
-    }
-
-    /// The same with `path` writable too.
-    #[must_use]
-    pub fn writable(mut self, path: &Path) -> Self {
-        self.writable.push(path.to_path_buf());
-        self
-    }
-
-    /// The same with `path` visible, read-only, where it lies in a hidden place.
-    #[must_use]
-    pub fn visible(mut self, path: &Path) -> Self {
-        self.visible.push(path.to_path_buf());
-        self
-    }
-
-    /// The same with the host's network.
-    #[must_use]
-    pub fn with_network(mut self) -> Self {
-        self.network = true;
-        self
-    }
-
-    /// The bubblewrap arguments that run `program` (resolved, as found on `path`) for `launch`,
-    /// up to and including the `--` before the program.
-    fn arguments(
-        &self,
-        launch: &Launch<'_>,
-        program: &Path,
-        path: Option<&std::ffi::OsStr>,
-    ) -> Vec<std::ffi::OsString> {
-        let mut args: Vec<std::ffi::OsString> = SANDBOX_ARGS.iter().map(Into::into).collect();
-        if self.network {
-            args.push("--share-net".into());
-        }
-        let mut hidden = vec![PathBuf::from("/tmp")];
-        let writable: Vec<&Path> = self
-            .writable
-            .iter()
-            .map(PathBuf::as_path)
-            .chain(launch.home)
-            .filter(|p| p.exists())
-            .collect();
-        if let Some(home) = user_home().filter(|home| {
-            // Already hidden, or where everything is: left alone; a HOME inside a writable
-            // directory is writable anyway.
-            !home.starts_with("/tmp")
-                && home.parent().is_some()
-                && !writable.iter().any(|w| home.starts_with(w))
-        }) {
-            args.extend(["--tmpfs".into(), home.as_os_str().into()]);
-            hidden.push(home);
-        }
-        let mut bind = |flag: &str, path: &Path| {
-            args.extend([flag.into(), path.into(), path.into()]);
-        };
-        for seen in visible(&self.visible, launch, program, path, &hidden) {
-            bind("--ro-bind", &seen);
-        }
-        for dir in writable {
-            bind("--bind", dir);
-        }
-        for path in self.read_only.iter().filter(|p| p.exists()) {
-            bind("--ro-bind", path);
-        }
-        // A directory under an empty tmpfs, a file under `/dev/null`.
-        for path in &self.masked {
-            match path.symlink_metadata() {
-                Ok(meta) if meta.is_dir() => args.extend(["--tmpfs".into(), path.into()]),
-                Ok(_) => args.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]),
-                Err(_) => {}
-            }
-        }
-        args.extend(["--chdir".into(), launch.cwd.into(), "--".into()]);
-        args
-    }
 }
 
 /// The user's `HOME`, when it is an absolute path to a directory.
@@ -763,6 +638,63 @@ pub(crate) fn members(builder: &mut GlobalsBuilder) {
                 "duration_ms": u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
             }),
         ))
+    }
+}
+
+/// How bubblewrap is told to run a program in this sandbox.
+impl Isolation {
+    /// The bubblewrap arguments that run `program` (resolved, as found on `path`) for `launch`,
+    /// up to and including the `--` before the program.
+    fn arguments(
+        &self,
+        launch: &Launch<'_>,
+        program: &Path,
+        path: Option<&std::ffi::OsStr>,
+    ) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = SANDBOX_ARGS.iter().map(Into::into).collect();
+        if self.network {
+            args.push("--share-net".into());
+        }
+        let mut hidden = vec![PathBuf::from("/tmp")];
+        let writable: Vec<&Path> = self
+            .writable
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(launch.home)
+            .filter(|p| p.exists())
+            .collect();
+        if let Some(home) = user_home().filter(|home| {
+            // Already hidden, or where everything is: left alone; a HOME inside a writable
+            // directory is writable anyway.
+            !home.starts_with("/tmp")
+                && home.parent().is_some()
+                && !writable.iter().any(|w| home.starts_with(w))
+        }) {
+            args.extend(["--tmpfs".into(), home.as_os_str().into()]);
+            hidden.push(home);
+        }
+        let mut bind = |flag: &str, path: &Path| {
+            args.extend([flag.into(), path.into(), path.into()]);
+        };
+        for seen in visible(&self.visible, launch, program, path, &hidden) {
+            bind("--ro-bind", &seen);
+        }
+        for dir in writable {
+            bind("--bind", dir);
+        }
+        for path in self.read_only.iter().filter(|p| p.exists()) {
+            bind("--ro-bind", path);
+        }
+        // A directory under an empty tmpfs, a file under `/dev/null`.
+        for path in &self.masked {
+            match path.symlink_metadata() {
+                Ok(meta) if meta.is_dir() => args.extend(["--tmpfs".into(), path.into()]),
+                Ok(_) => args.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]),
+                Err(_) => {}
+            }
+        }
+        args.extend(["--chdir".into(), launch.cwd.into(), "--".into()]);
+        args
     }
 }
 

@@ -10,8 +10,8 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::Value;
 
-use crate::engine::alloc_json;
 use crate::host::Host;
+use crate::json_value::alloc_json;
 use crate::workspace::PathError;
 
 /// Refuses builtin `func` when the `fs` capability is missing.

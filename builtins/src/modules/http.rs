@@ -15,8 +15,8 @@ use starlark::starlark_module;
 use starlark::values::{UnpackValue, Value};
 
 use crate::capabilities::HostAllowList;
-use crate::engine::alloc_json;
 use crate::host::Host;
+use crate::json_value::alloc_json;
 
 /// Redirect hops followed before giving up.
 const MAX_REDIRECTS: usize = 10;

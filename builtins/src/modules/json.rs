@@ -5,8 +5,8 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::Value;
 
-use crate::engine::{alloc_json, check_json};
 use crate::host::Host;
+use crate::json_value::{alloc_json, check_json};
 
 #[starlark_module]
 pub(crate) fn members(builder: &mut GlobalsBuilder) {

@@ -14,8 +14,8 @@ mod re;
 mod time;
 
 pub use exec::{
-    Capped, Isolation, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn, bubblewrap,
-    bubblewrap_works, find_program, read_capped, run_program,
+    Capped, KEPT_END_BYTES, Launch, ProcessGroup, ProgramRun, StopOn, bubblewrap, bubblewrap_works,
+    find_program, read_capped, run_program,
 };
 pub use http::client_builder as http_client_builder;
 

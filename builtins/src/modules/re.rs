@@ -7,8 +7,8 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::Value;
 
-use crate::engine::alloc_json;
 use crate::host::Host;
+use crate::json_value::alloc_json;
 
 /// Regexes kept per sandbox; beyond this the cache is cleared rather than grown.
 const CACHE_SIZE: usize = 256;
