@@ -227,6 +227,16 @@ fn always_lies_until_the_retries_run_out() {
             "{message}"
         );
     }
+    // Without --json the last line names the kind as an error's does: failed[KIND].
+    let text = harness(["run", "delegation.yaml"])
+        .current_dir(dir.path())
+        .run();
+    text.expect_code(1)
+        .expect_stderr_kind("verification_failed");
+    assert!(
+        text.stderr.contains("]: not verified after 3 attempts ("),
+        "{text:?}"
+    );
     // The third request: task, lie, retry, lie, retry.
     let seen = response(&report);
     assert_eq!(seen["attempt"], json!(2));

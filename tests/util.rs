@@ -157,12 +157,15 @@ impl Output {
         self
     }
 
-    /// The kind of the error the binary ended with when it printed it as text: the `KIND` of the
-    /// last `error[KIND]: message` line on stderr (the form of every error without `--json`),
-    /// or `None` when stderr has no such line.
+    /// The kind of the error (or failure) the binary ended with when it printed it as text: the
+    /// `KIND` of the last `error[KIND]: message` or `failed[KIND]: …` line on stderr (the form
+    /// of every error and failed run without `--json`), or `None` when stderr has no such line.
     pub fn stderr_kind(&self) -> Option<&str> {
         self.stderr.lines().rev().find_map(|line| {
-            let (kind, _) = line.strip_prefix("error[")?.split_once("]:")?;
+            let rest = line
+                .strip_prefix("error[")
+                .or_else(|| line.strip_prefix("failed["))?;
+            let (kind, _) = rest.split_once("]:")?;
             Some(kind)
         })
     }

@@ -423,8 +423,11 @@ fn print_summary(report: &Report, answer: bool) {
             "skipped: nothing configured to verify; the result was not checked ({})",
             report.id
         ),
-        Outcome::Failed(_) => eprintln!(
-            "failed: not verified after {attempts} attempt{plural} ({})",
+        // The kind in brackets, as an error's: a script reading stderr tells a refuted answer
+        // from a scope violation or a tampered gate without `--json`.
+        Outcome::Failed(kind) => eprintln!(
+            "failed[{}]: not verified after {attempts} attempt{plural} ({})",
+            kind.as_str(),
             report.id
         ),
         Outcome::Error(kind) => eprintln!(
