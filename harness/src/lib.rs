@@ -49,6 +49,7 @@ mod runtime;
 pub mod schema;
 pub mod scope;
 mod session;
+mod shared;
 mod spec;
 pub mod telemetry;
 mod tools;
@@ -83,11 +84,11 @@ pub use project::{CommandIsolation, OverridePolicy, PROJECT_POLICY, ProjectPolic
 pub use redact::Redactor;
 pub use report::{AttemptRecord, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
-pub use runtime::{
-    ChildEvent, ChildObserver, ChildRecorder, RunStarted, Runtime, StartRecorder, TraceIdReader,
-    new_id,
-};
+pub use runtime::Runtime;
 pub use scope::{OnViolation, ScopeSpec};
+pub use shared::{
+    ChildEvent, ChildObserver, ChildRecorder, RunStarted, StartRecorder, TraceIdReader, new_id,
+};
 pub use spec::DEFAULT_MAX_TURNS;
 pub use tools::{Tool, ToolOutput, Toolbox};
 pub use tree::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_DEPTH, delegation_for};

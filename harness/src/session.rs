@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::guard::PolicyGuard;
 use crate::pipeline::{Materials, Pipeline};
 use crate::policy::Policy;
-use crate::runtime::Shared;
+use crate::shared::Shared;
 use crate::tools::Toolbox;
 use crate::verifier::Verifier;
 

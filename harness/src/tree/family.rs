@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::gates::{Gates, RawGates};
 use crate::project::ProjectPolicy;
 use crate::report::Report;
-use crate::runtime::Shared;
+use crate::shared::Shared;
 use crate::spec::DelegationFile;
 use crate::tools::ToolOutput;
 use crate::verifier::VerifySource;
@@ -372,7 +372,7 @@ pub(crate) async fn call(
     let Ok(slot) = Arc::clone(&family.slots).acquire_owned().await else {
         return refused("the parent run is ending".to_owned());
     };
-    let id = crate::runtime::new_id();
+    let id = crate::shared::new_id();
     let (tell, told) = tokio::sync::oneshot::channel();
     let task = run_child(
         Arc::clone(shared),
@@ -460,7 +460,7 @@ fn run_child(
             Some(shown) => shown,
             None => &crate::events::Nobody,
         };
-        let report = crate::ralph::run(&shared, id, &child, observer, cancel).await;
+        let report = (shared.run_loop)(&shared, id, &child, observer, Box::pin(cancel)).await;
         drop(slot);
         let seal = shared.finished(&child, &report).await;
         let _ = tell.send(Ended {
