@@ -151,7 +151,9 @@ fn exports_meet_the_published_schema_and_what_it_refuses_the_audit_refuses() {
         assert!(ok, "{out}");
     }
     type Forgery = fn(&mut Value);
-    let forgeries: [(&str, Forgery); 4] = [
+    // The last: an event member outside what its hash covers (`note`), a forger's words the
+    // chain would carry unnoticed; no member but the chained ones is read.
+    let forgeries: [(&str, Forgery); 5] = [
         ("run", |d| {
             d["run"].as_object_mut().expect("run").remove("outcome");
         }),
@@ -161,6 +163,9 @@ fn exports_meet_the_published_schema_and_what_it_refuses_the_audit_refuses() {
         }),
         ("attempts[0].attempt", |d| {
             d["attempts"][0]["attempt"] = json!("first")
+        }),
+        ("events[2].note", |d| {
+            d["events"][2]["note"] = json!("approved by the operator")
         }),
     ];
     for (at, forge) in forgeries {

@@ -110,14 +110,8 @@ impl Nats {
 
     /// Publishes `payload` on `subject` over the plain NATS protocol (no client library).
     fn publish_raw(&self, subject: &str, payload: &str) {
-        let mut stream =
-            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to nats");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
-        let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+        let (mut stream, mut reader) = self.connect();
         let mut line = String::new();
-        std::io::BufRead::read_line(&mut reader, &mut line).expect("INFO");
         let command = format!(
             "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\nPUB {subject} {}\r\n{payload}\r\nPING\r\n",
             payload.len()
@@ -135,17 +129,24 @@ impl Nats {
 }
 
 impl Nats {
-    /// How many messages JetStream holds in `stream`, or `None` while there is no such stream:
-    /// asked over the plain protocol (`$JS.API.STREAM.INFO`), no client library.
-    fn stream_messages(&self, stream_name: &str) -> Option<u64> {
-        let mut stream =
+    /// A plain-protocol connection to the server, its `INFO` line read.
+    fn connect(&self) -> (std::net::TcpStream, std::io::BufReader<std::net::TcpStream>) {
+        let stream =
             std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to nats");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+        let mut info = String::new();
+        std::io::BufRead::read_line(&mut reader, &mut info).expect("INFO");
+        (stream, reader)
+    }
+
+    /// How many messages JetStream holds in `stream`, or `None` while there is no such stream:
+    /// asked over the plain protocol (`$JS.API.STREAM.INFO`), no client library.
+    fn stream_messages(&self, stream_name: &str) -> Option<u64> {
+        let (mut stream, mut reader) = self.connect();
         let mut line = String::new();
-        std::io::BufRead::read_line(&mut reader, &mut line).expect("INFO");
         let command = format!(
             "CONNECT {{\"verbose\":false,\"pedantic\":false}}\r\nSUB _INBOX.info 1\r\nPUB $JS.API.STREAM.INFO.{stream_name} _INBOX.info 0\r\n\r\n"
         );
