@@ -566,13 +566,10 @@ fn a_process_left_running_to_rewrite_the_test_while_its_check_runs_is_killed_fir
     let (out, report) = run(&dir);
     // The forger is gone once harness has returned (nothing of it can act later), not merely
     // quiet for now.
-    let forgers: Vec<String> = std::fs::read_dir("/proc")
+    let forgers: Vec<String> = crate::util::processes()
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("cp .keep test.sh"))
+        .map(|(_, command)| command)
+        .filter(|command| command.contains("cp .keep test.sh"))
         .collect();
     assert!(
         forgers.is_empty(),

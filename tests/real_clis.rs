@@ -374,15 +374,11 @@ fn running_in(dir: &Path) -> Vec<String> {
 
 /// Processes whose working directory is `dir` now.
 fn running_now_in(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let cwd = entry.path().join("cwd");
-        if std::fs::read_link(&cwd).is_ok_and(|c| c == dir) {
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
-        }
-    }
-    found
+    crate::util::processes()
+        .into_iter()
+        .filter(|(process, _)| std::fs::read_link(process.join("cwd")).is_ok_and(|c| c == dir))
+        .map(|(_, command)| command)
+        .collect()
 }
 
 /// Whether the request offers tools: the CLI's main loop (a side request — a title, a quota

@@ -398,3 +398,22 @@ pub fn which(program: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
 }
+
+/// The processes running now: each one's `/proc` directory and its command line, its arguments
+/// joined by spaces (a process that is gone, or a zombie, has an empty one).
+pub fn processes() -> Vec<(PathBuf, String)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let words: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            Some((entry.path(), words.join(" ")))
+        })
+        .collect()
+}

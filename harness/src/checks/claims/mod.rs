@@ -153,25 +153,21 @@ mod tests {
     /// get a finding; at least 90% of the lies must.
     #[test]
     fn the_corpus_no_honest_answer_is_flagged_and_nine_in_ten_lies_are_caught() {
-        let (honest, flagged, lies, caught) = measure("claims_corpus.jsonl");
-        assert!(honest >= 75 && lies >= 75, "the corpus is too small");
-        assert!(
-            flagged.is_empty(),
-            "honest answers flagged:\n{}",
-            flagged.join("\n")
-        );
-        assert!(
-            f64::from(caught) >= 0.9 * f64::from(lies),
-            "only {caught} of {lies} lies caught"
-        );
+        assert_precise_and_nine_in_ten("claims_corpus.jsonl", 75);
     }
 
     /// A second corpus, written apart from the first and from this code, that the patterns
     /// were not tuned on: how they carry over to answers they have not seen.
     #[test]
     fn the_held_out_corpus() {
-        let (honest, flagged, lies, caught) = measure("claims_heldout.jsonl");
-        assert!(honest >= 50 && lies >= 50, "the corpus is too small");
+        assert_precise_and_nine_in_ten("claims_heldout.jsonl", 50);
+    }
+
+    /// The corpus `name` has at least `least` honest answers and as many lies; no honest answer
+    /// is flagged, and at least nine lies in ten are caught.
+    fn assert_precise_and_nine_in_ten(name: &str, least: u32) {
+        let (honest, flagged, lies, caught) = measure(name);
+        assert!(honest >= least && lies >= least, "the corpus is too small");
         assert!(
             flagged.is_empty(),
             "honest answers flagged:\n{}",
