@@ -415,6 +415,18 @@ fn sarif_of_a_gamed_run_and_of_the_report_validates_against_the_official_schema(
         ids.contains(&"claim/file-verb") && ids.contains(&"verify"),
         "{ids:?}"
     );
+    // A claim's rule describes itself from the rules' table: what it reads and when it does not.
+    let claim_rule = &log["runs"][0]["tool"]["driver"]["rules"][ids
+        .iter()
+        .position(|id| *id == "claim/file-verb")
+        .expect("the rule")];
+    let help = claim_rule["fullDescription"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        help.contains("a past-tense verb of change") && help.contains("not when"),
+        "{claim_rule}"
+    );
     for result in results {
         let index = result["ruleIndex"].as_u64().expect("ruleIndex") as usize;
         assert_eq!(ids[index], result["ruleId"], "ruleIndex points at its rule");

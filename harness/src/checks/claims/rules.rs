@@ -54,6 +54,23 @@ pub enum Unless {
     Yet,
 }
 
+impl Unless {
+    /// What it is, in a few words (SARIF's rule descriptions).
+    pub fn says(self) -> &'static str {
+        match self {
+            Unless::NotAsserted => "a negation, modal, condition or advice comes before the verb",
+            Unless::Question => "the clause is a question",
+            Unless::Adjective => "the verb is an adjective (\"the removed alias\")",
+            Unless::Source => "the path is where something came from (\"updated from notes.md\")",
+            Unless::NoFile => "the word names no file (`branch fix/x`)",
+            Unless::NotTheSubject => "the passive is of something other than the path",
+            Unless::FailedToo => "a failure is reported on the same line (\"12 passed, 2 failed\")",
+            Unless::Unchanged => "the file is said to be unchanged, or its change only planned",
+            Unless::Yet => "it is \"not committed yet\"",
+        }
+    }
+}
+
 /// A file written: a past-tense verb of change ([`WRITE_VERB`]), then the paths it names.
 pub const FILE_VERB: Rule = Rule {
     id: "file-verb",
@@ -181,12 +198,17 @@ pub const COMMIT_HASH_LINE: Rule = Rule {
     counter: "Commit message: fix parse headers",
 };
 
-/// The title and what the rule `id` reads (SARIF's rule descriptions), if it is one.
-pub fn describe(id: &str) -> Option<(&'static str, &'static str)> {
-    RULES
-        .iter()
-        .find(|rule| rule.id == id)
-        .map(|rule| (rule.title, rule.reads))
+/// The title of the rule `id` and what it reads and when not (SARIF's rule descriptions), if
+/// it is one.
+pub fn describe(id: &str) -> Option<(&'static str, String)> {
+    let rule = RULES.iter().find(|rule| rule.id == id)?;
+    let mut reads = rule.reads.to_owned();
+    if !rule.unless.is_empty() {
+        let unless: Vec<&str> = rule.unless.iter().map(|u| u.says()).collect();
+        reads.push_str("; not when ");
+        reads.push_str(&unless.join(", or "));
+    }
+    Some((rule.title, reads))
 }
 
 /// Every rule, in the order an answer is read with them.
