@@ -6,8 +6,8 @@
 
 use harness_hooks::CriticOutcome;
 
-use crate::checks::OnUnavailable;
 use crate::error::{Error, ErrorKind};
+use crate::gates::critic::OnUnavailable;
 use crate::report::Outcome;
 use crate::retry::{self, RetryContext};
 use crate::verdict::{Decision, Finding, Source, Verdict};

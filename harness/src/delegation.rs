@@ -9,21 +9,24 @@ use harness_builtins::Limits;
 use harness_hooks::{DelegateInfo, Request};
 use serde_json::Value;
 
-use crate::assembly::Overrides;
-use crate::checks::{CheckSpec, ClaimsMode, Criterion, CriticSpec, PlanStep};
 use crate::decision::{OnExhausted, Rules};
 use crate::delegate::DelegateConfig;
 use crate::error::{Error, Result};
+use crate::gates::checks::CheckSpec;
+use crate::gates::claims::ClaimsMode;
+use crate::gates::criteria::Criterion;
+use crate::gates::critic::CriticSpec;
+use crate::gates::plan::PlanStep;
+use crate::overrides::Overrides;
 use crate::project::ProjectPolicy;
 use crate::redact::Redactor;
 use crate::scope::ScopeSpec;
 use crate::spec::DelegationFile;
+use crate::spec::{MAX_VERIFY_RETRIES, script_paths};
 use crate::verifier::VerifySource;
 
 /// Default `max_verify_retries`.
 pub const DEFAULT_MAX_VERIFY_RETRIES: u32 = 2;
-/// The most `max_verify_retries` a delegation may ask for, however it asks.
-pub const MAX_VERIFY_RETRIES: u32 = 100;
 /// The default `stuck_after`.
 pub const DEFAULT_STUCK_AFTER: u32 = 3;
 
@@ -59,8 +62,8 @@ pub struct Delegation {
     observe: bool,
     protect: Option<Vec<String>>,
     claims: ClaimsMode,
-    gaming: crate::checks::GamingMode,
-    holdouts: Vec<crate::checks::HoldoutSpec>,
+    gaming: crate::gates::gaming::GamingMode,
+    holdouts: Vec<crate::gates::holdout::HoldoutSpec>,
     critic: Option<CriticSpec>,
     risk: bool,
     parent_id: Option<String>,
@@ -68,7 +71,7 @@ pub struct Delegation {
     plan: Vec<PlanStep>,
     tool_verifiers: Vec<(String, VerifySource)>,
     /// Its place in a delegation tree, when it offers `delegate` (DESIGN §9).
-    tree: Option<crate::tree::profile::Tree>,
+    tree: Option<crate::tree::place::Tree>,
     /// The workspace its record names, when it works in an isolated copy of it (a child that
     /// can change files): its changes land there.
     home: Option<PathBuf>,
@@ -87,7 +90,7 @@ impl Delegation {
         overrides: &Overrides,
         workdir: PathBuf,
     ) -> Result<Self> {
-        let tree = crate::tree::profile::Tree::root(&file, project, overrides)?;
+        let tree = crate::tree::place::Tree::root(&file, project, overrides)?;
         let label = &file.label;
         let gates = file.gates.over(
             &project.defaults,
@@ -105,7 +108,7 @@ impl Delegation {
             check.flaky = check.flaky.or(gates.flaky);
         }
         let holdouts = gates.holdout.unwrap_or_default();
-        crate::checks::holdout::check_outside(label, &holdouts, &workdir)?;
+        crate::gates::holdout::check_outside(label, &holdouts, &workdir)?;
         if !holdouts.is_empty() && !project.commands.confines() {
             return Err(Error::config(format!(
                 "{label}: `holdout:` needs the programs a delegation runs confined by bubblewrap (commands.isolation is `none`, or bubblewrap is not installed or cannot make namespaces here): unconfined, the code under test could read the holdout's files during a visible check and leave them for the delegate; install bubblewrap, or leave `holdout:` out"
@@ -187,12 +190,12 @@ impl Delegation {
     }
 
     /// Its place in a delegation tree, when it offers `delegate`.
-    pub(crate) fn tree(&self) -> Option<&crate::tree::profile::Tree> {
+    pub(crate) fn tree(&self) -> Option<&crate::tree::place::Tree> {
         self.tree.as_ref()
     }
 
     /// Places a child in its parent's tree.
-    pub(crate) fn set_tree(&mut self, tree: crate::tree::profile::Tree) {
+    pub(crate) fn set_tree(&mut self, tree: crate::tree::place::Tree) {
         self.tree = Some(tree);
     }
 
@@ -206,7 +209,7 @@ impl Delegation {
     pub fn depth(&self) -> u32 {
         self.tree
             .as_ref()
-            .map_or(0, crate::tree::profile::Tree::depth)
+            .map_or(0, crate::tree::place::Tree::depth)
     }
 
     /// Where it was read from.
@@ -482,12 +485,12 @@ impl Delegation {
     }
 
     /// Checks whose tests the delegate never sees (`holdout:`).
-    pub fn holdouts(&self) -> &[crate::checks::HoldoutSpec] {
+    pub fn holdouts(&self) -> &[crate::gates::holdout::HoldoutSpec] {
         &self.holdouts
     }
 
     /// What the gaming stage's findings do (`gaming:`).
-    pub fn gaming(&self) -> crate::checks::GamingMode {
+    pub fn gaming(&self) -> crate::gates::gaming::GamingMode {
         self.gaming
     }
 
@@ -527,11 +530,7 @@ impl Delegation {
         ));
         protected.extend(self.hooks.iter().flatten().cloned());
         protected.extend(self.extra_hooks.iter().cloned());
-        protected.extend(
-            self.tree
-                .iter()
-                .flat_map(crate::tree::profile::Tree::scripts),
-        );
+        protected.extend(self.tree.iter().flat_map(crate::tree::place::Tree::scripts));
         protected
     }
 
@@ -556,7 +555,7 @@ impl Delegation {
             || self
                 .tree
                 .as_ref()
-                .is_some_and(crate::tree::profile::Tree::children_run_programs)
+                .is_some_and(crate::tree::place::Tree::children_run_programs)
     }
 
     /// Returns true when the delegate can change the workspace at all (a writing tool, a
@@ -591,24 +590,4 @@ impl Delegation {
         self.args = Value::Object(request.args);
         self.max_verify_retries = request.max_verify_retries;
     }
-}
-
-/// The script files a delegation (or a child profile) reads: its verifier, its per-tool
-/// verifiers, and the scripts of a scripted delegate and critic.
-pub(crate) fn script_paths(
-    verify: Option<&VerifySource>,
-    tool_verifiers: &[(String, VerifySource)],
-    delegate: &DelegateConfig,
-    critic: Option<&CriticSpec>,
-) -> Vec<PathBuf> {
-    let verifiers = verify
-        .into_iter()
-        .chain(tool_verifiers.iter().map(|(_, v)| v));
-    let mut paths: Vec<PathBuf> = verifiers.filter_map(|v| v.path.clone()).collect();
-    for delegate in std::iter::once(delegate).chain(critic.and_then(|c| c.delegate.as_ref())) {
-        if let DelegateConfig::Scripted { path, .. } = delegate {
-            paths.push(path.clone());
-        }
-    }
-    paths
 }

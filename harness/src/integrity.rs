@@ -13,8 +13,8 @@ use std::path::Path;
 use globset::GlobSet;
 use serde_json::Value;
 
-use crate::checks::CheckSpec;
 use crate::error::Result;
+use crate::gates::checks::CheckSpec;
 
 /// The common test locations, protected when a delegation has checks or command criteria and
 /// does not say `protect:`.

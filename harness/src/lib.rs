@@ -36,6 +36,7 @@ mod gates;
 mod golden;
 mod guard;
 pub mod integrity;
+mod overrides;
 mod pipeline;
 mod plain;
 mod policy;
@@ -58,26 +59,31 @@ mod turn;
 mod verdict;
 mod verifier;
 
-pub use assembly::{Assembler, Overrides};
+pub use assembly::Assembler;
 pub use checks::{
-    BaseTests, CheckSpec, Claim, ClaimsMode, Criterion, CriticSpec, CriticWhen, Flaky, GamingMode,
-    HoldoutSpec, OnUnavailable, PlanStep, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, Runner,
-    RunnerSetting, TestCounts, claims_rule, gaming_rule, review_template_sha256,
-    shareable_evidence,
+    BaseTests, Claim, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, TestCounts, claims_rule,
+    gaming_rule, review_template_sha256, shareable_evidence,
 };
 pub use conversation::{Message, ToolSpec, Usage};
 pub use decision::OnExhausted;
 pub use delegate::DelegateConfig;
-pub use delegation::{
-    DEFAULT_MAX_VERIFY_RETRIES, DEFAULT_STUCK_AFTER, Delegation, MAX_VERIFY_RETRIES,
-};
+pub use delegation::{DEFAULT_MAX_VERIFY_RETRIES, DEFAULT_STUCK_AFTER, Delegation};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{EventRecord, Nobody, Observer, RunEvent};
+pub use gates::checks::{CheckSpec, Flaky};
+pub use gates::claims::ClaimsMode;
+pub use gates::criteria::Criterion;
+pub use gates::critic::{CriticSpec, CriticWhen, OnUnavailable};
+pub use gates::gaming::GamingMode;
+pub use gates::holdout::HoldoutSpec;
+pub use gates::plan::PlanStep;
+pub use gates::runner::{Runner, RunnerSetting};
 pub use guard::{ReviewProbe, ReviewState};
 pub use harness_hooks::{
     Changes, CriticOutcome, CriticReview, DelegateInfo, DelegationResult, Evidence, EvidenceResult,
     Request, ToolCall, ToolResult,
 };
+pub use overrides::Overrides;
 pub use pipeline::Pipeline;
 pub use policy::Policy;
 pub use project::{CommandIsolation, OverridePolicy, PROJECT_POLICY, ProjectPolicy};
@@ -89,7 +95,7 @@ pub use scope::{OnViolation, ScopeSpec};
 pub use shared::{
     ChildEvent, ChildObserver, ChildRecorder, RunStarted, StartRecorder, TraceIdReader, new_id,
 };
-pub use spec::DEFAULT_MAX_TURNS;
+pub use spec::{DEFAULT_MAX_TURNS, MAX_VERIFY_RETRIES};
 pub use tools::{Tool, ToolOutput, Toolbox};
 pub use tree::{DEFAULT_MAX_CHILDREN, DEFAULT_MAX_DEPTH, delegation_for};
 pub use verdict::{Decision, Finding, Severity, Source, Verdict};

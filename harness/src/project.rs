@@ -2,15 +2,17 @@
 //! delegation that runs there and the limits its scripts run under. Strict: unknown keys and
 //! values out of range are configuration errors naming the file, the key and the fix.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness_builtins::Limits;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::redact::Redactor;
+use crate::spec::{DelegationFile, parse_profiles};
 
 /// Where the project policy lives, relative to the workspace root.
 pub const PROJECT_POLICY: &str = ".harness/policy.yaml";
@@ -89,7 +91,7 @@ crate::gates::with_gate_keys! {
         /// The reviewer of delegations that name none; scripts it names are relative to
         /// .harness/.
         #[serde(default)]
-        critic: Option<crate::checks::RawCritic>,
+        critic: Option<crate::gates::critic::RawCritic>,
     }
 }
 
@@ -230,10 +232,10 @@ pub struct ProjectPolicy {
     pub overrides: OverridePolicy,
     /// `verification_defaults.critic`: the reviewer of delegations that name none (scripts
     /// relative to `.harness/`).
-    pub(crate) critic: Option<crate::checks::CriticSpec>,
+    pub(crate) critic: Option<crate::gates::critic::CriticSpec>,
     /// `delegates`: named child profiles for every delegation of the workspace that offers
     /// `delegate`, and for `harness mcp` (scripts relative to `.harness/`).
-    pub(crate) profiles: crate::tree::profile::PolicyProfiles,
+    pub(crate) profiles: PolicyProfiles,
 }
 
 /// Reads the scripts a policy names, relative to `base` (its directory), beneath it; `at` names
@@ -294,11 +296,11 @@ impl ProjectPolicy {
         let gates = defaults.take_gates();
         if let Some(n) = defaults
             .max_verify_retries
-            .filter(|n| *n > crate::delegation::MAX_VERIFY_RETRIES)
+            .filter(|n| *n > crate::spec::MAX_VERIFY_RETRIES)
         {
             return Err(Error::config(format!(
                 "project policy {file}: `verification_defaults.max_verify_retries` must be at most {}, got {n}",
-                crate::delegation::MAX_VERIFY_RETRIES
+                crate::spec::MAX_VERIFY_RETRIES
             )));
         }
         let at = format!("project policy {file}: `verification_defaults`");
@@ -306,16 +308,16 @@ impl ProjectPolicy {
         let read = script_reader(base, &at);
         let critic = defaults
             .critic
-            .map(|c| crate::checks::CriticSpec::parse(&at, c, &read, base))
+            .map(|c| crate::gates::critic::CriticSpec::parse(&at, c, &read, base))
             .transpose()?;
         // Read when a delegation that offers `delegate` (or `harness mcp`) uses them, so that a
         // profile whose model key is unset here does not stop every run of the workspace.
         let profiles = match raw.delegates {
-            Some(named) => crate::tree::profile::PolicyProfiles {
+            Some(named) => PolicyProfiles {
                 named,
                 source: path.to_path_buf(),
             },
-            None => crate::tree::profile::PolicyProfiles::default(),
+            None => PolicyProfiles::default(),
         };
         let gates = crate::gates::Gates::parse(&at, base, gates)?;
         let limits = limits(&file.to_string(), raw.limits.unwrap_or_default())?;
@@ -459,5 +461,29 @@ mod tests {
                 err.message()
             );
         }
+    }
+}
+
+/// The project policy's `delegates:` as written, read when a delegation uses them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PolicyProfiles {
+    pub(crate) named: Map<String, Value>,
+    /// The policy file (scripts are relative to its directory).
+    pub(crate) source: PathBuf,
+}
+
+impl PolicyProfiles {
+    /// Validates each profile, reading its scripts.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the policy, the profile and the key.
+    pub(super) fn read(&self) -> Result<Vec<(String, DelegationFile)>> {
+        if self.named.is_empty() {
+            return Ok(Vec::new());
+        }
+        let base = self.source.parent().unwrap_or(Path::new("."));
+        let at = format!("project policy {}", self.source.display());
+        let read = crate::project::script_reader(base, &at);
+        parse_profiles(&at, &self.source, self.named.clone(), base, &read)
     }
 }

@@ -176,7 +176,7 @@ async fn execute(
         plan: delegation
             .plan()
             .iter()
-            .map(crate::checks::PlanStep::to_json)
+            .map(crate::gates::plan::PlanStep::to_json)
             .collect(),
     });
     if delegation.require_checks()

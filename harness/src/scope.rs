@@ -647,6 +647,37 @@ impl ignore::ParallelVisitor for Visitor<'_> {
     }
 }
 
+/// What `lstat` says of a protected file, to see it change while the checks run; `None` when
+/// it does not exist.
+pub(crate) type Stamp = Option<(u64, i64, i64, i64, i64, u64, u32)>;
+
+/// Stamps `path` now.
+pub(crate) fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = path.symlink_metadata().ok()?;
+    Some((
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+        meta.ino(),
+        meta.mode(),
+    ))
+}
+
+/// The most bytes of a workspace file [`read_text`] reads.
+const MAX_FILE: u64 = 1024 * 1024;
+
+/// The text of `rel` beneath `root`, no link followed, at most [`MAX_FILE`] bytes; `None` for
+/// what cannot be read as text.
+pub(crate) fn read_text(root: &std::path::Path, rel: &str) -> Option<String> {
+    let file = harness_builtins::open_read_beneath(root, std::path::Path::new(rel)).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE), &mut bytes).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,12 +9,13 @@ use harness_builtins::{Capabilities, HostAllowList, Sandbox, Surface, Workspace}
 use harness_hooks::{Action, DelegationResult, Event as HookEvent, Request};
 
 use crate::cache::Key;
+use crate::checks::materials::Materials;
 use crate::conversation::{Message, ToolSpec};
 use crate::delegate::Delegate;
 use crate::delegation::Delegation;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::PolicyGuard;
-use crate::pipeline::{Materials, Pipeline};
+use crate::pipeline::Pipeline;
 use crate::policy::Policy;
 use crate::shared::Shared;
 use crate::tools::Toolbox;
@@ -288,11 +289,11 @@ async fn pre_hooks(
             "may change task, tools, args and max_verify_retries, not id or delegate".to_owned(),
         ));
     }
-    if after.max_verify_retries > crate::delegation::MAX_VERIFY_RETRIES {
+    if after.max_verify_retries > crate::spec::MAX_VERIFY_RETRIES {
         return Err(bad(format!(
             "set max_verify_retries to {}; at most {} are allowed",
             after.max_verify_retries,
-            crate::delegation::MAX_VERIFY_RETRIES
+            crate::spec::MAX_VERIFY_RETRIES
         )));
     }
     delegation.apply(after);

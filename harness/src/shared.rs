@@ -36,13 +36,13 @@ pub(crate) struct Shared {
     /// One lock per workspace for the delegations that can change files (DESIGN §4.8): a diff
     /// could not tell whose change it saw, so they observe a workspace one at a time.
     pub(crate) writers: std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
-    /// Reads the review state of a run journal ([`Runtime::watch_reviews`]).
+    /// Reads the review state of a run journal ([`Runtime::watch_reviews`](crate::Runtime::watch_reviews)).
     pub(crate) review: std::sync::OnceLock<Probe>,
-    /// Writes a run's row when it starts ([`Runtime::record_starts`]).
+    /// Writes a run's row when it starts ([`Runtime::record_starts`](crate::Runtime::record_starts)).
     pub(crate) starts: std::sync::OnceLock<Starts>,
-    /// Records a child run when it ends ([`Runtime::record_children`]).
+    /// Records a child run when it ends ([`Runtime::record_children`](crate::Runtime::record_children)).
     pub(crate) children: std::sync::OnceLock<Children>,
-    /// Shows a child run's events as they happen ([`Runtime::observe_children`]).
+    /// Shows a child run's events as they happen ([`Runtime::observe_children`](crate::Runtime::observe_children)).
     pub(crate) child_events: std::sync::OnceLock<ChildEvents>,
     /// Runs a delegation through the Ralph loop: a delegation tree's children run through it
     /// (`tree/family.rs`), so that the loop that calls a child is not a module the child's
@@ -84,7 +84,7 @@ pub struct ChildEvent<'a> {
 }
 
 /// Sees every recorded event of every child delegation as it happens (the progress of a tree;
-/// see [`Runtime::observe_children`]). Called from the children's tasks: it must be quick.
+/// see [`Runtime::observe_children`](crate::Runtime::observe_children)). Called from the children's tasks: it must be quick.
 pub type ChildObserver = Arc<dyn Fn(&ChildEvent<'_>) + Send + Sync>;
 
 /// A [`ChildRecorder`] the runtime holds.
@@ -133,7 +133,7 @@ pub struct RunStarted<'a> {
 }
 
 /// Writes the row of a run that has started into the run journal at the path it is given (see
-/// [`Runtime::record_starts`]); the run's delegate starts once the future it returns resolves.
+/// [`Runtime::record_starts`](crate::Runtime::record_starts)); the run's delegate starts once the future it returns resolves.
 pub type StartRecorder = Arc<
     dyn Fn(&Path, &RunStarted<'_>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>
         + Send
@@ -161,7 +161,7 @@ impl Shared {
         }
     }
 
-    /// True when child runs are recorded ([`Runtime::record_children`] was called).
+    /// True when child runs are recorded ([`Runtime::record_children`](crate::Runtime::record_children) was called).
     pub(crate) fn records_children(&self) -> bool {
         self.children.get().is_some()
     }

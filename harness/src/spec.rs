@@ -14,13 +14,18 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::checks::{CriticSpec, PlanStep, RawCritic, RawPlan};
 use crate::config::{ReadScript, present_string, seconds, string_only};
 use crate::delegate::{DelegateConfig, RawDelegate};
 use crate::error::{Error, Result};
 use crate::gates::Gates;
+use crate::gates::critic::{CriticSpec, RawCritic};
+use crate::gates::plan::{PlanStep, RawPlan};
 use crate::tools::{Tool, ToolVerifiers};
+use crate::tree::profile::{NOT_IN_PROFILE, PROFILE_TASK};
 use crate::verifier::VerifySource;
+
+/// The most `max_verify_retries` a delegation may ask for, however it asks.
+pub const MAX_VERIFY_RETRIES: u32 = 100;
 
 const KEYS_HINT: &str = "every key of a delegation file: docs/reference.md#the-delegation-file";
 
@@ -386,7 +391,7 @@ impl DelegationFile {
         crate::tree::profile::check_offer(&file, offers, &delegate, raw.delegates.is_some())?;
         let profiles = match raw.delegates {
             None => Vec::new(),
-            Some(named) => crate::tree::profile::parse_profiles(&file, source, named, base, read)?,
+            Some(named) => parse_profiles(&file, source, named, base, read)?,
         };
         Ok(DelegationFile {
             source: source.to_path_buf(),
@@ -440,4 +445,72 @@ fn shape_error(
     };
     let what = crate::plain::plain(&what.to_string());
     Error::config(format!("{label}: {place}{what} ({KEYS_HINT})"))
+}
+
+/// Reads `delegates:`: each entry a delegation without its task, validated now (its scripts
+/// read now, so a delegate that rewrites them later changes nothing).
+///
+/// # Errors
+/// [`ErrorKind::Config`](crate::ErrorKind::Config) naming the profile and the key.
+pub(crate) fn parse_profiles(
+    file: &str,
+    source: &Path,
+    named: Map<String, Value>,
+    base: &Path,
+    read: &ReadScript<'_>,
+) -> Result<Vec<(String, DelegationFile)>> {
+    let mut profiles = Vec::new();
+    for (name, value) in named {
+        let at = format!("{file}: `delegates.{name}`");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(Error::config(format!(
+                "{at}: a profile name is letters, digits, `-` and `_`"
+            )));
+        }
+        let Value::Object(mut map) = value else {
+            return Err(Error::config(format!(
+                "{at}: expected a mapping like a delegation file without `task` (at least `delegate:`), got {value}"
+            )));
+        };
+        if let Some((key, why)) = NOT_IN_PROFILE.iter().find(|(k, _)| map.contains_key(*k)) {
+            return Err(Error::config(format!(
+                "{at}: `{key}` is not allowed in a profile: {why}"
+            )));
+        }
+        map.insert("task".to_owned(), Value::String(PROFILE_TASK.to_owned()));
+        // A script the profile names is read by the file's reader, which names the file only.
+        let profile = DelegationFile::from_json(source, &at, Value::Object(map), base, read)
+            .map_err(|e| match e.message().strip_prefix(&format!("{file}: ")) {
+                Some(rest) if !rest.starts_with('`') || !rest.contains("delegates.") => {
+                    Error::config(format!("{at}: {rest}"))
+                }
+                _ => e,
+            })?;
+        profiles.push((name, profile));
+    }
+    Ok(profiles)
+}
+
+/// The script files a delegation (or a child profile) reads: its verifier, its per-tool
+/// verifiers, and the scripts of a scripted delegate and critic.
+pub(crate) fn script_paths(
+    verify: Option<&VerifySource>,
+    tool_verifiers: &[(String, VerifySource)],
+    delegate: &DelegateConfig,
+    critic: Option<&CriticSpec>,
+) -> Vec<PathBuf> {
+    let verifiers = verify
+        .into_iter()
+        .chain(tool_verifiers.iter().map(|(_, v)| v));
+    let mut paths: Vec<PathBuf> = verifiers.filter_map(|v| v.path.clone()).collect();
+    for delegate in std::iter::once(delegate).chain(critic.and_then(|c| c.delegate.as_ref())) {
+        if let DelegateConfig::Scripted { path, .. } = delegate {
+            paths.push(path.clone());
+        }
+    }
+    paths
 }

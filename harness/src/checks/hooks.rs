@@ -36,7 +36,7 @@ impl PostVerifyHooks {
 /// # Errors
 /// Never; the signature is every stage's.
 pub(crate) fn stage(
-    m: &mut crate::pipeline::Materials<'_>,
+    m: &mut crate::checks::materials::Materials<'_>,
 ) -> crate::error::Result<Option<Box<dyn Check>>> {
     Ok(m.policy
         .and_then(|p| PostVerifyHooks::from_policy(p, m.names))

@@ -3,6 +3,7 @@
 //! orders them by authority and turns what they found into a verdict.
 
 pub(crate) mod claims;
+pub(crate) mod collect;
 pub(crate) mod commands;
 pub(crate) mod criteria;
 pub(crate) mod critic;
@@ -10,28 +11,19 @@ pub(crate) mod evidence_rules;
 pub(crate) mod gaming;
 pub(crate) mod holdout;
 pub(crate) mod hooks;
+pub(crate) mod launch;
+pub(crate) mod materials;
 pub(crate) mod runner;
 pub(crate) mod scope;
 pub(crate) mod verifier;
 
+pub use claims::Claim;
 pub use claims::describe as claims_rule;
-pub use claims::{Claim, ClaimsMode};
-pub use commands::{CheckSpec, Flaky};
-pub(crate) use commands::{RawCheck, confirm};
-pub use criteria::Criterion;
-pub(crate) use criteria::CriterionForm;
-pub(crate) use critic::RawCritic;
-pub use critic::{
-    CriticSpec, CriticWhen, OnUnavailable, REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION,
-    review_template_sha256,
-};
-pub use evidence_rules::PlanStep;
-pub(crate) use evidence_rules::RawPlan;
-pub use gaming::{GamingMode, describe as gaming_rule};
-pub(crate) use holdout::HoldoutForm;
-pub use holdout::{HoldoutSpec, shareable_evidence};
+pub use critic::{REVIEW_TEMPLATE, REVIEW_TEMPLATE_VERSION, review_template_sha256};
+pub use gaming::describe as gaming_rule;
+pub use holdout::shareable_evidence;
 pub(crate) use hooks::PostVerifyHooks;
-pub use runner::{BaseTests, Runner, RunnerSetting, TestCounts};
+pub use runner::{BaseTests, TestCounts};
 pub(crate) use scope::Baseline;
 pub(crate) use verifier::InlineVerifier;
 
@@ -63,7 +55,7 @@ pub(crate) struct Subject<'e> {
     pub(crate) head_moved: Option<bool>,
     /// The gate inputs as observation stamped them after the attempt, for the re-check after
     /// the checks.
-    pub(crate) gate_stamps: Vec<(std::path::PathBuf, scope::Stamp)>,
+    pub(crate) gate_stamps: Vec<(std::path::PathBuf, crate::scope::Stamp)>,
     /// The workspace root (set by observation), for messages.
     pub(crate) workspace_root: std::path::PathBuf,
     /// Set by a stage that ends the delegation at once (a scope violation under

@@ -17,7 +17,7 @@ use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
 use crate::integrity::{GateInputs, always_protected};
-use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot};
+use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot, Stamp, stamp};
 use crate::verdict::{Finding, Source};
 
 /// The baseline and what judges a diff against it, as a pipeline stage.
@@ -38,25 +38,6 @@ pub(crate) struct ObserveStage {
     started: std::time::SystemTime,
     /// The protected files of the baseline, worked out once.
     guarded: std::sync::OnceLock<Vec<String>>,
-}
-
-/// What `lstat` says of a protected file, to see it change while the checks run; `None` when
-/// it does not exist.
-pub(crate) type Stamp = Option<(u64, i64, i64, i64, i64, u64, u32)>;
-
-/// Stamps `path` now.
-fn stamp(path: &Path) -> Stamp {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = path.symlink_metadata().ok()?;
-    Some((
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec(),
-        meta.ino(),
-        meta.mode(),
-    ))
 }
 
 /// Stage 2 ends with this: the gate inputs stamped after the attempt are stamped again once
@@ -562,7 +543,9 @@ fn why_each(items: &[(String, String)]) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::Config`] for a scope that does not compile.
-pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+pub(crate) fn stage(
+    m: &mut crate::checks::materials::Materials<'_>,
+) -> Result<Option<Box<dyn Check>>> {
     let delegation = m.delegation;
     if !delegation.observe() {
         m.warnings.push(format!(
@@ -591,7 +574,9 @@ pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box
 ///
 /// # Errors
 /// Never; the signature is every stage's.
-pub(crate) fn recheck(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+pub(crate) fn recheck(
+    m: &mut crate::checks::materials::Materials<'_>,
+) -> Result<Option<Box<dyn Check>>> {
     Ok((m.observed && !m.delegation.checks().is_empty())
         .then(|| Box::new(GateRecheck) as Box<dyn Check>))
 }

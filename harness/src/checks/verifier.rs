@@ -21,7 +21,7 @@ pub(crate) struct InlineVerifier(pub(crate) Verifier, pub(crate) Redactor);
 /// # Errors
 /// Never; the signature is every stage's.
 pub(crate) fn stage(
-    m: &mut crate::pipeline::Materials<'_>,
+    m: &mut crate::checks::materials::Materials<'_>,
 ) -> crate::error::Result<Option<Box<dyn Check>>> {
     Ok(m.verifier
         .take()

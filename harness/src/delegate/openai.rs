@@ -20,7 +20,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The default number of transport retries after the first try.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
-/// The default first backoff delay; later ones double up to [`MAX_BACKOFF`].
+/// The default first backoff delay; later ones double up to [`MAX_BACKOFF`](super::transport::MAX_BACKOFF).
 pub const DEFAULT_RETRY_BASE: Duration = Duration::from_millis(500);
 /// Reads the API key from the environment variable `var`: set and not empty, or a message saying
 /// which variable is missing and the fix. Never an unauthenticated request by accident.
@@ -55,7 +55,7 @@ pub struct OpenAiSpec {
     /// Transport retries after the first try (connection errors, timeouts, 408, 429, 5xx).
     pub max_retries: u32,
     /// First backoff delay between tries (default [`DEFAULT_RETRY_BASE`]); each later one
-    /// doubles, up to [`MAX_BACKOFF`], with jitter. A server's `Retry-After` takes precedence.
+    /// doubles, up to [`MAX_BACKOFF`](super::transport::MAX_BACKOFF), with jitter. A server's `Retry-After` takes precedence.
     pub retry_base: Duration,
 }
 

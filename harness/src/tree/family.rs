@@ -11,11 +11,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tracing::Instrument as _;
 
-use crate::assembly::Overrides;
 use crate::config::ReadScript;
 use crate::delegation::Delegation;
 use crate::error::Error;
 use crate::gates::{Gates, RawGates};
+use crate::overrides::Overrides;
 use crate::project::ProjectPolicy;
 use crate::report::Report;
 use crate::shared::Shared;
@@ -24,7 +24,8 @@ use crate::tools::ToolOutput;
 use crate::verifier::VerifySource;
 
 use super::isolate::{Applied, Isolated};
-use super::profile::{DEFAULT_MAX_CHILDREN, Tree};
+use super::place::Tree;
+use super::profile::DEFAULT_MAX_CHILDREN;
 /// A `delegate` call's arguments.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

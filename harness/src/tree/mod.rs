@@ -18,6 +18,7 @@
 
 pub(crate) mod family;
 pub(crate) mod isolate;
+pub(crate) mod place;
 pub(crate) mod profile;
 
 pub use family::delegation_for;

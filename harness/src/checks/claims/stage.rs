@@ -8,11 +8,12 @@ use harness_hooks::{Evidence, EvidenceResult};
 use super::extract::claims;
 use super::judge::unsupported_all;
 use super::reading::MAX_ANSWER_BYTES;
-use super::{Claim, Claimed, ClaimsMode, Ground};
+use super::{Claim, Claimed, Ground};
 use crate::checks::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::Result;
 use crate::events::RunEvent;
+use crate::gates::claims::ClaimsMode;
 use crate::verdict::{Finding, Source};
 
 /// Unsupported claims reported per attempt, at most.
@@ -45,7 +46,9 @@ impl ClaimsStage {
 ///
 /// # Errors
 /// Never; the signature is every stage's.
-pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+pub(crate) fn stage(
+    m: &mut crate::checks::materials::Materials<'_>,
+) -> Result<Option<Box<dyn Check>>> {
     Ok(
         ClaimsStage::from_spec(m.delegation.claims(), m.workspace.root())
             .map(|c| Box::new(c) as Box<dyn Check>),

@@ -30,46 +30,10 @@ use super::{Check, Subject};
 use crate::delegate::BoxFuture;
 use crate::error::{Error, Result};
 use crate::events::RunEvent;
+use crate::gates::gaming::GamingMode;
 use crate::integrity::GateInputs;
+use crate::scope::read_text;
 use crate::verdict::{Finding, Source as FindingSource};
-
-/// `gaming:` — what the stage's findings do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum GamingMode {
-    /// They fail the attempt (the default).
-    #[default]
-    Blocking,
-    /// They are said and the run passes with debt, awaiting a human's review.
-    Advisory,
-    /// The stage does not run.
-    Off,
-}
-
-impl GamingMode {
-    /// Reads `gaming:` as written at `at`.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Config`](crate::ErrorKind::Config) for another value.
-    pub(crate) fn parse(at: &str, value: &str) -> Result<Self> {
-        match value {
-            "blocking" => Ok(GamingMode::Blocking),
-            "advisory" => Ok(GamingMode::Advisory),
-            "off" => Ok(GamingMode::Off),
-            other => Err(Error::config(format!(
-                "{at}: `gaming` is {other:?}; use `blocking` (the default: code that games the tests fails the attempt), `advisory` (the run passes with debt and waits for a human) or `off`"
-            ))),
-        }
-    }
-
-    /// Its name as written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GamingMode::Blocking => "blocking",
-            GamingMode::Advisory => "advisory",
-            GamingMode::Off => "off",
-        }
-    }
-}
 
 /// A file the delegate changed, as the rules read it.
 #[derive(Debug)]
@@ -565,18 +529,6 @@ pub(crate) fn added_lines(diffs: &[String]) -> BTreeMap<String, BTreeSet<usize>>
     files
 }
 
-/// The most bytes of a changed file the stage reads.
-const MAX_FILE: u64 = 1024 * 1024;
-
-/// The text of `rel` beneath `root`, no link followed, at most [`MAX_FILE`] bytes; `None` for
-/// what cannot be read as text.
-pub(crate) fn read_text(root: &std::path::Path, rel: &str) -> Option<String> {
-    let file = harness_builtins::open_read_beneath(root, std::path::Path::new(rel)).ok()?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE), &mut bytes).ok()?;
-    String::from_utf8(bytes).ok()
-}
-
 /// The gaming stage.
 #[derive(Debug)]
 pub(crate) struct GamingStage {
@@ -617,7 +569,9 @@ impl GamingStage {
 ///
 /// # Errors
 /// Never; the signature is every stage's.
-pub(crate) fn stage(m: &mut crate::pipeline::Materials<'_>) -> Result<Option<Box<dyn Check>>> {
+pub(crate) fn stage(
+    m: &mut crate::checks::materials::Materials<'_>,
+) -> Result<Option<Box<dyn Check>>> {
     Ok(GamingStage::from_spec(
         m.delegation.gaming(),
         std::sync::Arc::clone(&m.gate),

@@ -1,11 +1,30 @@
 //! The gates a delegation file or a project policy's `verification_defaults` names — `checks`,
 //! `criteria`, `require_checks`, `scope`, `stuck_after`, `observe`, `protect`, `claims`,
-//! `confirm`, `flaky`, `gaming`, `holdout` — validated, each `None` when not given, so that a request's keys override
-//! the project's defaults one by one.
+//! `confirm`, `flaky`, `gaming`, `holdout` — validated, each `None` when not given, so that a
+//! request's keys override the project's defaults one by one.
+//!
+//! Each key's settings as written and as read live in a file of their own here (`checks`,
+//! `criteria`, `critic`, `plan`, `gaming`, `holdout`, `runner`): data and validation only. The
+//! stages that act on them are under [`crate::checks`], which depends on this module and never
+//! the other way round, so the delegation file, the project policy and tree profiles read their
+//! settings without reaching any stage's code.
 
-use crate::checks::{CheckSpec, ClaimsMode, Criterion, Flaky, GamingMode, HoldoutSpec};
+pub(crate) mod checks;
+pub(crate) mod claims;
+pub(crate) mod criteria;
+pub(crate) mod critic;
+pub(crate) mod gaming;
+pub(crate) mod holdout;
+pub(crate) mod plan;
+pub(crate) mod runner;
+
 use crate::error::{Error, Result};
 use crate::scope::ScopeSpec;
+use checks::{CheckSpec, Flaky};
+use claims::ClaimsMode;
+use criteria::Criterion;
+use gaming::GamingMode;
+use holdout::HoldoutSpec;
 
 /// The gates of one file, validated.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,10 +84,10 @@ macro_rules! with_gate_keys {
             $($body)*
             /// Commands judged by exit code on every attempt, before the verifier.
             #[serde(default)]
-            pub(crate) checks: Option<Vec<crate::checks::RawCheck>>,
+            pub(crate) checks: Option<Vec<crate::gates::checks::RawCheck>>,
             /// Facts each attempt must make true, each leaving an evidence record.
             #[serde(default)]
-            #[schemars(with = "Option<Vec<crate::checks::CriterionForm>>")]
+            #[schemars(with = "Option<Vec<crate::gates::criteria::CriterionForm>>")]
             pub(crate) criteria: Option<Vec<serde_json::Value>>,
             /// True: a delegation with no checks and no criteria ends failed, kind no_gate,
             /// before the delegate runs (default false).
@@ -114,7 +133,7 @@ macro_rules! with_gate_keys {
             pub(crate) gaming: Option<String>,
             /// Checks whose tests the delegate never sees (`files: DIR` outside the workspace).
             #[serde(default)]
-            #[schemars(with = "Option<Vec<crate::checks::HoldoutForm>>")]
+            #[schemars(with = "Option<Vec<crate::gates::holdout::HoldoutForm>>")]
             pub(crate) holdout: Option<Vec<serde_json::Value>>,
         }
     };
@@ -155,10 +174,7 @@ impl Gates {
                 .claims
                 .map(|c| ClaimsMode::parse(file, &c))
                 .transpose()?,
-            confirm: raw
-                .confirm
-                .map(|n| crate::checks::confirm(file, n))
-                .transpose()?,
+            confirm: raw.confirm.map(|n| checks::confirm(file, n)).transpose()?,
             flaky: raw.flaky.map(|f| Flaky::parse(file, &f)).transpose()?,
             gaming: raw
                 .gaming
