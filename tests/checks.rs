@@ -881,3 +881,84 @@ fn bad_tool_entries_are_usage_errors_and_a_broken_tool_verifier_stops_the_run() 
     out.expect_code(3);
     assert_eq!(report["error"]["kind"], json!("verifier"), "{out:?}");
 }
+
+/// What a check cost the machine (issue 48, spend per verification loop): the CPU time of its
+/// command and of every process that command waited for — not its wall time — is recorded with
+/// it, shown on its progress line, summed per attempt and per run in `runs show`, and sealed in
+/// the export's events. A busy check is charged for the work its child did; a check that only
+/// waits is charged next to nothing however long it takes.
+#[test]
+fn each_check_is_charged_the_cpu_its_processes_used_not_its_wall_time() {
+    // The loop runs in a child shell the check's own shell waits for.
+    let busy = "sh -c 'i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done'";
+    let dir = delegation(
+        DONE,
+        &format!("  - {{name: busy, run: \"{busy}\"}}\n  - {{name: idle, run: \"sleep 1\"}}\n"),
+    );
+    let (out, report) = run(&dir);
+    out.expect_code(0);
+    let id = report["id"].as_str().expect("id").to_owned();
+
+    let export = harness(["runs", "export", &id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    export.expect_code(0);
+    let events = export.json()["events"].clone();
+    let completed = |name: &str| {
+        events
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["type"] == "CheckCompleted" && e["data"]["check_name"] == name)
+            .map(|e| e["data"].clone())
+            .unwrap_or_else(|| panic!("no CheckCompleted for {name} in {events}"))
+    };
+    let (busy, idle) = (completed("busy"), completed("idle"));
+    let figure =
+        |e: &Value, key: &str| e[key].as_u64().unwrap_or_else(|| panic!("no {key} in {e}"));
+    assert!(
+        figure(&busy, "cpu_ms") >= 100,
+        "the child's loop is counted: {busy}"
+    );
+    assert!(
+        figure(&busy, "cpu_ms") <= figure(&busy, "duration_ms") + 50,
+        "one shell at a time cannot use more CPU than wall time: {busy}"
+    );
+    assert!(figure(&idle, "duration_ms") >= 900, "{idle}");
+    assert!(figure(&idle, "cpu_ms") < 200, "sleeping is not CPU: {idle}");
+
+    // The export with the figures still audits: they are sealed with the events.
+    let path = dir.join("export.json");
+    std::fs::write(&path, &export.stdout).expect("write export");
+    harness(["audit"]).args([&path]).run().expect_code(0);
+
+    let shown = harness(["runs", "show", "--json", "--journal"])
+        .args([dir.join("runs.db").display().to_string(), id.clone()])
+        .run();
+    shown.expect_code(0);
+    let spend = &shown.json()["spend"];
+    let total = figure(&busy, "cpu_ms") + figure(&idle, "cpu_ms");
+    assert_eq!(
+        spend["attempts"][0]["check_cpu_ms"],
+        json!(total),
+        "{spend}"
+    );
+    assert_eq!(spend["run"]["check_cpu_ms"], json!(total), "{spend}");
+    let table = harness(["runs", "show", "--journal"])
+        .args([dir.join("runs.db").display().to_string(), id])
+        .run();
+    table.expect_code(0);
+    assert!(table.stdout.contains("CHECK CPU"), "{table:?}");
+    // The progress line says it beside the wall time.
+    let progress = harness(["run", "--no-journal"])
+        .args([dir.join("delegation.yaml")])
+        .run();
+    progress.expect_code(0);
+    assert!(
+        progress
+            .stderr
+            .lines()
+            .any(|l| l.contains("check busy: passed in") && l.contains("s (CPU ")),
+        "{progress:?}"
+    );
+}

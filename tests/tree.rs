@@ -730,22 +730,41 @@ fn fan_project(dir: &TempDir, calls: &str, check: &str) {
     );
 }
 
-/// The `[started, ended]` times (RFC 3339, milliseconds) of check `name` in run `id`'s record.
-fn check_window(dir: &TempDir, id: &str, name: &str) -> (String, String) {
+/// The events of run `id`'s export.
+fn exported_events(dir: &TempDir, id: &str) -> Vec<Value> {
     let export = harness(["runs", "export", id, "--journal"])
         .args([dir.join("runs.db")])
         .run()
         .json();
-    let events = export["events"].as_array().expect("events");
+    export["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// The event `kind` of check `name` in run `id`'s record.
+fn check_event(dir: &TempDir, id: &str, kind: &str, name: &str) -> Value {
+    let events = exported_events(dir, id);
+    events
+        .iter()
+        .find(|e| e["type"] == kind && e["data"]["check_name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind} of {name} in {id}: {events:?}"))
+}
+
+/// The `[started, ended]` times (RFC 3339, milliseconds) of check `name` in run `id`'s record.
+fn check_window(dir: &TempDir, id: &str, name: &str) -> (String, String) {
     let at = |kind: &str| {
-        events
-            .iter()
-            .find(|e| e["type"] == kind && e["data"]["check_name"] == name)
-            .and_then(|e| e["at"].as_str())
-            .unwrap_or_else(|| panic!("no {kind} of {name} in {id}: {export}"))
+        check_event(dir, id, kind, name)["at"]
+            .as_str()
+            .expect("at")
             .to_owned()
     };
     (at("CheckStarted"), at("CheckCompleted"))
+}
+
+/// The CPU milliseconds check `name` of run `id` recorded (its `CheckCompleted` event).
+fn check_cpu(dir: &TempDir, id: &str, name: &str) -> Value {
+    let data = check_event(dir, id, "CheckCompleted", name)["data"].clone();
+    assert!(data["cpu_ms"].is_u64(), "no cpu_ms: {data}");
+    data["cpu_ms"].clone()
 }
 
 #[test]
@@ -768,6 +787,7 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
     let results = tool_results(&report);
     assert_eq!(results.len(), 3, "{report}");
     let mut windows = Vec::new();
+    let mut cpu = Vec::new();
     for (result, (file, word)) in
         results
             .iter()
@@ -789,6 +809,7 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
             child["id"].as_str().expect("id"),
             "slow",
         ));
+        cpu.push(check_cpu(&dir, child["id"].as_str().expect("id"), "slow"));
         // Its record names the workspace its changes landed in.
         let recorded = by_id(&runs(&dir), &child["id"]).clone();
         assert_eq!(
@@ -807,6 +828,25 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
     assert!(
         last_start < first_end,
         "the children took turns: {windows:?}"
+    );
+    // The parent's spend charges each child the CPU its check used, as the child recorded it.
+    let shown = harness(["runs", "show", "--json"])
+        .args([report["id"].as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run()
+        .json();
+    let charged: Vec<Value> = shown["spend"]["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .map(|c| c["check_cpu_ms"].clone())
+        .collect();
+    assert_eq!(charged, cpu, "{shown}");
+    let sum: u64 = cpu.iter().filter_map(Value::as_u64).sum();
+    assert_eq!(
+        shown["spend"]["tree"]["check_cpu_ms"],
+        json!(sum),
+        "{shown}"
     );
     // Every copy was removed with its child.
     let left: Vec<_> = std::fs::read_dir(dir.join("tmp"))
@@ -1054,7 +1094,7 @@ fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
         json!([{"id": child["id"], "outcome": "error", "kind": "budget",
             "input_tokens": grandchild["usage"]["input_tokens"], "cached_input_tokens": 0,
             "output_tokens": grandchild["usage"]["output_tokens"],
-            "duration_ms": child["duration_ms"], "descendants": 1}]),
+            "duration_ms": child["duration_ms"], "check_cpu_ms": 0, "descendants": 1}]),
         "{spend}"
     );
     assert_eq!(spend["run"]["input_tokens"], json!(0), "{spend}");

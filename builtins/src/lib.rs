@@ -23,6 +23,8 @@
 
 mod capabilities;
 pub mod citation;
+#[allow(unsafe_code)] // see the module's docs
+mod cpu;
 mod engine;
 mod error;
 #[allow(unsafe_code)] // see the module's docs

@@ -109,6 +109,11 @@ pub enum RunEvent {
         counts: Option<String>,
         /// How long it took.
         duration_ms: u64,
+        /// CPU time (user and system, milliseconds) of its command and every process that
+        /// command waited for, over all its runs; absent where the kernel does not say (a
+        /// timeout, an older kernel) and for criteria that run no command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu_ms: Option<u64>,
     },
     /// The claims stage read the answer's side-effect claims and checked them.
     ClaimsChecked {
@@ -147,6 +152,11 @@ pub enum RunEvent {
         /// or why a run that exited 0 did not pass (`pytest exited 0 without its report …`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         runner: Option<String>,
+        /// CPU time (user and system, milliseconds) of its command and every process that
+        /// command waited for, over all its runs; absent where the kernel does not say (a
+        /// timeout, an older kernel) and for criteria that run no command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu_ms: Option<u64>,
     },
     /// The pipeline began judging an attempt.
     VerificationStarted,

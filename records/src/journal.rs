@@ -99,6 +99,16 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE attempts ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;",
 ];
 
+/// The CPU milliseconds of a `delegations` row's checks and holdouts, summed from its recorded
+/// events (`CheckCompleted`/`HoldoutCompleted` `cpu_ms`), as an SQL expression.
+macro_rules! check_cpu_sql {
+    () => {
+        "(SELECT COALESCE(SUM(json_extract(e.value, '$.cpu_ms')), 0) FROM json_each(
+            CASE WHEN json_valid(delegations.events) THEN delegations.events ELSE '[]' END) e
+            WHERE json_extract(e.value, '$.type') IN ('CheckCompleted', 'HoldoutCompleted'))"
+    };
+}
+
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -317,13 +327,15 @@ pub struct TreeNode {
     pub usage: Usage,
     /// How long it ran.
     pub duration: Duration,
+    /// CPU time of its own checks and holdouts (their `cpu_ms`), in milliseconds.
+    pub check_cpu_ms: u64,
     /// The runs it delegated to, oldest first.
     pub children: Vec<TreeNode>,
 }
 
 impl TreeNode {
-    /// As JSON: `{id, outcome, kind, attempts, task, usage, duration_ms, children}`, `usage`
-    /// its own tokens.
+    /// As JSON: `{id, outcome, kind, attempts, task, usage, duration_ms, check_cpu_ms,
+    /// children}`, `usage` and `check_cpu_ms` its own.
     pub fn to_json(&self) -> Value {
         json!({
             "id": self.id,
@@ -337,6 +349,7 @@ impl TreeNode {
                 "output_tokens": self.usage.output_tokens,
             },
             "duration_ms": millis(self.duration),
+            "check_cpu_ms": self.check_cpu_ms,
             "children": self.children.iter().map(TreeNode::to_json).collect::<Vec<_>>(),
         })
     }
@@ -349,16 +362,19 @@ impl TreeNode {
         self.children.iter().find_map(|child| child.find(id))
     }
 
-    /// Tokens this run and every run under it spent, and how many runs that is.
-    pub fn subtree(&self) -> (Usage, u64) {
+    /// Tokens and check CPU milliseconds this run and every run under it spent, and how many
+    /// runs that is.
+    pub fn subtree(&self) -> (Usage, u64, u64) {
         let mut usage = self.usage;
+        let mut cpu = self.check_cpu_ms;
         let mut runs = 1;
         for child in &self.children {
-            let (theirs, count) = child.subtree();
+            let (theirs, their_cpu, count) = child.subtree();
             usage.add(theirs);
+            cpu = cpu.saturating_add(their_cpu);
             runs += count;
         }
-        (usage, runs)
+        (usage, cpu, runs)
     }
 
     /// The tree as lines, one per run, drawn with `├─`/`└─`; the run `marked` says so.
@@ -905,23 +921,35 @@ impl Journal {
     }
 
     /// One run of a tree, with the run it was delegated from.
+    ///
+    /// Its check CPU is summed from the recorded events (`check_cpu_sql!`), so a journal of any
+    /// version has it (0 for runs recorded before checks' CPU was measured).
     fn tree_node(&self, id: &str) -> rusqlite::Result<Option<(TreeNode, Option<String>)>> {
         let mut statement = self.conn.prepare_cached(match user_version(&self.conn)? {
             8.. => {
-                "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
+                concat!(
+                    "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
                     parent_id, input_tokens, output_tokens, requests, duration_ms,
-                    cached_input_tokens
-                    FROM delegations WHERE id = ?1"
+                    cached_input_tokens, ",
+                    check_cpu_sql!(),
+                    " FROM delegations WHERE id = ?1"
+                )
             }
             7 => {
-                "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
-                    parent_id, input_tokens, output_tokens, requests, duration_ms, 0
-                    FROM delegations WHERE id = ?1"
+                concat!(
+                    "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
+                    parent_id, input_tokens, output_tokens, requests, duration_ms, 0, ",
+                    check_cpu_sql!(),
+                    " FROM delegations WHERE id = ?1"
+                )
             }
             _ => {
-                "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
-                    NULL, input_tokens, output_tokens, requests, duration_ms, 0
-                    FROM delegations WHERE id = ?1"
+                concat!(
+                    "SELECT id, outcome, error_kind, attempts, json_extract(request, '$.task'),
+                    NULL, input_tokens, output_tokens, requests, duration_ms, 0, ",
+                    check_cpu_sql!(),
+                    " FROM delegations WHERE id = ?1"
+                )
             }
         })?;
         statement
@@ -940,6 +968,7 @@ impl Journal {
                             cached_input_tokens: count(row.get(10)?),
                         },
                         duration: Duration::from_millis(count(row.get(9)?)),
+                        check_cpu_ms: count(row.get(11)?),
                         children: Vec::new(),
                     },
                     row.get(5)?,

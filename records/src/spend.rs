@@ -1,5 +1,5 @@
 //! What a run spent (issue 48, spend per verification loop): tokens and wall time per attempt,
-//! with the time its checks took; each child's whole subtree; the run alone and with everything
+//! with the time its checks took and the CPU time its checks and holdouts used; each child's whole subtree; the run alone and with everything
 //! under it. Read from the record and the journal's tree, so every recorded run has it.
 
 use serde_json::{Value, json};
@@ -19,16 +19,21 @@ pub struct Cost {
     pub output_tokens: u64,
     /// Wall time, in milliseconds.
     pub duration_ms: u64,
+    /// CPU time (user + system) of the checks and holdouts run, in milliseconds: each one's
+    /// command and every process it waited for (0 where the kernel did not say, and in records
+    /// made before it was measured).
+    pub check_cpu_ms: u64,
 }
 
 impl Cost {
-    /// The tokens of `usage`, over `duration_ms`.
-    fn of(usage: Usage, duration_ms: u64) -> Self {
+    /// The tokens of `usage`, over `duration_ms`, with `check_cpu_ms` of checks.
+    fn of(usage: Usage, duration_ms: u64, check_cpu_ms: u64) -> Self {
         Cost {
             input_tokens: usage.input_tokens,
             cached_input_tokens: usage.cached_input_tokens,
             output_tokens: usage.output_tokens,
             duration_ms,
+            check_cpu_ms,
         }
     }
 
@@ -93,19 +98,19 @@ impl Spend {
             .attempts
             .iter()
             .map(|attempt| {
+                let of_attempt =
+                    |e: &&Value| e["attempt"].as_u64() == Some(u64::from(attempt.attempt));
                 let (checks, checks_ms) = record
                     .events
                     .iter()
-                    .filter(|e| {
-                        e["type"] == "CheckCompleted"
-                            && e["attempt"].as_u64() == Some(u64::from(attempt.attempt))
-                    })
+                    .filter(|e| e["type"] == "CheckCompleted" && of_attempt(e))
                     .fold((0, 0), |(n, ms), e| {
                         (n + 1, ms + e["duration_ms"].as_u64().unwrap_or(0))
                     });
+                let cpu = check_cpu_ms(record.events.iter().filter(of_attempt));
                 AttemptSpend {
                     attempt: attempt.attempt + 1,
-                    cost: Cost::of(attempt.usage, millis(attempt.duration)),
+                    cost: Cost::of(attempt.usage, millis(attempt.duration), cpu),
                     checks_ms,
                     checks,
                     stages: attempt.verdict.as_ref().map_or_else(Vec::new, |v| {
@@ -117,19 +122,23 @@ impl Spend {
                 }
             })
             .collect();
-        let run = Cost::of(record.usage, millis(record.duration));
+        let run = Cost::of(
+            record.usage,
+            millis(record.duration),
+            check_cpu_ms(record.events.iter()),
+        );
         let node = tree.and_then(|t| t.find(&record.id));
         let children: Vec<ChildSpend> = node
             .map(|n| n.children.as_slice())
             .unwrap_or_default()
             .iter()
             .map(|child| {
-                let (usage, runs) = child.subtree();
+                let (usage, cpu, runs) = child.subtree();
                 ChildSpend {
                     id: child.id.clone(),
                     outcome: child.outcome.clone(),
                     kind: child.error_kind.clone(),
-                    cost: Cost::of(usage, millis(child.duration)),
+                    cost: Cost::of(usage, millis(child.duration), cpu),
                     descendants: runs - 1,
                 }
             })
@@ -140,6 +149,7 @@ impl Spend {
             whole.input_tokens += child.cost.input_tokens;
             whole.cached_input_tokens += child.cost.cached_input_tokens;
             whole.output_tokens += child.cost.output_tokens;
+            whole.check_cpu_ms = whole.check_cpu_ms.saturating_add(child.cost.check_cpu_ms);
             runs += 1 + child.descendants;
         }
         Spend {
@@ -162,6 +172,7 @@ impl Spend {
                 "cached_input_tokens": c.cached_input_tokens,
                 "output_tokens": c.output_tokens,
                 "duration_ms": c.duration_ms,
+                "check_cpu_ms": c.check_cpu_ms,
             })
         };
         let with = |mut object: Value, more: Value| {
@@ -188,10 +199,19 @@ impl Spend {
                 "input_tokens": self.tree.0.input_tokens,
                 "cached_input_tokens": self.tree.0.cached_input_tokens,
                 "output_tokens": self.tree.0.output_tokens,
+                "check_cpu_ms": self.tree.0.check_cpu_ms,
                 "runs": self.tree.1,
             },
         })
     }
+}
+
+/// The CPU milliseconds of the `CheckCompleted` and `HoldoutCompleted` events among `events`.
+fn check_cpu_ms<'a>(events: impl Iterator<Item = &'a Value>) -> u64 {
+    events
+        .filter(|e| e["type"] == "CheckCompleted" || e["type"] == "HoldoutCompleted")
+        .filter_map(|e| e["cpu_ms"].as_u64())
+        .fold(0, u64::saturating_add)
 }
 
 fn millis(duration: std::time::Duration) -> u64 {

@@ -411,16 +411,21 @@ fn decide_forms(id: &str, csrf: &str) -> String {
 /// tokens and time, with the totals.
 fn spend_view(spend: &harness_records::Spend) -> String {
     let ms = |ms: u64| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string();
+    let cpu = |cost: &harness_records::Cost| match cost.check_cpu_ms {
+        0 => String::new(),
+        n => ms(n),
+    };
     let row = |what: String, cost: &harness_records::Cost, checks: String| {
         format!(
-            "<tr><td>{what}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{checks}</td></tr>",
+            "<tr><td>{what}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"cpu\">{}</td><td>{checks}</td></tr>",
             cost.input(),
             cost.output_tokens,
-            ms(cost.duration_ms)
+            ms(cost.duration_ms),
+            cpu(cost)
         )
     };
     let mut out = String::from(
-        "<h2>Spend</h2><table id=\"spend\"><tr><th>Spent by</th><th class=\"n\">Input tokens</th><th class=\"n\">Output tokens</th><th>Time</th><th>Checks · slowest stages</th></tr>",
+        "<h2>Spend</h2><table id=\"spend\"><tr><th>Spent by</th><th class=\"n\">Input tokens</th><th class=\"n\">Output tokens</th><th>Time</th><th>Check CPU</th><th>Checks · slowest stages</th></tr>",
     );
     for a in &spend.attempts {
         let checks = match a.checks {
@@ -462,9 +467,10 @@ fn spend_view(spend: &harness_records::Spend) -> String {
     let (tree, runs) = spend.tree;
     if runs > 1 {
         out.push_str(&format!(
-            "<tr class=\"total\"><td>With everything under it ({runs} runs)</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td></td><td></td></tr>",
+            "<tr class=\"total\"><td>With everything under it ({runs} runs)</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td></td><td class=\"cpu\">{}</td><td></td></tr>",
             tree.input(),
-            tree.output_tokens
+            tree.output_tokens,
+            cpu(&tree)
         ));
     }
     out.push_str("</table>");

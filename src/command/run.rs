@@ -298,6 +298,7 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
             passed,
             counts,
             duration_ms,
+            cpu_ms,
         } => {
             let how = if *passed { "passed" } else { "FAILED" };
             let counts = counts
@@ -305,8 +306,9 @@ fn print_event(delegation: &Delegation, record: &EventRecord) {
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();
             eprintln!(
-                "  holdout {check_name}: {how}{counts} in {:.1} s",
-                *duration_ms as f64 / 1000.0
+                "  holdout {check_name}: {how}{counts} in {:.1} s{}",
+                *duration_ms as f64 / 1000.0,
+                cpu(*cpu_ms)
             );
         }
         RunEvent::ClaimsChecked {
@@ -357,8 +359,8 @@ fn tool_line(
     )
 }
 
-/// A check's line: how it ended (a flaky or repeated run's exit codes), how long it took,
-/// whether it was advisory, and what its runner reported.
+/// A check's line: how it ended (a flaky or repeated run's exit codes), how long it took (and
+/// its CPU time, where the kernel said it), whether it was advisory, and what its runner reported.
 fn check_line(event: &RunEvent) -> String {
     let RunEvent::CheckCompleted {
         check_name,
@@ -369,6 +371,7 @@ fn check_line(event: &RunEvent) -> String {
         exit_codes,
         flaky,
         runner,
+        cpu_ms,
     } = event
     else {
         return String::new();
@@ -393,9 +396,18 @@ fn check_line(event: &RunEvent) -> String {
         .map(|r| format!(" — {r}"))
         .unwrap_or_default();
     format!(
-        "  check {check_name}: {how} in {:.1} s{advisory}{said}",
-        *duration_ms as f64 / 1000.0
+        "  check {check_name}: {how} in {:.1} s{}{advisory}{said}",
+        *duration_ms as f64 / 1000.0,
+        cpu(*cpu_ms)
     )
+}
+
+/// A check's or holdout's CPU time as its progress line says it: ` (CPU 1.2 s)`, or nothing
+/// where the kernel did not say.
+fn cpu(cpu_ms: Option<u64>) -> String {
+    cpu_ms
+        .map(|ms| format!(" (CPU {:.1} s)", ms as f64 / 1000.0))
+        .unwrap_or_default()
 }
 
 /// The outcome line, warnings and trace on stderr; the passed answer on stdout when `answer`.

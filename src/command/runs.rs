@@ -216,12 +216,18 @@ fn cached(tokens: u64) -> String {
 
 fn print_spend(spend: &harness_records::Spend) {
     let ms = |ms: u64| duration(Duration::from_millis(ms));
+    // The checks' CPU where there was some; a row that ran no check shows nothing.
+    let cpu = |c: &harness_records::Cost| match c.check_cpu_ms {
+        0 => String::new(),
+        n => ms(n),
+    };
     let mut rows = vec![[
         "SPENT BY".to_owned(),
         "IN".to_owned(),
         "OUT".to_owned(),
         "TIME".to_owned(),
         "CHECKS".to_owned(),
+        "CHECK CPU".to_owned(),
         "SLOWEST STAGES".to_owned(),
     ]];
     for a in &spend.attempts {
@@ -241,6 +247,7 @@ fn print_spend(spend: &harness_records::Spend) {
                 1 => format!("1 check, {}", ms(a.checks_ms)),
                 n => format!("{n} checks, {}", ms(a.checks_ms)),
             },
+            cpu(&a.cost),
             slowest.join(", "),
         ]);
     }
@@ -260,6 +267,7 @@ fn print_spend(spend: &harness_records::Spend) {
             c.cost.output_tokens.to_string(),
             ms(c.cost.duration_ms),
             String::new(),
+            cpu(&c.cost),
             String::new(),
         ]);
     }
@@ -269,6 +277,7 @@ fn print_spend(spend: &harness_records::Spend) {
         spend.run.output_tokens.to_string(),
         ms(spend.run.duration_ms),
         String::new(),
+        cpu(&spend.run),
         String::new(),
     ]);
     let (tree, runs) = spend.tree;
@@ -279,6 +288,7 @@ fn print_spend(spend: &harness_records::Spend) {
             tree.output_tokens.to_string(),
             String::new(),
             String::new(),
+            cpu(&tree),
             String::new(),
         ]);
     }

@@ -145,6 +145,10 @@ pub struct ProgramRun {
     pub stopped_at: Option<String>,
     /// How long it ran.
     pub duration: Duration,
+    /// The CPU time (user and system) of the program and of every process it waited for, as
+    /// the kernel accounts it when the program ends; `None` for a program that timed out, and
+    /// where the kernel does not say (Linux before 5.4, other systems).
+    pub cpu: Option<Duration>,
 }
 
 /// How to run one program: what [`run_program`] needs besides `argv`.
@@ -281,10 +285,17 @@ pub fn bubblewrap_works() -> bool {
 /// What every bubblewrap sandbox starts with: the whole file system read-only, fresh `/dev`,
 /// `/proc` and `/tmp`, every namespace of its own (PID: everything in it dies with it; no
 /// network), a session of its own (no terminal to inject into), and gone when harness is.
-const SANDBOX_ARGS: [&str; 12] = [
+///
+/// The program is the namespace's PID 1 itself (`--as-pid-1`), not a child of bubblewrap's own
+/// init: bubblewrap then waits for it, so the CPU time it and the processes it waited for used
+/// is bubblewrap's to report ([`ProgramRun::cpu`]); with the init in between, bubblewrap exits
+/// without waiting for it and that time is lost. Everything in the namespace still dies when
+/// the program ends.
+const SANDBOX_ARGS: [&str; 13] = [
     "--die-with-parent",
     "--new-session",
     "--unshare-all",
+    "--as-pid-1",
     "--ro-bind",
     "/",
     "/",
@@ -368,6 +379,8 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     command.envs(launch.env.iter().map(|(k, v)| (k, v)));
     let mut child = crate::reaper::spawn(&mut command, launch.isolation.is_some())?;
     let leader = child.id();
+    // Before anything may reap it: its usage is read when it ends, then tokio reaps it.
+    let exit = crate::cpu::Exit::watch(leader);
     let group = ProcessGroup::new(leader);
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -384,10 +397,14 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     };
     let output = async {
         let waited = async {
+            let cpu = match &exit {
+                Some(exit) => exit.cpu().await,
+                None => None,
+            };
             let status = child.wait().await;
             // Whatever it left running in the background goes with it, closing the pipes.
             group.kill();
-            status
+            (status, cpu)
         };
         let ((), out, err, status) = tokio::join!(
             write_input,
@@ -403,7 +420,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
     group.kill();
     crate::reaper::ended(leader).await;
     match ended {
-        Ok(((stdout, out_stop), (stderr, err_stop), status)) => Ok(ProgramRun {
+        Ok(((stdout, out_stop), (stderr, err_stop), (status, cpu))) => Ok(ProgramRun {
             exit_code: status?.code(),
             stdout_cut: stdout.cut(),
             stdout: stdout.shown(cap),
@@ -411,6 +428,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
             timed_out: false,
             stopped_at: out_stop.or(err_stop),
             duration: started.elapsed(),
+            cpu,
         }),
         Err(_) => Ok(ProgramRun {
             exit_code: None,
@@ -420,6 +438,7 @@ pub async fn run_program(argv: &[String], launch: &Launch<'_>) -> std::io::Resul
             timed_out: true,
             stopped_at: None,
             duration: started.elapsed(),
+            cpu: None,
         }),
     }
 }
@@ -736,5 +755,75 @@ mod tests {
             "{}",
             run.stdout
         );
+    }
+
+    /// A program's CPU time counts what it and the processes it waited for computed, not the
+    /// time it took; a program that times out has none (no figure is made up). A pidfd-less
+    /// platform has no figure at all, which the runs below then do not assert.
+    #[tokio::test]
+    async fn the_cpu_a_program_used_is_its_own_and_its_waited_childrens() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let run = |script: &str, timeout: u64| {
+            let argv = ["sh".to_owned(), "-c".to_owned(), script.to_owned()];
+            let dir = dir.path().to_path_buf();
+            async move {
+                let launch = Launch {
+                    cwd: &dir,
+                    env: &[],
+                    home: None,
+                    hidden: None,
+                    timeout: Duration::from_secs(timeout),
+                    cap: 4096,
+                    isolation: None,
+                    inherit_env: false,
+                    stdin: None,
+                    stop_on: None,
+                };
+                run_program(&argv, &launch).await.expect("it runs")
+            }
+        };
+        let busy = run(
+            "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'",
+            60,
+        )
+        .await;
+        let idle = run("sleep 0.5", 60).await;
+        let late = run("sleep 5", 1).await;
+        // Confined, the program is bubblewrap's child and its time is still counted.
+        if bubblewrap_works() {
+            let launch = Launch {
+                cwd: dir.path(),
+                env: &[],
+                home: None,
+                hidden: None,
+                timeout: Duration::from_secs(60),
+                cap: 4096,
+                isolation: Some(&Isolation::new(dir.path(), &[])),
+                inherit_env: false,
+                stdin: None,
+                stop_on: None,
+            };
+            let argv = [
+                "sh".to_owned(),
+                "-c".to_owned(),
+                "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'".to_owned(),
+            ];
+            let confined = run_program(&argv, &launch).await.expect("it runs");
+            assert_eq!(confined.exit_code, Some(0), "{}", confined.stderr);
+            let cpu = confined.cpu.expect("Linux says a program's CPU time");
+            assert!(cpu >= Duration::from_millis(50), "confined: {cpu:?}");
+        }
+        assert!(late.timed_out);
+        assert_eq!(late.cpu, None, "a timed-out program has no figure");
+        if !cfg!(target_os = "linux") {
+            assert_eq!((busy.cpu, idle.cpu), (None, None));
+            return;
+        }
+        let busy_cpu = busy.cpu.expect("Linux says a program's CPU time");
+        assert!(busy_cpu >= Duration::from_millis(50), "{busy_cpu:?}");
+        assert!(busy_cpu <= busy.duration + Duration::from_millis(50));
+        let idle_cpu = idle.cpu.expect("Linux says a program's CPU time");
+        assert!(idle.duration >= Duration::from_millis(450));
+        assert!(idle_cpu < Duration::from_millis(200), "{idle_cpu:?}");
     }
 }

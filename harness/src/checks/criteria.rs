@@ -178,6 +178,7 @@ impl Check for CriteriaStage {
                     exit_codes: Vec::new(),
                     flaky: false,
                     runner: None,
+                    cpu_ms: None,
                 });
                 let (method, target) = criterion.method_and_target();
                 subject.evidence.push(Evidence {

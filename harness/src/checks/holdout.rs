@@ -181,6 +181,7 @@ impl Check for HoldoutStage {
                     passed: recorded.passed,
                     counts: counts.clone(),
                     duration_ms: recorded.duration_ms,
+                    cpu_ms: recorded.cpu_ms,
                 });
                 if !recorded.passed {
                     // Counts only: the holdout's files, names, asserts and output stay the

@@ -319,6 +319,8 @@ pub(crate) struct Recorded {
     pub(crate) exit_code: Option<i32>,
     pub(crate) exit_codes: Vec<Option<i32>>,
     pub(crate) duration_ms: u64,
+    /// CPU time of all its runs, when the kernel said it for each.
+    pub(crate) cpu_ms: Option<u64>,
     /// The finding's message (the failure and the output's tail), when it did not pass.
     pub(crate) message: Option<String>,
     /// Whether that finding blocks.
@@ -347,6 +349,7 @@ impl Recorded {
             exit_codes: self.exit_codes,
             flaky: self.flaky,
             runner: self.runner_line,
+            cpu_ms: self.cpu_ms,
         });
         if let Some(message) = self.message {
             subject.findings.push(if self.blocking {
@@ -369,6 +372,11 @@ pub(crate) fn record(
     redact: &Redactor,
 ) -> Recorded {
     let base = listed.and_then(|b| b.as_ref().ok());
+    let cpu_ms = runs
+        .iter()
+        .map(|r| r.run.cpu)
+        .sum::<Option<Duration>>()
+        .map(|cpu| u64::try_from(cpu.as_millis()).unwrap_or(u64::MAX));
     let exit_codes: Vec<Option<i32>> = if runs.len() > 1 {
         runs.iter().map(|r| r.run.exit_code).collect()
     } else {
@@ -466,6 +474,7 @@ pub(crate) fn record(
         exit_code: run.exit_code,
         exit_codes,
         duration_ms,
+        cpu_ms,
         message,
     }
 }
