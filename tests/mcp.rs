@@ -2,7 +2,9 @@
 //! (lists the tools, delegates to a child that lies then fixes its work, reads the progress,
 //! asks `run_status` and `review_list`, and is refused what it may not do), and the real Claude
 //! Code, configured with `--mcp-config`, calls `delegate` when a loopback model asks it to — the
-//! verified result comes back into its conversation.
+//! verified result comes back into its conversation. The real Codex and Gemini CLI start a
+//! delegation with `wait: false` and poll `run_status` to its verified end, each naming the
+//! tools its own way and passing results to its model its own way.
 //!
 //! Without the `mcp` package for the Python in `HARNESS_TEST_PYTHON` the SDK test says so and
 //! skips, unless `HARNESS_REQUIRE_MCP` is set (`.ci/run` installs it and sets it).
@@ -70,6 +72,7 @@ from mcp.client.stdio import stdio_client
 
 def show(name, result, progress=None):
     print(json.dumps({"call": name, "is_error": result.is_error, "text": result.content[0].text,
+                      "texts": [c.text for c in result.content],
                       "structured": result.structured_content, "progress": progress}), flush=True)
 
 async def main():
@@ -168,6 +171,12 @@ fn the_python_sdk_delegates_reads_progress_and_status_and_is_refused_bad_request
         json!("passed on attempt 2; evidence: hello.txt 3 bytes")
     );
     assert_eq!(result["summary"], delegated["text"]);
+    // Then the whole object as text, for a client that shows its model only text (Gemini CLI).
+    let as_text: Value = serde_json::from_str(delegated["texts"][1].as_str().unwrap_or_default())
+        .unwrap_or_else(|e| {
+            panic!("the second text block is the object as JSON: {e}: {delegated}")
+        });
+    assert_eq!(&as_text, result);
     assert_eq!(
         delegated["progress"],
         json!([
@@ -336,4 +345,207 @@ fn claude_code_calls_harness_mcp_and_its_model_reads_the_verified_result() {
     let journal = harness_records::Journal::open(dir.join(".harness/runs.db")).expect("journal");
     let recorded = journal.get(read["id"].as_str().expect("id")).expect("read");
     assert_eq!(recorded.map(|r| r.outcome), Some("passed".to_owned()));
+}
+
+/// The name a client gave the harness tool ending in `tool` (`delegate`, `run_status`), among
+/// the tools its request offers the model: each client names MCP tools its own way.
+fn offered(body: &Value, tool: &str) -> String {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .find(|name| name.ends_with(tool))
+        .unwrap_or_else(|| panic!("the client offered no {tool} tool: {}", body["tools"]))
+        .to_owned()
+}
+
+/// The last tool result in the request, read as the JSON object harness answered: the
+/// structured content, or the object in the text a client passes on (Gemini CLI wraps the text
+/// blocks — the summary, then the object — in words of its own).
+fn last_result(body: &Value) -> Option<Value> {
+    let text = messages(body)
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")?
+        .get("content")?
+        .as_str()?
+        .to_owned();
+    let end = text.rfind('}')?;
+    text.match_indices('{')
+        .filter_map(|(start, _)| serde_json::from_str::<Value>(&text[start..=end]).ok())
+        .find(|object| object.get("summary").is_some())
+}
+
+/// A loopback model driving a client's harness tools: it asks `delegate` with `wait: false`,
+/// then `run_status` until the run has ended, then answers with what it read — the way a client
+/// whose tool calls time out (Codex's 60 s) uses a long delegation.
+fn polling_model() -> ModelServer {
+    ModelServer::start(|index, body| {
+        let task = json!({"task": "Create hello.txt containing hi",
+            "criteria": ["file_exists:hello.txt"], "wait": false});
+        if index >= 12 {
+            // A client that never hands the results back ends here, not in an endless loop.
+            return answer(body, "Giving up: no result came back.");
+        }
+        match last_result(body) {
+            None => tool_call(body, "call_1", &offered(body, "delegate"), &task),
+            Some(read) if read["outcome"].is_null() || read["outcome"] == "running" => {
+                let id = read["id"].as_str().unwrap_or_default().to_owned();
+                let n = messages(body)
+                    .iter()
+                    .filter(|m| m["role"] == "tool")
+                    .count();
+                tool_call(
+                    body,
+                    &format!("call_{}", n + 1),
+                    &offered(body, "run_status"),
+                    &json!({"id": id, "wait_s": 20}),
+                )
+            }
+            Some(read) => answer(
+                body,
+                &format!(
+                    "The delegate's run {} ended {}: {}",
+                    read["id"].as_str().unwrap_or("?"),
+                    read["outcome"],
+                    read["summary"].as_str().unwrap_or("?")
+                ),
+            ),
+        }
+    })
+}
+
+/// What a real client's model read back from harness: the run's last `run_status`, checked
+/// against the journal and the workspace.
+fn read_back_verified(server: &ModelServer, dir: &TempDir, stdout: &str) {
+    let bodies = server.bodies();
+    let finals: Vec<Value> = bodies.iter().filter_map(last_result).collect();
+    let last = finals.last().unwrap_or_else(|| {
+        panic!(
+            "no tool result reached the model: {:?}",
+            bodies.last().map(messages)
+        )
+    });
+    assert_eq!(last["verified"], json!(true), "{last}");
+    assert_eq!(last["outcome"], json!("passed"), "{last}");
+    assert_eq!(last["attempts"], json!(2), "{last}");
+    // The first result was the id alone, before the run ended.
+    assert!(
+        finals.first().is_some_and(|f| f["id"] == last["id"]),
+        "{finals:?}"
+    );
+    assert!(
+        stdout.contains("The delegate's run") && stdout.contains("passed"),
+        "{stdout}"
+    );
+    assert_eq!(dir.read("hello.txt").as_deref(), Some("hi\n"));
+    let journal = harness_records::Journal::open(dir.join(".harness/runs.db")).expect("journal");
+    let recorded = journal.get(last["id"].as_str().expect("id")).expect("read");
+    assert_eq!(recorded.map(|r| r.outcome), Some("passed".to_owned()));
+}
+
+/// Codex (`codex exec`), given `harness mcp` as an MCP server (`-c mcp_servers.harness=…`),
+/// starts a delegation with `wait: false` and polls `run_status` until it ends — its tool calls
+/// time out at 60 s, a delegation need not — and its model reads the verified result.
+#[test]
+fn codex_starts_a_delegation_through_harness_mcp_and_polls_it_to_its_verified_end() {
+    crate::real_clis::offline();
+    let Some(codex) = crate::real_clis::real("codex") else {
+        return;
+    };
+    let dir = project();
+    let server = polling_model();
+    let home = TempDir::new();
+    std::fs::create_dir_all(home.join(".codex")).expect("CODEX_HOME");
+    let catalog = home.join("catalog.json");
+    std::fs::write(
+        &catalog,
+        harness_testkit::model::codex_model_catalog("local-model").to_string(),
+    )
+    .expect("the model catalogue");
+    let mcp = format!(
+        "mcp_servers.harness={{command={}, args=[\"mcp\", \"--root\", {}], default_tools_approval_mode=\"approve\"}}",
+        json!(harness_bin()),
+        json!(dir.path().display().to_string())
+    );
+    let provider = format!(
+        r#"model_providers.local={{name="local", base_url="{}", env_key="LOCAL_KEY", wire_api="responses"}}"#,
+        server.base_url()
+    );
+    let out = Command::new(codex)
+        .args(["exec", "--json", "--skip-git-repo-check"])
+        .args(["-c", "model_provider=local", "-c", &provider])
+        .args([
+            "-c",
+            &format!(
+                "model_catalog_json={}",
+                json!(catalog.display().to_string())
+            ),
+        ])
+        .args(["-c", "analytics.enabled=false", "--disable", "plugins"])
+        .args(["-c", &mcp, "-m", "local-model"])
+        .arg("Create hello.txt through the harness delegate tool")
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("LOCAL_KEY", "sk-test")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run codex");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_back_verified(&server, &dir, &stdout);
+}
+
+/// Gemini CLI, given `harness mcp` in its settings' `mcpServers`, starts a delegation with
+/// `wait: false`, polls `run_status`, and its model reads the verified result.
+#[test]
+fn gemini_cli_starts_a_delegation_through_harness_mcp_and_polls_it_to_its_verified_end() {
+    crate::real_clis::offline();
+    let Some(gemini) = crate::real_clis::real("gemini") else {
+        return;
+    };
+    let dir = project();
+    let server = polling_model();
+    let home = TempDir::new();
+    home.write(
+        ".gemini/settings.json",
+        json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "mcpServers": {"harness": {
+                "command": harness_bin(), "args": ["mcp", "--root", dir.path()], "trust": true,
+            }},
+        })
+        .to_string(),
+    );
+    let out = Command::new(gemini)
+        .args(["--output-format", "stream-json", "--approval-mode", "yolo"])
+        .args(["-m", "gemini-2.5-pro"])
+        .args(["-p", "Create hello.txt through the harness delegate tool"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("GEMINI_CLI_HOME", home.path())
+        .env("GOOGLE_GEMINI_BASE_URL", server.gemini_base_url())
+        .env("GEMINI_API_KEY", "test-key")
+        // Headless, Gemini CLI runs MCP servers only in a folder it is told to trust.
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run gemini");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_back_verified(&server, &dir, &stdout);
 }

@@ -686,11 +686,15 @@ fn evidence_words(evidence: &harness::Evidence) -> String {
     }
 }
 
-/// A result as structured content, with its summary as the text a model reads.
+/// A result as structured content, and as text: its summary, then the object as JSON (the
+/// MCP specification asks a structured result to carry its JSON as text too). Claude Code and
+/// Codex show a model the structured content; Gemini CLI shows it only the text, so without the
+/// JSON there its model would read the summary and never the answer, findings or evidence.
 fn structured(object: Value) -> CallToolResult {
     let text = object["summary"].as_str().unwrap_or_default().to_owned();
+    let json = object.to_string();
     let mut result = CallToolResult::structured(object);
-    result.content = vec![ContentBlock::text(text)];
+    result.content = vec![ContentBlock::text(text), ContentBlock::text(json)];
     result
 }
 
@@ -705,7 +709,8 @@ fn error_result(kind: &str, message: &str, run: Option<Value>) -> CallToolResult
     let mut object = run.unwrap_or_else(|| json!({}));
     object["error"] = json!({"kind": kind, "message": message});
     object["summary"] = json!(text);
+    let json = object.to_string();
     let mut result = CallToolResult::structured_error(object);
-    result.content = vec![ContentBlock::text(text)];
+    result.content = vec![ContentBlock::text(text), ContentBlock::text(json)];
     result
 }
