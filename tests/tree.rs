@@ -809,7 +809,10 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
             child["id"].as_str().expect("id"),
             "slow",
         ));
-        cpu.push(check_cpu(&dir, child["id"].as_str().expect("id"), "slow"));
+        cpu.push((
+            child["id"].clone(),
+            check_cpu(&dir, child["id"].as_str().expect("id"), "slow"),
+        ));
         // Its record names the workspace its changes landed in.
         let recorded = by_id(&runs(&dir), &child["id"]).clone();
         assert_eq!(
@@ -835,14 +838,16 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
         .args([dir.join("runs.db")])
         .run()
         .json();
-    let charged: Vec<Value> = shown["spend"]["children"]
+    let mut charged: Vec<(Value, Value)> = shown["spend"]["children"]
         .as_array()
         .expect("children")
         .iter()
-        .map(|c| c["check_cpu_ms"].clone())
+        .map(|c| (c["id"].clone(), c["check_cpu_ms"].clone()))
         .collect();
+    charged.sort_by_key(|(id, _)| id.to_string());
+    cpu.sort_by_key(|(id, _)| id.to_string());
     assert_eq!(charged, cpu, "{shown}");
-    let sum: u64 = cpu.iter().filter_map(Value::as_u64).sum();
+    let sum: u64 = cpu.iter().filter_map(|(_, ms)| ms.as_u64()).sum();
     assert_eq!(
         shown["spend"]["tree"]["check_cpu_ms"],
         json!(sum),
