@@ -647,23 +647,34 @@ impl ignore::ParallelVisitor for Visitor<'_> {
     }
 }
 
-/// What `lstat` says of a protected file, to see it change while the checks run; `None` when
-/// it does not exist.
-pub(crate) type Stamp = Option<(u64, i64, i64, i64, i64, u64, u32)>;
+/// What `lstat` says of a file or link: enough to tell it changed without reading it (any
+/// write moves its status-change time, which no user can set back). The gate re-check stamps
+/// protected files with it; a child's isolated copy stamps what it copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+    mode: u32,
+}
 
-/// Stamps `path` now.
-pub(crate) fn stamp(path: &Path) -> Stamp {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = path.symlink_metadata().ok()?;
-    Some((
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec(),
-        meta.ino(),
-        meta.mode(),
-    ))
+impl Stamp {
+    /// The stamp of what `meta` describes.
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Self {
+        Stamp {
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            mode: meta.mode(),
+        }
+    }
+
+    /// `path` stamped now, without following a link; `None` when it does not exist.
+    pub(crate) fn now(path: &Path) -> Option<Self> {
+        path.symlink_metadata().ok().map(|m| Stamp::of(&m))
+    }
 }
 
 /// The most bytes of a workspace file [`read_text`] reads.

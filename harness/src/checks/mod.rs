@@ -55,7 +55,7 @@ pub(crate) struct Subject<'e> {
     pub(crate) head_moved: Option<bool>,
     /// The gate inputs as observation stamped them after the attempt, for the re-check after
     /// the checks.
-    pub(crate) gate_stamps: Vec<(std::path::PathBuf, crate::scope::Stamp)>,
+    pub(crate) gate_stamps: Vec<(std::path::PathBuf, Option<crate::scope::Stamp>)>,
     /// The workspace root (set by observation), for messages.
     pub(crate) workspace_root: std::path::PathBuf,
     /// Set by a stage that ends the delegation at once (a scope violation under

@@ -17,7 +17,7 @@ use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
 use crate::integrity::{GateInputs, always_protected};
-use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot, Stamp, stamp};
+use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot, Stamp};
 use crate::verdict::{Finding, Source};
 
 /// The baseline and what judges a diff against it, as a pipeline stage.
@@ -58,7 +58,7 @@ impl Check for GateRecheck {
             let changed: Vec<String> = tokio::task::spawn_blocking(move || {
                 stamped
                     .into_iter()
-                    .filter(|(path, before)| stamp(path) != *before)
+                    .filter(|(path, before)| Stamp::now(path) != *before)
                     .map(|(path, _)| path.display().to_string())
                     .collect()
             })
@@ -498,7 +498,7 @@ impl ObserveStage {
     }
 
     /// The gate inputs stamped as the checks are about to see them.
-    async fn stamp_gate(&self, baseline: &Snapshot) -> Vec<(PathBuf, Stamp)> {
+    async fn stamp_gate(&self, baseline: &Snapshot) -> Vec<(PathBuf, Option<Stamp>)> {
         let guarded = self
             .guarded
             .get_or_init(|| {
@@ -519,7 +519,7 @@ impl ObserveStage {
                 .iter()
                 .map(|p| {
                     let full = root.join(p);
-                    let now = stamp(&full);
+                    let now = Stamp::now(&full);
                     (full, now)
                 })
                 .collect()

@@ -17,44 +17,15 @@
 //! mode are what they were after the copy is unchanged, and its bytes are not read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use crate::scope::Stamp;
 
 /// Default `limits.isolation_mb`: the largest workspace copied for a child, in MiB.
 pub const DEFAULT_ISOLATION_MB: u64 = 1024;
 
 /// Bytes of unified diff a conflict quotes, at most.
 const MAX_CONFLICT_DIFF: usize = 64 * 1024;
-
-/// What stat says of a file or link: enough to tell it changed without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    ino: u64,
-    mode: u32,
-}
-
-impl Stamp {
-    fn of(meta: &Metadata) -> Self {
-        Stamp {
-            len: meta.len(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-            mode: meta.mode(),
-        }
-    }
-
-    fn read(path: &Path) -> Option<Self> {
-        std::fs::symlink_metadata(path)
-            .ok()
-            .filter(|m| m.is_file() || m.is_symlink())
-            .map(|m| Stamp::of(&m))
-    }
-}
 
 /// A child's copy of its parent's workspace.
 #[derive(Debug)]
@@ -251,7 +222,7 @@ impl Isolated {
             let rel = change.path();
             let base = self.copied.get(rel).map(|(source, _)| *source);
             let linked = linked_ancestor(target, rel);
-            let unchanged = !linked && base == Stamp::read(&target.join(rel));
+            let unchanged = !linked && base == stamp_file(&target.join(rel));
             if unchanged || (!linked && self.same_as_child(target, change)) {
                 continue;
             }
@@ -403,6 +374,14 @@ fn same_entry(a: &Path, b: &Path) -> bool {
         }
         _ => false,
     }
+}
+
+/// The stamp of `path` when it is a file or a link (what a copy holds); `None` otherwise.
+fn stamp_file(path: &Path) -> Option<Stamp> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file() || m.is_symlink())
+        .map(|m| Stamp::of(&m))
 }
 
 #[cfg(test)]
