@@ -692,9 +692,17 @@ fn evidence_words(evidence: &harness::Evidence) -> String {
 /// JSON there its model would read the summary and never the answer, findings or evidence.
 fn structured(object: Value) -> CallToolResult {
     let text = object["summary"].as_str().unwrap_or_default().to_owned();
-    let json = object.to_string();
-    let mut result = CallToolResult::structured(object);
-    result.content = vec![ContentBlock::text(text), ContentBlock::text(json)];
+    as_text(CallToolResult::structured(object), text)
+}
+
+/// `result`'s text: `summary`, then its structured content as JSON.
+fn as_text(mut result: CallToolResult, summary: String) -> CallToolResult {
+    let json = result
+        .structured_content
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    result.content = vec![ContentBlock::text(summary), ContentBlock::text(json)];
     result
 }
 
@@ -709,8 +717,5 @@ fn error_result(kind: &str, message: &str, run: Option<Value>) -> CallToolResult
     let mut object = run.unwrap_or_else(|| json!({}));
     object["error"] = json!({"kind": kind, "message": message});
     object["summary"] = json!(text);
-    let json = object.to_string();
-    let mut result = CallToolResult::structured_error(object);
-    result.content = vec![ContentBlock::text(text), ContentBlock::text(json)];
-    result
+    as_text(CallToolResult::structured_error(object), text)
 }

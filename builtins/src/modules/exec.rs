@@ -763,7 +763,7 @@ mod tests {
     #[tokio::test]
     async fn the_cpu_a_program_used_is_its_own_and_its_waited_childrens() {
         let dir = tempfile::tempdir().expect("a directory");
-        let run = |script: &str, timeout: u64| {
+        let run = |script: &str, timeout: u64, isolation: Option<Isolation>| {
             let argv = ["sh".to_owned(), "-c".to_owned(), script.to_owned()];
             let dir = dir.path().to_path_buf();
             async move {
@@ -774,7 +774,7 @@ mod tests {
                     hidden: None,
                     timeout: Duration::from_secs(timeout),
                     cap: 4096,
-                    isolation: None,
+                    isolation: isolation.as_ref(),
                     inherit_env: false,
                     stdin: None,
                     stop_on: None,
@@ -782,37 +782,10 @@ mod tests {
                 run_program(&argv, &launch).await.expect("it runs")
             }
         };
-        let busy = run(
-            "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'",
-            60,
-        )
-        .await;
-        let idle = run("sleep 0.5", 60).await;
-        let late = run("sleep 5", 1).await;
-        // Confined, the program is bubblewrap's child and its time is still counted.
-        if bubblewrap_works() {
-            let launch = Launch {
-                cwd: dir.path(),
-                env: &[],
-                home: None,
-                hidden: None,
-                timeout: Duration::from_secs(60),
-                cap: 4096,
-                isolation: Some(&Isolation::new(dir.path(), &[])),
-                inherit_env: false,
-                stdin: None,
-                stop_on: None,
-            };
-            let argv = [
-                "sh".to_owned(),
-                "-c".to_owned(),
-                "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'".to_owned(),
-            ];
-            let confined = run_program(&argv, &launch).await.expect("it runs");
-            assert_eq!(confined.exit_code, Some(0), "{}", confined.stderr);
-            let cpu = confined.cpu.expect("Linux says a program's CPU time");
-            assert!(cpu >= Duration::from_millis(50), "confined: {cpu:?}");
-        }
+        let loop_in_a_child = "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'";
+        let busy = run(loop_in_a_child, 60, None).await;
+        let idle = run("sleep 0.5", 60, None).await;
+        let late = run("sleep 5", 1, None).await;
         assert!(late.timed_out);
         assert_eq!(late.cpu, None, "a timed-out program has no figure");
         if !cfg!(target_os = "linux") {
@@ -825,5 +798,13 @@ mod tests {
         let idle_cpu = idle.cpu.expect("Linux says a program's CPU time");
         assert!(idle.duration >= Duration::from_millis(450));
         assert!(idle_cpu < Duration::from_millis(200), "{idle_cpu:?}");
+        // Confined, the program is bubblewrap's child and its time is still counted.
+        if bubblewrap_works() {
+            let sandbox = Isolation::new(dir.path(), &[]);
+            let confined = run(loop_in_a_child, 60, Some(sandbox)).await;
+            assert_eq!(confined.exit_code, Some(0), "{}", confined.stderr);
+            let cpu = confined.cpu.expect("Linux says a program's CPU time");
+            assert!(cpu >= Duration::from_millis(50), "confined: {cpu:?}");
+        }
     }
 }
