@@ -267,6 +267,31 @@ fn the_python_sdk_delegates_reads_progress_and_status_and_is_refused_bad_request
     );
 }
 
+/// A real client CLI started in `dir` with nothing of this machine's environment but `PATH`,
+/// `home` as its HOME, and no input.
+fn client(program: &std::path::Path, dir: &TempDir, home: &TempDir) -> Command {
+    let mut command = Command::new(program);
+    command
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Runs a client to its end; its standard output, once it has exited 0.
+fn ran(command: &mut Command) -> String {
+    let out = command.output().expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Claude Code, given `harness mcp` with `--mcp-config`, calls `delegate` when the model asks;
 /// the verified result is what the model reads next.
 #[test]
@@ -299,27 +324,14 @@ fn claude_code_calls_harness_mcp_and_its_model_reads_the_verified_result() {
         "type": "stdio", "command": harness_bin(), "args": ["mcp", "--root", dir.path()],
     }}});
     let home = TempDir::new();
-    let out = Command::new(claude)
+    let stdout = ran(client(&claude, &dir, &home)
         .args(["-p", "Create hello.txt through the harness delegate tool"])
         .args(["--output-format", "stream-json", "--verbose"])
         .args(["--mcp-config", &config.to_string(), "--strict-mcp-config"])
         .args(["--allowedTools", "mcp__harness__delegate"])
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
         .env("ANTHROPIC_API_KEY", "sk-test")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run claude");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"));
     // The model's next request carries the tool result: the verdict and the deliverable.
     let bodies = server.bodies();
     let result = bodies
@@ -473,7 +485,7 @@ fn codex_starts_a_delegation_through_harness_mcp_and_polls_it_to_its_verified_en
         r#"model_providers.local={{name="local", base_url="{}", env_key="LOCAL_KEY", wire_api="responses"}}"#,
         server.base_url()
     );
-    let out = Command::new(codex)
+    let stdout = ran(client(&codex, &dir, &home)
         .args(["exec", "--json", "--skip-git-repo-check"])
         .args(["-c", "model_provider=local", "-c", &provider])
         .args([
@@ -486,21 +498,8 @@ fn codex_starts_a_delegation_through_harness_mcp_and_polls_it_to_its_verified_en
         .args(["-c", "analytics.enabled=false", "--disable", "plugins"])
         .args(["-c", &mcp, "-m", "local-model"])
         .arg("Create hello.txt through the harness delegate tool")
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .env("CODEX_HOME", home.join(".codex"))
-        .env("LOCAL_KEY", "sk-test")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run codex");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .env("LOCAL_KEY", "sk-test"));
     read_back_verified(&server, &dir, &stdout);
 }
 
@@ -525,27 +524,14 @@ fn gemini_cli_starts_a_delegation_through_harness_mcp_and_polls_it_to_its_verifi
         })
         .to_string(),
     );
-    let out = Command::new(gemini)
+    let stdout = ran(client(&gemini, &dir, &home)
         .args(["--output-format", "stream-json", "--approval-mode", "yolo"])
         .args(["-m", "gemini-2.5-pro"])
         .args(["-p", "Create hello.txt through the harness delegate tool"])
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home.path())
         .env("GEMINI_CLI_HOME", home.path())
         .env("GOOGLE_GEMINI_BASE_URL", server.gemini_base_url())
         .env("GEMINI_API_KEY", "test-key")
         // Headless, Gemini CLI runs MCP servers only in a folder it is told to trust.
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run gemini");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true"));
     read_back_verified(&server, &dir, &stdout);
 }
