@@ -730,41 +730,25 @@ fn fan_project(dir: &TempDir, calls: &str, check: &str) {
     );
 }
 
-/// The events of run `id`'s export.
-fn exported_events(dir: &TempDir, id: &str) -> Vec<Value> {
+/// What run `id`'s record says of check `name`: when it started and ended (RFC 3339,
+/// milliseconds), and the CPU milliseconds its `CheckCompleted` event recorded.
+fn check_record(dir: &TempDir, id: &str, name: &str) -> ((String, String), Value) {
     let export = harness(["runs", "export", id, "--journal"])
         .args([dir.join("runs.db")])
         .run()
         .json();
-    export["events"].as_array().cloned().unwrap_or_default()
-}
-
-/// The event `kind` of check `name` in run `id`'s record.
-fn check_event(dir: &TempDir, id: &str, kind: &str, name: &str) -> Value {
-    let events = exported_events(dir, id);
-    events
-        .iter()
-        .find(|e| e["type"] == kind && e["data"]["check_name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {kind} of {name} in {id}: {events:?}"))
-}
-
-/// The `[started, ended]` times (RFC 3339, milliseconds) of check `name` in run `id`'s record.
-fn check_window(dir: &TempDir, id: &str, name: &str) -> (String, String) {
-    let at = |kind: &str| {
-        check_event(dir, id, kind, name)["at"]
-            .as_str()
-            .expect("at")
-            .to_owned()
+    let event = |kind: &str| {
+        export["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["type"] == kind && e["data"]["check_name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} of {name} in {id}: {export}"))
     };
-    (at("CheckStarted"), at("CheckCompleted"))
-}
-
-/// The CPU milliseconds check `name` of run `id` recorded (its `CheckCompleted` event).
-fn check_cpu(dir: &TempDir, id: &str, name: &str) -> Value {
-    let data = check_event(dir, id, "CheckCompleted", name)["data"].clone();
-    assert!(data["cpu_ms"].is_u64(), "no cpu_ms: {data}");
-    data["cpu_ms"].clone()
+    let at = |kind: &str| event(kind)["at"].as_str().expect("at").to_owned();
+    let cpu = event("CheckCompleted")["data"]["cpu_ms"].clone();
+    assert!(cpu.is_u64(), "no cpu_ms of {name} in {id}: {export}");
+    ((at("CheckStarted"), at("CheckCompleted")), cpu)
 }
 
 #[test]
@@ -804,15 +788,9 @@ fn children_that_change_files_run_side_by_side_each_in_a_workspace_of_its_own() 
             std::fs::read_to_string(dir.join("ws").join(file)).ok(),
             Some(format!("{word}\n"))
         );
-        windows.push(check_window(
-            &dir,
-            child["id"].as_str().expect("id"),
-            "slow",
-        ));
-        cpu.push((
-            child["id"].clone(),
-            check_cpu(&dir, child["id"].as_str().expect("id"), "slow"),
-        ));
+        let (window, used) = check_record(&dir, child["id"].as_str().expect("id"), "slow");
+        windows.push(window);
+        cpu.push((child["id"].clone(), used));
         // Its record names the workspace its changes landed in.
         let recorded = by_id(&runs(&dir), &child["id"]).clone();
         assert_eq!(
