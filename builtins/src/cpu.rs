@@ -6,7 +6,8 @@
 //! the whole process's (wrong when a batch runs checks side by side). So the program's pidfd is
 //! watched: when it becomes readable the program has ended, and `waitid(P_PIDFD, …, WNOWAIT)`
 //! reads its usage while leaving it for tokio to reap. A pidfd names one process, never a later
-//! one that reuses its id. Linux 5.4 and later; elsewhere (or when the kernel refuses) there is
+//! one that reuses its id (`rustix` opens it; libc makes the `waitid`, as no safe wrapper
+//! returns the usage). Linux 5.4 and later; elsewhere (or when the kernel refuses) there is
 //! no figure, never a made-up one.
 
 use std::time::Duration;
@@ -24,16 +25,8 @@ impl Exit {
     pub(crate) fn watch(pid: Option<u32>) -> Option<Self> {
         #[cfg(target_os = "linux")]
         {
-            use std::os::fd::FromRawFd as _;
-            let pid = libc::pid_t::try_from(pid?).ok()?;
-            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; it
-            // touches no memory of ours.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            let fd = std::os::fd::RawFd::try_from(fd)
-                .ok()
-                .filter(|fd| *fd >= 0)?;
-            // SAFETY: `fd` was just returned by the kernel and nothing else owns it.
-            let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+            let pid = rustix::process::Pid::from_raw(i32::try_from(pid?).ok()?)?;
+            let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()?;
             // SAFETY: an `OwnedFd` stays open, and names the same descriptor, until it is
             // dropped, which the `AsyncFd` that owns it does last. The runtime that spawned the
             // child has an I/O driver (tokio's process support needs one).
