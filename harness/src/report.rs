@@ -143,6 +143,48 @@ pub struct Report {
     /// The run it was delegated from (`parent_id`, `HARNESS_PARENT_ID`, or its parent's
     /// `delegate` call, DESIGN §9).
     pub parent_id: Option<String>,
+    /// The child runs of its tree that this process sealed but could not record (a queue
+    /// worker: the journal is its submitter's), children's children first: whoever records this
+    /// report records them with it, in the same transaction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<CarriedRun>,
+}
+
+/// A child run carried in its root's [`Report`] to be recorded where the root is (see
+/// [`Runtime::carry_children`](crate::Runtime::carry_children)).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct CarriedRun {
+    /// The delegation file it was read from, absolute.
+    pub source: std::path::PathBuf,
+    /// The workspace it is recorded as working in (its parent's, for a child that worked in a
+    /// copy of its own), absolute.
+    pub workdir: std::path::PathBuf,
+    /// How it went (its own `carried` is empty: a tree's runs are all in its root's).
+    pub report: Report,
+}
+
+impl CarriedRun {
+    /// The child run `report` of `delegation`, with the paths its record names, absolute.
+    pub(crate) fn of(delegation: &crate::delegation::Delegation, report: Report) -> CarriedRun {
+        let absolute =
+            |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        CarriedRun {
+            source: absolute(delegation.source()),
+            workdir: absolute(delegation.recorded_workdir()),
+            report,
+        }
+    }
+
+    /// `run` as whoever records it reads it: written as JSON and read back, so that a seal
+    /// made of it is the seal of what is recorded.
+    ///
+    /// # Errors
+    /// Why it has no JSON form.
+    pub(crate) fn as_sent(run: &CarriedRun) -> std::result::Result<CarriedRun, String> {
+        serde_json::to_vec(run)
+            .and_then(|json| serde_json::from_slice(&json))
+            .map_err(|e| format!("the child's report has no JSON form: {e}"))
+    }
 }
 
 impl AttemptRecord {
@@ -181,6 +223,7 @@ impl Report {
             duration: std::time::Duration::ZERO,
             trace_id: None,
             parent_id: None,
+            carried: Vec::new(),
         }
     }
 
@@ -638,6 +681,7 @@ mod tests {
             duration: Duration::from_millis(3_001),
             trace_id: None,
             parent_id: None,
+            carried: Vec::new(),
         };
         let mut errored = failed.clone();
         errored.outcome = Outcome::Error(ErrorKind::Timeout);

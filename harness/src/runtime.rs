@@ -14,8 +14,8 @@ use crate::events::Observer;
 use crate::guard::{Probe, ReviewProbe};
 use crate::report::Report;
 use crate::shared::{
-    ChildEvents, ChildObserver, ChildRecorder, Children, Shared, StartRecorder, Starts,
-    TraceIdReader, new_id,
+    ChildEvents, ChildObserver, ChildRecorder, ChildSealer, Children, Shared, StartRecorder,
+    Starts, TraceIdReader, new_id,
 };
 
 /// Runs delegations. Holds what is shared between them: the Starlark globals, the HTTP
@@ -84,7 +84,17 @@ impl Runtime {
     /// journal its parent is recorded in, when it ends: the parent's tool result carries the
     /// seal it returns. Set once; later calls are ignored.
     pub fn record_children(&self, recorder: ChildRecorder) {
-        let _ = self.shared.children.set(Children(recorder));
+        let _ = self.shared.children.set(Children::Record(recorder));
+    }
+
+    /// Has each child delegation carried in its root's report (`Report::carried`), children's
+    /// children first, to be recorded with the root wherever the root is recorded — for a process
+    /// that cannot write its runs' journal (a queue worker: the journal is its submitter's).
+    /// `sealer` gives the seal each child's record will have, which its parent's tool result
+    /// carries and `harness audit` checks. Set once, and instead of
+    /// [`Runtime::record_children`]: whichever is called first holds.
+    pub fn carry_children(&self, sealer: ChildSealer) {
+        let _ = self.shared.children.set(Children::Carry(sealer));
     }
 
     /// Shows the progress of delegation trees: `observer` sees each recorded event of each child

@@ -14,7 +14,7 @@ use crate::delegation::Delegation;
 use crate::events::Observer;
 use crate::guard::Probe;
 use crate::policy::Policy;
-use crate::report::Report;
+use crate::report::{CarriedRun, Report};
 use crate::verifier::Verifier;
 
 /// Reads the trace id of a delegation's root span, when the process exports traces (the binary
@@ -87,12 +87,20 @@ pub struct ChildEvent<'a> {
 /// see [`Runtime::observe_children`](crate::Runtime::observe_children)). Called from the children's tasks: it must be quick.
 pub type ChildObserver = Arc<dyn Fn(&ChildEvent<'_>) + Send + Sync>;
 
-/// A [`ChildRecorder`] the runtime holds.
-pub(crate) struct Children(pub(crate) ChildRecorder);
+/// What the runtime does with a child run that has ended.
+pub(crate) enum Children {
+    /// Records it where its parent is recorded ([`Runtime::record_children`](crate::Runtime::record_children)).
+    Record(ChildRecorder),
+    /// Seals it and carries it in its root's report ([`Runtime::carry_children`](crate::Runtime::carry_children)).
+    Carry(ChildSealer),
+}
 
 impl std::fmt::Debug for Children {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ChildRecorder")
+        f.write_str(match self {
+            Children::Record(_) => "ChildRecorder",
+            Children::Carry(_) => "ChildSealer",
+        })
     }
 }
 
@@ -101,6 +109,12 @@ impl std::fmt::Debug for Children {
 /// Called on a blocking thread.
 pub type ChildRecorder =
     Arc<dyn Fn(&Path, &Delegation, &Report) -> std::result::Result<String, String> + Send + Sync>;
+
+/// Returns the seal the record of a carried child run will have once whoever records its root
+/// records it (see [`Runtime::carry_children`](crate::Runtime::carry_children)), or why it has
+/// none. Called on a blocking thread.
+pub type ChildSealer =
+    Arc<dyn Fn(&CarriedRun) -> std::result::Result<String, String> + Send + Sync>;
 
 /// A [`StartRecorder`] the runtime holds.
 pub(crate) struct Starts(pub(crate) StartRecorder);
@@ -166,23 +180,45 @@ impl Shared {
         self.children.get().is_some()
     }
 
-    /// Records the child run `report` of `delegation` with the [`ChildRecorder`]: the seal of its
-    /// record, `None` when the run is not journalled, or why it could not be recorded.
+    /// Records the child run `report` of `delegation` with the [`ChildRecorder`], or seals it
+    /// with the [`ChildSealer`] and hands it, after the runs of its own subtree, to `carry` (its
+    /// parent's, which carries them on to the root). Returns the seal of its record, `None` when
+    /// the run is not journalled, or why it could not be recorded.
     pub(crate) async fn finished(
         &self,
         delegation: &Delegation,
-        report: &Report,
+        report: &mut Report,
+        carry: impl FnOnce(Vec<CarriedRun>),
     ) -> std::result::Result<Option<String>, String> {
-        let (Some(Children(recorder)), Some(journal)) = (self.children.get(), delegation.journal())
-        else {
+        let (Some(children), Some(journal)) = (self.children.get(), delegation.journal()) else {
             return Ok(None);
         };
-        let (recorder, journal) = (Arc::clone(recorder), journal.to_path_buf());
-        let (delegation, report) = (delegation.clone(), report.clone());
-        tokio::task::spawn_blocking(move || recorder(&journal, &delegation, &report))
-            .await
-            .unwrap_or_else(|e| Err(format!("the journal writer failed: {e}")))
-            .map(Some)
+        match children {
+            Children::Record(recorder) => {
+                let (recorder, journal) = (Arc::clone(recorder), journal.to_path_buf());
+                let (delegation, report) = (delegation.clone(), report.clone());
+                tokio::task::spawn_blocking(move || recorder(&journal, &delegation, &report))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("the journal writer failed: {e}")))
+                    .map(Some)
+            }
+            Children::Carry(sealer) => {
+                let mut runs = std::mem::take(&mut report.carried);
+                let sealer = Arc::clone(sealer);
+                let run = CarriedRun::of(delegation, report.clone());
+                let sealed = tokio::task::spawn_blocking(move || {
+                    // Sealed as its recorder will read it: after the trip through JSON.
+                    let run = CarriedRun::as_sent(&run)?;
+                    sealer(&run).map(|seal| (seal, run))
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("sealing the child failed: {e}")));
+                let (seal, run) = sealed?;
+                runs.push(run);
+                carry(runs);
+                Ok(Some(seal))
+            }
+        }
     }
 
     /// The lock of the workspace at `root` (its canonical path, when it has one).

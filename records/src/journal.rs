@@ -158,6 +158,15 @@ pub struct RecordMeta {
     pub workdir: Option<PathBuf>,
 }
 
+impl From<&harness::CarriedRun> for RecordMeta {
+    fn from(run: &harness::CarriedRun) -> Self {
+        RecordMeta {
+            source: Some(run.source.clone()),
+            workdir: Some(run.workdir.clone()),
+        }
+    }
+}
+
 /// What a running row's `error_message` holds: which process runs it (its pid and start time,
 /// so a reused pid is not taken for it).
 const RUNNING_IN: &str = "running in process ";
@@ -1261,7 +1270,60 @@ pub(crate) mod tests {
             duration: Duration::from_millis(1234),
             trace_id: None,
             parent_id: None,
+            carried: Vec::new(),
         }
+    }
+
+    /// A run of a tree carried in its root's report (by a queue worker).
+    fn carried(id: &str, parent: &str) -> harness::CarriedRun {
+        let mut child = report(id, Outcome::Passed, &[(Some(true), &[])]);
+        child.parent_id = Some(parent.to_owned());
+        harness::CarriedRun {
+            source: PathBuf::from("/p/batch.jsonl"),
+            workdir: PathBuf::from("/p/ws"),
+            report: child,
+        }
+    }
+
+    #[test]
+    fn a_root_is_recorded_with_the_runs_it_carries_each_sealed_as_foretold_or_not_at_all() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut journal = Journal::open(dir.path().join("runs.db")).expect("open");
+        let mut root = report("d-root", Outcome::Passed, &[(Some(true), &[])]);
+        root.carried = vec![
+            carried("d-grandchild", "d-child"),
+            carried("d-child", "d-root"),
+        ];
+        let foretold: Vec<String> = root
+            .carried
+            .iter()
+            .map(|run| crate::seal_of(&run.report, &RecordMeta::from(run)).expect("sealed"))
+            .collect();
+        let meta = RecordMeta::default();
+        journal.record(&root, &meta).expect("record");
+        for (run, seal) in root.carried.iter().zip(&foretold) {
+            let stored = journal.get(&run.report.id).expect("get").expect("recorded");
+            assert_eq!(stored.seal.as_deref(), Some(seal.as_str()));
+            assert_eq!(stored.parent, run.report.parent_id);
+            assert_eq!(stored.workdir.as_deref(), Some("/p/ws"));
+        }
+
+        // A tree one of whose runs cannot be written (its id is taken) is written not at all,
+        // while the batch's other records are.
+        let mut clash = report("d-root-2", Outcome::Passed, &[(Some(true), &[])]);
+        clash.carried = vec![
+            carried("d-new-child", "d-root-2"),
+            carried("d-child", "d-root-2"),
+        ];
+        let other = report("d-other", Outcome::Passed, &[(Some(true), &[])]);
+        let outcomes = journal
+            .record_all([(&clash, &meta), (&other, &meta)])
+            .expect("the batch is written");
+        assert!(outcomes[0].is_err() && outcomes[1].is_ok(), "{outcomes:?}");
+        for id in ["d-root-2", "d-new-child"] {
+            assert!(journal.get(id).expect("get").is_none(), "{id} was written");
+        }
+        assert!(journal.get("d-other").expect("get").is_some());
     }
 
     #[test]

@@ -58,3 +58,4 @@ pub use locate::{DEFAULT_JOURNAL, Found, JOURNAL_ENV, Located, locate, locate_fr
 pub use sarif::{SARIF_SCHEMA, SARIF_VERSION, WORKSPACE_BASE, sarif};
 pub use spend::{AttemptSpend, ChildSpend, Cost, Spend};
 pub use writer::{JournalWriter, Written};
+pub use written::seal_of;

@@ -325,6 +325,7 @@ mod tests {
             duration: Duration::ZERO,
             trace_id: None,
             parent_id: None,
+            carried: Vec::new(),
         }
     }
 

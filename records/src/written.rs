@@ -338,13 +338,29 @@ impl Journal {
     }
 }
 
-/// Writes one delegation and its attempts with cached statements, sealed as written; returns
-/// the seal.
+/// The seal the record of `report` will have once it is recorded with `meta` (what a queue
+/// worker tells the parent of a child run it carries to its submitter, see
+/// [`harness::Runtime::carry_children`]).
+///
+/// # Errors
+/// [`ErrorKind::Journal`](crate::ErrorKind::Journal) when a value of the report has no JSON form.
+pub fn seal_of(report: &Report, meta: &RecordMeta) -> Result<String> {
+    written(report, meta)
+        .map(|written| written.seal)
+        .map_err(|e| Error::journal(format!("{} cannot be sealed: {e}", report.id)))
+}
+
+/// Writes one delegation and its attempts with cached statements, sealed as written, after the
+/// child runs it carries (see [`harness::Report::carried`]): all or none of them. Returns its
+/// seal.
 fn insert(
     conn: &rusqlite::Connection,
     report: &Report,
     meta: &RecordMeta,
 ) -> rusqlite::Result<String> {
+    for run in &report.carried {
+        insert(conn, &run.report, &RecordMeta::from(run))?;
+    }
     // Each JSON column is written once, canonically, and the seal is the hash of the export a
     // reader will make of these very bytes (see `written`): nothing is read back to seal it.
     let written =

@@ -21,12 +21,17 @@ pub async fn run(args: WorkerArgs) -> u8 {
         Err(e) => return exit::fail(&e, false),
     };
     // Not `settings::runtime()`: the submitter records, in a journal this machine may not have,
-    // so a worker writes no run's start.
+    // so a worker writes no run's start and records no child.
     let runtime = match harness::Runtime::with_trace_ids(Some(harness_telemetry::trace_id)) {
         Ok(runtime) => Arc::new(runtime),
         Err(e) => return exit::fail(&e, false),
     };
     runtime.watch_reviews(Arc::new(harness_records::review_state));
+    // A tree's children run here too; their records travel back in their root's report.
+    runtime.carry_children(Arc::new(|run: &harness::CarriedRun| {
+        harness_records::seal_of(&run.report, &harness_records::RecordMeta::from(run))
+            .map_err(|e| e.message().to_owned())
+    }));
     let name = harness_queue::worker_name();
     eprintln!(
         "worker {name}: running up to {} delegation(s) at once from {} (Ctrl-C to stop)",
@@ -59,8 +64,13 @@ fn print_finished(done: &harness_queue::JobResult) {
         .error
         .as_ref()
         .map_or(String::new(), |e| format!(" ({})", e.kind().as_str()));
+    let children = match done.report.carried.len() {
+        0 => String::new(),
+        1 => ", with 1 child run".to_owned(),
+        n => format!(", with {n} child runs"),
+    };
     eprintln!(
-        "worker: {} line {}: {}{kind} after {} attempt(s)",
+        "worker: {} line {}: {}{kind} after {} attempt(s){children}",
         done.id,
         done.line,
         done.report.outcome.as_str(),

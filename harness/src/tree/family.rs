@@ -78,6 +78,9 @@ pub(crate) struct Family {
     pending: Mutex<std::collections::BTreeSet<u64>>,
     calls: AtomicU64,
     applied: tokio::sync::Notify,
+    /// The ended runs of its subtree this process could not record, to be carried in its report
+    /// (see [`Shared::finished`]).
+    carried: Mutex<Vec<crate::report::CarriedRun>>,
 }
 
 /// What a parent's token budget has promised its running children.
@@ -163,6 +166,7 @@ impl Family {
             pending: Mutex::default(),
             calls: AtomicU64::new(0),
             applied: tokio::sync::Notify::new(),
+            carried: Mutex::default(),
         })
     }
 
@@ -304,6 +308,17 @@ impl Family {
         Ok((time, Some(share), reserved))
     }
 
+    /// The ended runs of its subtree to carry in its report, children's children first; taken
+    /// once every child has ended ([`Family::settle`]).
+    pub(crate) fn take_carried(&self) -> Vec<crate::report::CarriedRun> {
+        std::mem::take(
+            &mut *self
+                .carried
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     /// Resolves when the family is cancelled, to why.
     fn cancelled(&self) -> impl Future<Output = String> + Send + 'static {
         let mut watch = self.cancel.subscribe();
@@ -355,7 +370,7 @@ pub(crate) async fn call(
     // A child that could not be recorded where its parent is would be lost: refuse it.
     if parent.journal().is_some() && !shared.records_children() {
         return refused(
-            "this process cannot record child delegations where this run is recorded (a queue worker sends back its own report only): run delegation trees with `harness run`, `harness batch` or `harness serve`".to_owned(),
+            "this process cannot record child delegations where this run is recorded (its runtime neither records nor carries child runs: `Runtime::record_children`, `Runtime::carry_children`)".to_owned(),
         );
     }
     let (time, tokens, reserved) = match family.reserve() {
@@ -379,7 +394,7 @@ pub(crate) async fn call(
         Arc::clone(shared),
         id.clone(),
         (child, isolated),
-        family.cancelled(),
+        Arc::clone(family),
         tell,
         slot,
     );
@@ -438,16 +453,17 @@ async fn land(
     })
 }
 
-/// The child's task: runs it (in its own workspace, when it has one), records it, and hands
-/// back how it ended.
+/// The child's task: runs it (in its own workspace, when it has one), records it (or hands it
+/// to its parent's `family` to carry), and hands back how it ended.
 fn run_child(
     shared: Arc<Shared>,
     id: String,
     (child, isolated): (Delegation, Option<Isolated>),
-    cancel: impl Future<Output = String> + Send + 'static,
+    family: Arc<Family>,
     tell: tokio::sync::oneshot::Sender<Ended>,
     slot: tokio::sync::OwnedSemaphorePermit,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    let cancel = family.cancelled();
     Box::pin(async move {
         shared.started(&id, &child).await;
         let shown = shared.child_events.get().map(|events| Shown {
@@ -461,9 +477,16 @@ fn run_child(
             Some(shown) => shown,
             None => &crate::events::Nobody,
         };
-        let report = (shared.run_loop)(&shared, id, &child, observer, Box::pin(cancel)).await;
+        let mut report = (shared.run_loop)(&shared, id, &child, observer, Box::pin(cancel)).await;
         drop(slot);
-        let seal = shared.finished(&child, &report).await;
+        let carry = |runs: Vec<_>| {
+            family
+                .carried
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend(runs);
+        };
+        let seal = shared.finished(&child, &mut report, carry).await;
         let _ = tell.send(Ended {
             report,
             seal,
