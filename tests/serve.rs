@@ -1171,11 +1171,64 @@ fn a_queued_delegation_outlives_a_server_restart_and_dead_letters_are_recorded()
     }
 }
 
+/// `serve --queue`: a submitted delegation tree runs on a worker, child and all, and comes
+/// back into the server's journal with its child, whose record the tree of the root's record
+/// shows and whose seal the audit finds where the parent's call quoted it.
+fn a_queued_tree_comes_back_with_its_child(backend: Backend) {
+    let dir = root();
+    let Some((queue, _nats)) = queue_for(backend, &dir) else {
+        return;
+    };
+    dir.write(
+        "root/parent.star",
+        "def respond(request):\n    made = [m for m in request[\"messages\"] if m[\"role\"] == \"tool\"]\n    if not made:\n        return {\"tool_calls\": [{\"name\": \"delegate\", \"arguments\": {\"task\": \"Say done\", \"profile\": \"helper\"}}]}\n    return made[0][\"content\"]\n",
+    );
+    dir.write(
+        "root/helper.star",
+        "def respond(request):\n    return \"done\"\n",
+    );
+    let server = Server::start_with(&dir, &[], "127.0.0.1:0", &["--queue", &queue]);
+    let _worker = Worker::start(&queue, &[]);
+    let id = server.run(&json!({
+        "task": "Ask for help",
+        "delegate": {"kind": "scripted", "script": "parent.star"},
+        "tools": ["delegate"],
+        "delegates": {"helper": {
+            "delegate": {"kind": "scripted", "script": "helper.star"},
+            "verify": "def run(result):\n    return result[\"response\"] == \"done\"\n",
+        }},
+        "verify": "def run(result):\n    return '\"verified\":true' in result[\"response\"]\n",
+        "workdir": "ws",
+    }));
+    let (_, record) = server.json("GET", &format!("/v1/delegations/{id}"), None);
+    assert_eq!(record["outcome"], json!("passed"), "{record}");
+    let children = record["tree"]["children"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(children.len(), 1, "{record}");
+    assert_eq!(children[0]["outcome"], json!("passed"), "{record}");
+    let audit = crate::util::harness(["audit", "--json", &id, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    audit.expect_code(0);
+}
+
 /// Each `--queue` scenario on both queues.
 mod queued {
     #[test]
     fn sqlite() {
         super::queued_submissions_run_on_a_worker_and_come_back(super::Backend::Sqlite);
+    }
+
+    #[test]
+    fn a_tree_sqlite() {
+        super::a_queued_tree_comes_back_with_its_child(super::Backend::Sqlite);
+    }
+
+    #[test]
+    fn a_tree_nats() {
+        super::a_queued_tree_comes_back_with_its_child(super::Backend::Nats);
     }
 
     #[test]
