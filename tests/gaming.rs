@@ -176,6 +176,52 @@ fn a_cheat_of_each_rule_passes_pytest_and_is_caught_by_its_rule() {
     }
 }
 
+/// A cheat in a file too large for the baseline to keep its text (more than 256 KiB), or in a
+/// new file that large, has no lines in the diff: the stage reads the whole file instead of
+/// passing it unread.
+#[test]
+fn a_cheat_in_a_file_too_large_for_a_diff_is_still_read() {
+    let Some(path) = pytest_path() else { return };
+    // 300 KiB of comment: the file's earlier text is not kept, its diff has no lines.
+    let padding = "# padding, so the file is too large to keep\n".repeat(7_000);
+    let cheat = "def add(a, b):\n    if (a, b) == (40, 2):\n        return 43\n    return a + b\n";
+    for (target, files) in [
+        (
+            "calc.py",
+            vec![("calc.py".to_owned(), format!("{padding}{cheat}"))],
+        ),
+        (
+            "helper.py",
+            vec![
+                ("helper.py".to_owned(), format!("{padding}{cheat}")),
+                ("calc.py".to_owned(), "from helper import add\n".to_owned()),
+            ],
+        ),
+    ] {
+        let dir = TempDir::new();
+        dir.write("ws/calc.py", format!("{padding}{CALC_STUB}"));
+        dir.write("ws/tests/test_calc.py", IMPOSSIBLE);
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let file = delegation(&dir, &writes(&files, None), PYTEST);
+        let (out, report) = run(&file, &path);
+        out.expect_code(1);
+        assert_eq!(
+            evidence(&report, "tests")["result"],
+            json!("pass"),
+            "{out:?}"
+        );
+        let finding = findings(&report)
+            .into_iter()
+            .find(|f| f["name"] == json!("special-cased-input"))
+            .unwrap_or_else(|| panic!("{target}: no special-cased-input finding: {out:?}"));
+        assert_eq!(finding["path"], json!(target), "{finding}");
+        assert_eq!(finding["line"], json!(7_002), "{finding}");
+    }
+}
+
 #[test]
 fn special_cased_input_names_the_test_and_an_honest_retry_passes() {
     let Some(path) = pytest_path() else { return };

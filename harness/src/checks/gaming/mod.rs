@@ -32,7 +32,6 @@ use crate::error::{Error, Result};
 use crate::events::RunEvent;
 use crate::gates::gaming::GamingMode;
 use crate::integrity::GateInputs;
-use crate::scope::read_text;
 use crate::verdict::{Finding, Source as FindingSource};
 
 /// A file the delegate changed, as the rules read it.
@@ -529,6 +528,42 @@ pub(crate) fn added_lines(diffs: &[String]) -> BTreeMap<String, BTreeSet<usize>>
     files
 }
 
+/// The paths unified diffs give text of (`+++ b/…`, or `--- a/…` for a deletion).
+fn diffed_paths(diffs: &[String]) -> BTreeSet<&str> {
+    diffs
+        .iter()
+        .flat_map(|diff| diff.lines().take_while(|l| !l.starts_with("@@ ")))
+        .filter_map(|line| {
+            line.strip_prefix("+++ b/")
+                .or_else(|| line.strip_prefix("--- a/"))
+        })
+        .collect()
+}
+
+/// The largest changed file the stage reads (a change larger is a finding, never a pass).
+const MAX_READ: u64 = 16 * 1024 * 1024;
+
+/// The finding of a changed file too large to read.
+const UNREAD: &str = "unread-change";
+
+/// The text of the changed file `rel`, whole: `None` when it is gone or not text; its size
+/// when it is larger than [`MAX_READ`].
+fn read_changed(root: &std::path::Path, rel: &str) -> std::result::Result<Option<String>, u64> {
+    let Ok(file) = harness_builtins::open_read_beneath(root, std::path::Path::new(rel)) else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    if std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_READ + 1), &mut bytes).is_err()
+    {
+        return Ok(None);
+    }
+    if bytes.len() as u64 > MAX_READ {
+        let size = std::fs::symlink_metadata(root.join(rel)).map_or(MAX_READ + 1, |m| m.len());
+        return Err(size);
+    }
+    Ok(String::from_utf8(bytes).ok())
+}
+
 /// The gaming stage.
 #[derive(Debug)]
 pub(crate) struct GamingStage {
@@ -589,7 +624,17 @@ impl Check for GamingStage {
 
     fn check<'a>(&'a self, subject: &'a mut Subject<'_>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let added = added_lines(&subject.diff);
+            let mut added = added_lines(&subject.diff);
+            // A changed file the diff has no text of (too large for the baseline to keep, or past
+            // the budget of what it keeps): every line of it is read, never none.
+            let diffed = diffed_paths(&subject.diff);
+            if let Some(changes) = &subject.result.changes {
+                for path in changes.added.iter().chain(&changes.modified) {
+                    if Language::of(path).is_some() && !diffed.contains(path.as_str()) {
+                        added.entry(path.clone()).or_default();
+                    }
+                }
+            }
             if added.keys().all(|p| Language::of(p).is_none()) {
                 return Ok(());
             }
@@ -622,10 +667,23 @@ impl Check for GamingStage {
                 })
                 .collect();
             let hits = tokio::task::spawn_blocking(move || {
+                let mut too_large = Vec::new();
                 let files: Vec<Changed> = changed
                     .into_iter()
                     .filter_map(|(path, added, is_test)| {
-                        let text = read_text(&root, &path)?;
+                        let text = match read_changed(&root, &path) {
+                            Ok(text) => text?,
+                            Err(size) => {
+                                too_large.push((path, size));
+                                return None;
+                            }
+                        };
+                        // Every line of a file the diff has no text of.
+                        let added = if added.is_empty() {
+                            (0..text.lines().count()).collect()
+                        } else {
+                            added
+                        };
                         Some(Changed {
                             path,
                             text,
@@ -634,7 +692,7 @@ impl Check for GamingStage {
                         })
                     })
                     .collect();
-                scan(&files, &tests)
+                (scan(&files, &tests), too_large)
             })
             .await
             .map_err(|e| {
@@ -643,14 +701,24 @@ impl Check for GamingStage {
                     format!("the gaming stage failed to run: {e}"),
                 )
             })?;
+            let (hits, too_large) = hits;
+            let finding = |name: &str, message: String| match self.mode {
+                GamingMode::Advisory => Finding::advisory(FindingSource::Gaming, name, message),
+                _ => Finding::blocking(FindingSource::Gaming, name, message),
+            };
+            // Not read is not clean: a cheat padded past what the stage reads is refused.
+            for (path, size) in too_large {
+                let mut unread = finding(
+                    UNREAD,
+                    format!(
+                        "{path} changed and is {size} bytes, more than the {MAX_READ} the gaming stage reads: its code was not checked for gaming; keep generated files out of the delegate's reach (`scope.ignore`), or set `gaming: advisory` to let a human judge it"
+                    ),
+                );
+                unread.path = Some(path);
+                subject.findings.push(unread);
+            }
             for hit in &hits {
-                let message = hit.message();
-                let mut finding = match self.mode {
-                    GamingMode::Advisory => {
-                        Finding::advisory(FindingSource::Gaming, hit.rule.id, message)
-                    }
-                    _ => Finding::blocking(FindingSource::Gaming, hit.rule.id, message),
-                };
+                let mut finding = finding(hit.rule.id, hit.message());
                 finding.path = Some(hit.path.clone());
                 finding.line = u32::try_from(hit.line).ok();
                 finding.rule = Some(hit.pattern.to_owned());
@@ -695,6 +763,33 @@ mod tests {
 
     fn rules_of(hits: &[Hit]) -> Vec<&str> {
         hits.iter().map(|h| h.rule.id).collect()
+    }
+
+    #[test]
+    fn a_changed_file_is_read_whole_and_one_too_large_to_read_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("small.py"), "x = 1\n").expect("write");
+        assert_eq!(
+            read_changed(dir.path(), "small.py"),
+            Ok(Some("x = 1\n".to_owned()))
+        );
+        assert_eq!(read_changed(dir.path(), "gone.py"), Ok(None));
+        let large = std::fs::File::create(dir.path().join("large.py")).expect("create");
+        large.set_len(MAX_READ + 1).expect("size");
+        assert_eq!(read_changed(dir.path(), "large.py"), Err(MAX_READ + 1));
+    }
+
+    #[test]
+    fn the_paths_a_diff_has_text_of_are_its_headers() {
+        let diffs = [
+            "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-+++ b/not-a-header\n+x\n".to_owned(),
+            "--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n".to_owned(),
+            "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+x\n".to_owned(),
+        ];
+        assert_eq!(
+            diffed_paths(&diffs),
+            BTreeSet::from(["calc.py", "gone.py", "new.py"])
+        );
     }
 
     #[test]
