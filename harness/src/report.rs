@@ -164,17 +164,6 @@ pub struct CarriedRun {
 }
 
 impl CarriedRun {
-    /// The child run `report` of `delegation`, with the paths its record names, absolute.
-    pub(crate) fn of(delegation: &crate::delegation::Delegation, report: Report) -> CarriedRun {
-        let absolute =
-            |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-        CarriedRun {
-            source: absolute(delegation.source()),
-            workdir: absolute(delegation.recorded_workdir()),
-            report,
-        }
-    }
-
     /// `run` as whoever records it reads it: written as JSON and read back, so that a seal
     /// made of it is the seal of what is recorded.
     ///

@@ -205,7 +205,13 @@ impl Shared {
             Children::Carry(sealer) => {
                 let mut runs = std::mem::take(&mut report.carried);
                 let sealer = Arc::clone(sealer);
-                let run = CarriedRun::of(delegation, report.clone());
+                let absolute =
+                    |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+                let run = CarriedRun {
+                    source: absolute(delegation.source()),
+                    workdir: absolute(delegation.recorded_workdir()),
+                    report: report.clone(),
+                };
                 let sealed = tokio::task::spawn_blocking(move || {
                     // Sealed as its recorder will read it: after the trip through JSON.
                     let run = CarriedRun::as_sent(&run)?;
@@ -213,10 +219,14 @@ impl Shared {
                 })
                 .await
                 .unwrap_or_else(|e| Err(format!("sealing the child failed: {e}")));
-                let (seal, run) = sealed?;
-                runs.push(run);
+                // A child that cannot be sealed is not carried (its parent is told why); the
+                // runs under it, each sealed, still are.
+                let sealed = sealed.map(|(seal, run)| {
+                    runs.push(run);
+                    Some(seal)
+                });
                 carry(runs);
-                Ok(Some(seal))
+                sealed
             }
         }
     }
