@@ -874,6 +874,35 @@ both_queues!(
     a_queued_tree_killed_mid_child_runs_again_and_is_recorded_once_with_its_child,
 );
 
+/// NATS: a report larger than one message of the server may be (its `max_payload`, 1 MiB by
+/// default) cannot come back: the job is dead-lettered at once, saying so and how to fix it,
+/// instead of failing to send on every delivery.
+#[test]
+fn nats_a_report_too_large_for_a_message_is_dead_lettered_once_saying_why() {
+    let dir = TempDir::new();
+    // An answer of 1.1 MB.
+    batch(
+        &dir,
+        1,
+        "echo hi > done.txt; head -c 1100000 /dev/zero | tr '\\0' a",
+    );
+    let Some(nats) = Nats::start(&dir) else {
+        return;
+    };
+    let queue = nats.url();
+    let _worker = Worker::start(&queue, &["--lease", "2"]);
+    let (out, lines) = run_batch(&dir, &queue);
+    out.expect_code(1);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert_eq!(lines[0]["kind"], json!("delegate"), "{}", lines[0]);
+    let message = lines[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("after 1 delivery") && message.contains("max_payload"),
+        "{message}"
+    );
+    assert_eq!(recorded(&dir).len(), 1);
+}
+
 /// NATS: the server restarts while a queued tree's child runs on a worker; the tree finishes,
 /// its report (carrying its child's) comes back, and both are recorded once.
 #[test]

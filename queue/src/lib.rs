@@ -80,6 +80,16 @@ pub struct JobResult {
     pub worker: String,
 }
 
+/// What became of a finished job's result ([`Queue::complete`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completed {
+    /// Sent back; the job is acknowledged.
+    Sent,
+    /// Too large for the queue to carry: the job is dead-lettered with this reason instead
+    /// (running it again would only end the same way).
+    DeadLettered(String),
+}
+
 /// A job that will never run: its message could not be read, or it failed on every delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetter {
@@ -184,9 +194,13 @@ pub trait Queue: Send + Sync {
     /// Says the job is still being worked on: extends the lease.
     fn heartbeat<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>>;
 
-    /// Sends the job's result back and acknowledges the job (after the result is stored).
-    fn complete<'a>(&'a self, lease: &'a Lease, result: &'a JobResult)
-    -> BoxFuture<'a, Result<()>>;
+    /// Sends the job's result back and acknowledges the job (after the result is stored); a
+    /// result the queue cannot carry dead-letters the job instead, saying why.
+    fn complete<'a>(
+        &'a self,
+        lease: &'a Lease,
+        result: &'a JobResult,
+    ) -> BoxFuture<'a, Result<Completed>>;
 
     /// Gives the job back to be delivered again after `delay` (a transient failure, a worker
     /// stopping); `why` is kept, and becomes the dead letter's reason when deliveries run out.

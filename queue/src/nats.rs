@@ -15,8 +15,8 @@ use harness::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    BoxFuture, DeadLetter, Delivery, Handle, Job, JobResult, Lease, Outcome, Queue, QueueOptions,
-    parse_job,
+    BoxFuture, Completed, DeadLetter, Delivery, Handle, Job, JobResult, Lease, Outcome, Queue,
+    QueueOptions, parse_job,
 };
 
 const JOBS_STREAM: &str = "HARNESS_JOBS";
@@ -188,6 +188,17 @@ impl NatsQueue {
         let body = serde_json::to_vec(envelope).expect("an envelope always serialises");
         self.publish(subject, headers, body).await
     }
+
+    /// Why `envelope` is too large for one message of this server, if it is.
+    fn too_large(&self, envelope: &Envelope) -> Option<String> {
+        let limit = self.js.client().server_info().max_payload;
+        let size = serde_json::to_vec(envelope).map_or(0, |body| body.len());
+        (limit > 0 && size > limit).then(|| {
+            format!(
+                "its report is {size} bytes, more than this NATS server takes in one message (max_payload {limit}): raise `max_payload` in the server's configuration (a tree's children and long agent logs add up)"
+            )
+        })
+    }
 }
 
 fn message(lease: &Lease) -> &jetstream::Message {
@@ -274,11 +285,16 @@ impl Queue for NatsQueue {
         &'a self,
         lease: &'a Lease,
         result: &'a JobResult,
-    ) -> BoxFuture<'a, Result<()>> {
+    ) -> BoxFuture<'a, Result<Completed>> {
         Box::pin(async move {
             let envelope = Envelope::Done {
                 result: Box::new(result.clone()),
             };
+            // A report no message can carry would fail on every delivery: said once, for good.
+            if let Some(why) = self.too_large(&envelope) {
+                self.dead_letter(lease, &why).await?;
+                return Ok(Completed::DeadLettered(why));
+            }
             // The result first, stored; then the job is acknowledged.
             self.send_back(Some(&result.batch), Some(&result.id), &envelope)
                 .await?;
@@ -293,7 +309,7 @@ impl Queue for NatsQueue {
                     result.id
                 );
             }
-            Ok(())
+            Ok(Completed::Sent)
         })
     }
 

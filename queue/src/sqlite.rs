@@ -11,7 +11,8 @@ use harness::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{
-    BoxFuture, DeadLetter, Delivery, Handle, Job, JobResult, Lease, Outcome, Queue, parse_job,
+    BoxFuture, Completed, DeadLetter, Delivery, Handle, Job, JobResult, Lease, Outcome, Queue,
+    parse_job,
 };
 
 /// How long a lease lasts without a heartbeat.
@@ -278,7 +279,7 @@ impl Queue for SqliteQueue {
         &'a self,
         lease: &'a Lease,
         result: &'a JobResult,
-    ) -> BoxFuture<'a, Result<()>> {
+    ) -> BoxFuture<'a, Result<Completed>> {
         Box::pin(async move {
             let (id, _) = handle(lease);
             let text = serde_json::to_string(result).expect("a result always serialises");
@@ -291,7 +292,7 @@ impl Queue for SqliteQueue {
                     params![id, text, now()],
                 )
                 .map_err(|e| sql(path, "cannot store a result", &e))?;
-                Ok(())
+                Ok(Completed::Sent)
             })
             .await
         })

@@ -9,7 +9,7 @@ use harness::{Assembler, Nobody, Runtime};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::{JobResult, Lease, Queue};
+use crate::{Completed, JobResult, Lease, Queue};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -210,8 +210,13 @@ async fn run_one(
     // delivered again (at least once).
     for attempt in 0..5u32 {
         match queue.complete(&lease, &result).await {
-            Ok(()) => {
+            Ok(Completed::Sent) => {
                 tally.completed.fetch_add(1, SeqCst);
+                return;
+            }
+            Ok(Completed::DeadLettered(why)) => {
+                tracing::warn!("worker: {} is dead-lettered: {why}", job.id);
+                tally.dead.fetch_add(1, SeqCst);
                 return;
             }
             Err(e) => {
