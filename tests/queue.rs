@@ -813,6 +813,10 @@ fn assert_tree_recorded_once(dir: &TempDir, out: &crate::util::Output) {
         2,
         "the root and its child, once each: {records:?}"
     );
+    assert!(
+        out.stderr.contains("recorded 2 delegation(s)"),
+        "the child counted as recorded: {out:?}"
+    );
     let child = records
         .iter()
         .find(|r| r["id"] != root)

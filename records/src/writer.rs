@@ -163,7 +163,8 @@ impl JournalWriter {
                         };
                     for ((report, _, done), outcome) in queued.into_iter().zip(outcomes) {
                         match &outcome {
-                            Ok(_) => written.recorded += 1,
+                            // A root carried its tree's runs: each is a record too.
+                            Ok(_) => written.recorded += 1 + report.carried.len(),
                             Err(why) => written.failures.push(format!("{}: {why}", report.id)),
                         }
                         if let Some(done) = done {
