@@ -878,6 +878,45 @@ both_queues!(
     a_queued_tree_killed_mid_child_runs_again_and_is_recorded_once_with_its_child,
 );
 
+/// `examples/scale-out/trees.yaml`, as its header says: a worker runs each root and its child;
+/// the submitter records both of each tree, and the children's files land in the workspace.
+#[test]
+fn the_trees_example_runs_on_a_worker_as_its_header_says() {
+    let dir = TempDir::new();
+    for example in ["scale-out", "fan-out"] {
+        crate::util::copy_tree(
+            &crate::util::repo_root().join("examples").join(example),
+            &dir.join(example),
+        );
+    }
+    let queue = queue_url(&dir);
+    let _worker = worker_with_tmp(&queue, &dir.join("tmp"), &["--concurrency", "2"]);
+    let out = harness(["batch", "--json", "--queue", &queue, "--journal"])
+        .args([dir.join("runs.db"), dir.join("scale-out/trees.yaml")])
+        .run();
+    out.expect_code(0);
+    let lines = outcomes(&out);
+    assert_eq!(lines.len(), 2, "{out:?}");
+    assert!(
+        lines.iter().all(|l| l["outcome"] == json!("passed")),
+        "{lines:?}"
+    );
+    assert!(out.stderr.contains("recorded 4 delegation(s)"), "{out:?}");
+    for (name, word) in [("north", "cold"), ("south", "warm")] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("scale-out/workspace/{name}.txt"))).ok(),
+            Some(format!("{word}\n"))
+        );
+    }
+    let records = recorded(&dir);
+    for line in &lines {
+        assert!(
+            records.iter().any(|r| r["parent_id"] == line["id"]),
+            "no child of {line}: {records:?}"
+        );
+    }
+}
+
 /// NATS: a report larger than one message of the server may be (its `max_payload`, 1 MiB by
 /// default) cannot come back: the job is dead-lettered at once, saying so and how to fix it,
 /// instead of failing to send on every delivery.
