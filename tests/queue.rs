@@ -199,7 +199,16 @@ pub(crate) struct Worker(Child);
 
 impl Worker {
     pub(crate) fn start(queue: &str, extra: &[&str]) -> Worker {
-        let child = Command::new(harness_bin())
+        Worker::spawn(queue, extra, None)
+    }
+
+    /// A worker on `queue` with `extra` arguments, its `TMPDIR` at `tmp` when given.
+    fn spawn(queue: &str, extra: &[&str], tmp: Option<&Path>) -> Worker {
+        let mut command = Command::new(harness_bin());
+        if let Some(tmp) = tmp {
+            command.env("TMPDIR", tmp);
+        }
+        let child = command
             .args(["worker", "--queue", queue])
             .args(extra)
             .stdin(Stdio::null())
@@ -758,16 +767,7 @@ macro_rules! both_queues {
 /// dropped.
 fn worker_with_tmp(queue: &str, tmp: &Path, extra: &[&str]) -> Worker {
     std::fs::create_dir_all(tmp).expect("tmp");
-    let child = Command::new(harness_bin())
-        .args(["worker", "--queue", queue])
-        .args(extra)
-        .env("TMPDIR", tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("a worker starts");
-    Worker(child)
+    Worker::spawn(queue, extra, Some(tmp))
 }
 
 /// A batch of one delegation tree: the parent delegates "Write a.txt with alpha" to the
@@ -828,20 +828,7 @@ fn assert_tree_recorded_once(dir: &TempDir, out: &crate::util::Output) {
             .as_deref(),
         Some("alpha\n")
     );
-    let audit = harness(["audit", "--json"])
-        .args([root.as_str().expect("id"), "--journal"])
-        .args([dir.join("runs.db")])
-        .run();
-    audit.expect_code(0);
-    let checks = &audit.json()["checks"];
-    assert!(
-        checks
-            .as_array()
-            .expect("checks")
-            .iter()
-            .any(|c| c["name"] == "delegation_linkage" && c["passed"] == true),
-        "{checks}"
-    );
+    crate::tree::assert_linkage_audited(dir, root.as_str().expect("id"));
 }
 
 /// Waits until an isolated child's workspace exists under `tmp`: the tree is mid-child.

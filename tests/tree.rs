@@ -19,6 +19,25 @@ fn fan_out(dir: &TempDir) -> Value {
     out.json()
 }
 
+/// `harness audit RUN --journal DIR/runs.db` passes, `delegation_linkage` among its checks:
+/// each child the run's `delegate` calls returned is recorded, from this run, with the seal the
+/// call quoted.
+pub(crate) fn assert_linkage_audited(dir: &TempDir, run: &str) {
+    let audit = harness(["audit", "--json", run, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    audit.expect_code(0);
+    let checks = &audit.json()["checks"];
+    assert!(
+        checks
+            .as_array()
+            .expect("checks")
+            .iter()
+            .any(|c| c["name"] == "delegation_linkage" && c["passed"] == true),
+        "{checks}"
+    );
+}
+
 /// Every run of the journal in `dir`, as `runs list --json` gives them.
 fn runs(dir: &TempDir) -> Vec<Value> {
     let out = harness(["runs", "list", "--json", "--journal"])
@@ -151,20 +170,7 @@ fn the_fan_out_example_runs_three_verified_children_and_reports_them_honestly() 
         Some(3),
         "{export}"
     );
-    let audit = harness(["audit", "--json"])
-        .args([parent.as_str().expect("id"), "--journal"])
-        .args([dir.join("runs.db")])
-        .run();
-    audit.expect_code(0);
-    let checks = &audit.json()["checks"];
-    assert!(
-        checks
-            .as_array()
-            .expect("checks")
-            .iter()
-            .any(|c| c["name"] == "delegation_linkage" && c["passed"] == true),
-        "{checks}"
-    );
+    assert_linkage_audited(&dir, parent.as_str().expect("id"));
 
     // The report grouped by root: the tree is one line, its failed child counted.
     let report = harness(["report", "--by-root", "--json", "--journal"])
