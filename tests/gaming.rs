@@ -222,6 +222,35 @@ fn a_cheat_in_a_file_too_large_for_a_diff_is_still_read() {
     }
 }
 
+/// A changed source file past what the stage reads (16 MiB) is not passed unread: it is an
+/// `unread-change` finding naming the file and the fix, which fails the attempt.
+#[test]
+fn a_source_file_too_large_to_read_is_a_finding_not_a_pass() {
+    let dir = TempDir::new();
+    dir.write("ws/calc.py", CALC_STUB);
+    // 18 MB of Python, written by a command the delegate runs.
+    let agent = "def respond(request):\n    if request[\"messages\"][-1][\"role\"] == \"tool\":\n        return {\"content\": \"Done.\"}\n    return {\"tool_calls\": [{\"name\": \"run_command\", \"arguments\": {\"argv\": [\"sh\", \"-c\", \"yes 'x = 1' | head -n 3000000 > big.py\"]}}]}\n";
+    let file = delegation(
+        &dir,
+        agent,
+        "checks:\n  - {name: ok, run: \"true\"}\nmax_verify_retries: 0\n",
+    );
+    let out = harness(["run", "--json"]).arg_path(&file).run();
+    out.expect_code(1);
+    let report = out.json();
+    let finding = findings(&report)
+        .into_iter()
+        .find(|f| f["name"] == json!("unread-change"))
+        .unwrap_or_else(|| panic!("no unread-change finding: {out:?}"));
+    assert_eq!(finding["path"], json!("big.py"), "{finding}");
+    assert_eq!(finding["blocking"], json!(true), "{finding}");
+    let message = finding["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("18000000 bytes") && message.contains("scope.ignore"),
+        "{message}"
+    );
+}
+
 #[test]
 fn special_cased_input_names_the_test_and_an_honest_retry_passes() {
     let Some(path) = pytest_path() else { return };
