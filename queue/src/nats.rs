@@ -170,12 +170,7 @@ impl NatsQueue {
         unreachable!("the loop returns")
     }
 
-    async fn send_back(
-        &self,
-        batch: Option<&str>,
-        id: Option<&str>,
-        envelope: &Envelope,
-    ) -> Result<()> {
+    async fn send_back(&self, batch: Option<&str>, id: Option<&str>, body: Vec<u8>) -> Result<()> {
         let subject = match batch {
             Some(batch) => format!("harness.results.{batch}"),
             None => DEAD_SUBJECT.to_owned(),
@@ -185,20 +180,24 @@ impl NatsQueue {
             // A second worker finishing the same delegation is stored once.
             headers.insert("Nats-Msg-Id", format!("result-{id}").as_str());
         }
-        let body = serde_json::to_vec(envelope).expect("an envelope always serialises");
         self.publish(subject, headers, body).await
     }
 
-    /// Why `envelope` is too large for one message of this server, if it is.
-    fn too_large(&self, envelope: &Envelope) -> Option<String> {
+    /// Why `body` is too large for one message of this server, if it is.
+    fn too_large(&self, body: &[u8]) -> Option<String> {
         let limit = self.js.client().server_info().max_payload;
-        let size = serde_json::to_vec(envelope).map_or(0, |body| body.len());
+        let size = body.len();
         (limit > 0 && size > limit).then(|| {
             format!(
                 "its report is {size} bytes, more than this NATS server takes in one message (max_payload {limit}): raise `max_payload` in the server's configuration (a tree's children and long agent logs add up)"
             )
         })
     }
+}
+
+/// The body of a message sending `envelope` back.
+fn envelope(envelope: &Envelope) -> Vec<u8> {
+    serde_json::to_vec(envelope).expect("an envelope always serialises")
 }
 
 fn message(lease: &Lease) -> &jetstream::Message {
@@ -287,16 +286,16 @@ impl Queue for NatsQueue {
         result: &'a JobResult,
     ) -> BoxFuture<'a, Result<Completed>> {
         Box::pin(async move {
-            let envelope = Envelope::Done {
+            let body = envelope(&Envelope::Done {
                 result: Box::new(result.clone()),
-            };
+            });
             // A report no message can carry would fail on every delivery: said once, for good.
-            if let Some(why) = self.too_large(&envelope) {
+            if let Some(why) = self.too_large(&body) {
                 self.dead_letter(lease, &why).await?;
                 return Ok(Completed::DeadLettered(why));
             }
             // The result first, stored; then the job is acknowledged.
-            self.send_back(Some(&result.batch), Some(&result.id), &envelope)
+            self.send_back(Some(&result.batch), Some(&result.id), body)
                 .await?;
             // The report is stored: a job whose acknowledgement is lost (the server restarted
             // since it was delivered) is delivered again and runs again, and its second report
@@ -346,7 +345,7 @@ impl Queue for NatsQueue {
             self.send_back(
                 dead.batch.clone().as_deref(),
                 dead.id.clone().as_deref(),
-                &Envelope::Dead { dead },
+                envelope(&Envelope::Dead { dead }),
             )
             .await?;
             message(lease)
