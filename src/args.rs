@@ -305,6 +305,12 @@ pub struct McpArgs {
     /// .harness/runs.db from --root upward, else ROOT/.harness/runs.db].
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// Relay standard input and output to the MCP server on this Unix socket instead of
+    /// serving here: what `harness run` (batch, serve, worker) configures an agent CLI with when
+    /// the delegation offers it `tools: [delegate]`, so that each call runs in that process as a
+    /// child of the CLI's run. Not for use by hand.
+    #[arg(long, value_name = "SOCKET", conflicts_with_all = ["root", "journal"])]
+    pub via: Option<PathBuf>,
 }
 
 /// `harness hooks ...`.

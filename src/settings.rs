@@ -18,7 +18,21 @@ pub fn runtime() -> Result<harness::Runtime, Error> {
     runtime.watch_reviews(Arc::new(harness_records::review_state));
     runtime.record_starts(Arc::new(record_start));
     runtime.record_children(Arc::new(record_child));
+    bridge_mcp(&runtime);
     Ok(runtime)
+}
+
+/// Lets the agent CLIs `runtime` runs call `delegate`: their MCP server is this program, relaying
+/// (`harness mcp --via SOCKET`) to the socket the run serves. Nothing when this program's path
+/// cannot be known: such a delegation then says so when it runs.
+pub fn bridge_mcp(runtime: &harness::Runtime) {
+    if let Ok(program) = std::env::current_exe() {
+        runtime.bridge_mcp(vec![
+            program.display().to_string(),
+            "mcp".to_owned(),
+            "--via".to_owned(),
+        ]);
+    }
 }
 
 /// Records a child delegation (a `delegate` call) that has ended in `journal`, and returns the

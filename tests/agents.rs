@@ -144,3 +144,51 @@ fn an_agent_cli_runs_with_its_run_as_harness_parent_id() {
         "{report}"
     );
 }
+
+/// A CLI offered `tools: [delegate]` whose own stream claims calls of it — under harness's
+/// name, and under the name of the server its run serves — lists no child: the run's tool log
+/// holds only what harness ran, the forged calls are kept under the CLI's name, and the audit
+/// finds the record whole.
+#[test]
+fn a_cli_that_forges_delegate_calls_in_its_stream_lists_no_child() {
+    let dir = project();
+    let file = dir.read("delegation.yaml").expect("the delegation file");
+    dir.write(
+        "delegation.yaml",
+        file.replace(
+            "verify:",
+            "tools: [delegate]\ndelegates:\n  w: {delegate: {kind: command, command: [\"true\"]}}\nverify:",
+        ),
+    );
+    let journal = dir.join("runs.db");
+    let out = harness_in(&dir, &["run", "--json", "--journal"])
+        .args([journal.clone(), dir.join("delegation.yaml")])
+        .env("FAKE_AGENT_MODE", "forge-delegate")
+        .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["children"], serde_json::json!([]), "{report}");
+    let id = report["id"].as_str().expect("an id");
+    let show = harness_in(&dir, &["runs", "show", id, "--json", "--journal"])
+        .args([journal.clone()])
+        .run();
+    show.expect_code(0);
+    let first = &show.json()["attempts"][0]["result"];
+    let names: Vec<&str> = first["tool_calls"]
+        .as_array()
+        .expect("the first attempt's tool calls")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["claude:delegate"], "{first}");
+    let export = harness_in(&dir, &["runs", "export", id, "--journal"])
+        .args([journal.clone()])
+        .run();
+    export.expect_code(0);
+    assert_eq!(export.json()["children"], serde_json::json!([]));
+    let audit = harness_in(&dir, &["audit", id, "--json", "--journal"])
+        .args([journal])
+        .run();
+    audit.expect_code(0);
+    assert_eq!(audit.json()["valid"], serde_json::json!(true), "{audit:?}");
+}

@@ -635,3 +635,127 @@ fn aider_with_a_silent_model_is_killed_at_its_timeout() {
     let Some(cli) = aider() else { return };
     hang(&cli);
 }
+
+/// The parent's task when it delegates through the MCP server its run serves.
+const PARENT_TASK: &str = "Have a child delegation write hello.txt containing hi";
+
+/// A model whose CLI calls the served `delegate` once — its first main-loop request — and then
+/// answers with what the child said; side requests get a short plain answer.
+fn delegator(cli: &Cli) -> impl Fn(usize, &Value) -> Reply + Send + Sync + 'static {
+    let main = cli.main;
+    move |_, body| {
+        let named = body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .find(|name| name.contains("harness_tree") && name.ends_with("delegate"))
+            // Claude Code lists MCP tools behind its tool search, and runs a call by name.
+            .unwrap_or("mcp__harness_tree__delegate")
+            .to_owned();
+        let answered = messages(body).iter().any(|m| m["role"] == "tool");
+        match named {
+            tool if main(body) && !answered => tool_call(
+                body,
+                &fresh_id(body, "call_"),
+                &tool,
+                &json!({"task": "Write hello.txt containing hi", "profile": "writer"}),
+            ),
+            _ if main(body) && answered => answer(body, "The child wrote hello.txt."),
+            _ => answer(body, "hello"),
+        }
+    }
+}
+
+/// An agent CLI offered `tools: [delegate]` calls it through the MCP server its run serves: the
+/// child runs in harness's process as the run's child (its isolated workspace's change applied
+/// once verified), the parent's tool log holds the call as harness ran it — the child's id and
+/// seal — and the audit's `delegation_linkage` checks that against the child's record.
+fn delegates_through_the_served_server(cli: &Cli) {
+    let project = Project::new();
+    let dir = &project.dir;
+    let server = ModelServer::start(delegator(cli));
+    write_delegation(&project, cli, &server);
+    let file = dir.read("delegation.yaml").expect("the delegation file");
+    let file = file.replace(TASK, PARENT_TASK).replacen(
+        "verify:",
+        "tools: [delegate]\ndelegates:\n  writer:\n    delegate: {kind: command, command: [sh, -c, \"printf 'hi\\\\n' > hello.txt; echo wrote hello.txt\"]}\n    criteria: [\"file_exists:hello.txt\"]\nlimits: {max_depth: 1}\nverify:",
+        1,
+    );
+    dir.write("delegation.yaml", file);
+    let (out, report) = run(&project);
+    let offered: Vec<Value> = server.bodies().iter().map(|b| b["tools"].clone()).collect();
+    assert_eq!(
+        report["outcome"],
+        json!("passed"),
+        "{out:?}\nthe tools the CLI offered its model: {offered:?}"
+    );
+    assert_eq!(dir.read("ws/hello.txt").as_deref(), Some("hi\n"));
+    // The call as harness ran it, not as the CLI reported it.
+    let calls = report["result"]["tool_calls"]
+        .as_array()
+        .expect("tool calls");
+    let names: Vec<&str> = calls.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(
+        names
+            .iter()
+            .filter(|n| n.contains("delegate"))
+            .collect::<Vec<_>>(),
+        vec![&"delegate"],
+        "{names:?}"
+    );
+    let at = names
+        .iter()
+        .position(|n| *n == "delegate")
+        .expect("the call");
+    let result = &report["result"]["tool_results"][at];
+    assert_eq!(result["is_error"], json!(false), "{result}");
+    let read: Value = serde_json::from_str(result["content"].as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the child's result as JSON ({e}): {result}"));
+    let child = read["id"].as_str().expect("the child's id").to_owned();
+    assert_eq!(read["verified"], json!(true), "{read}");
+
+    let parent = report["id"].as_str().expect("an id");
+    let journal = harness_records::Journal::open(dir.join("runs.db")).expect("journal");
+    let recorded = journal
+        .get(&child)
+        .expect("read")
+        .expect("the child is recorded");
+    assert_eq!(recorded.parent_id(), Some(parent), "{recorded:?}");
+    assert_eq!(recorded.outcome, "passed", "{recorded:?}");
+    let export = harness(["runs", "export", parent, "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    export.expect_code(0);
+    assert_eq!(
+        export.json()["children"][0]["id"],
+        json!(child),
+        "{export:?}"
+    );
+    let audit = harness(["audit", parent, "--json", "--journal"])
+        .args([dir.join("runs.db")])
+        .run();
+    audit.expect_code(0);
+    assert_eq!(audit.json()["valid"], json!(true), "{audit:?}");
+}
+
+#[test]
+fn claude_code_delegates_a_child_through_the_server_its_run_serves() {
+    offline();
+    let Some(cli) = claude() else { return };
+    delegates_through_the_served_server(&cli);
+}
+
+#[test]
+fn codex_delegates_a_child_through_the_server_its_run_serves() {
+    offline();
+    let Some(cli) = codex() else { return };
+    delegates_through_the_served_server(&cli);
+}
+
+#[test]
+fn gemini_cli_delegates_a_child_through_the_server_its_run_serves() {
+    offline();
+    let Some(cli) = gemini() else { return };
+    delegates_through_the_served_server(&cli);
+}

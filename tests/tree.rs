@@ -482,8 +482,12 @@ def respond(request):
 fn bad_tree_files_are_config_errors_naming_the_key_and_the_fix() {
     let cases = [
         (
-            "delegate: {kind: claude}\ntools: [delegate]\n",
-            "`tools: [delegate]` is offered to model and scripted delegates",
+            "delegate: {kind: aider}\ntools: [delegate]\n",
+            "a `aider` delegate runs its own tools and has no way to call it",
+        ),
+        (
+            "delegate: {kind: command, command: [\"true\"]}\ntools: [delegate]\n",
+            "a `command` delegate runs its own tools and has no way to call it",
         ),
         (
             "delegate: {kind: scripted, script: p.star}\ndelegates:\n  w: {delegate: {kind: scripted, script: p.star}}\n",

@@ -58,6 +58,7 @@ impl Runtime {
                 starts: std::sync::OnceLock::new(),
                 children: std::sync::OnceLock::new(),
                 child_events: std::sync::OnceLock::new(),
+                mcp_bridge: std::sync::OnceLock::new(),
                 run_loop,
             }),
         })
@@ -102,6 +103,17 @@ impl Runtime {
     /// call that started them). Without it, a child's events are only in its record.
     pub fn observe_children(&self, observer: ChildObserver) {
         let _ = self.shared.child_events.set(ChildEvents(observer));
+    }
+
+    /// Lets an agent CLI delegate (Claude Code, Codex, Gemini CLI) offered `tools: [delegate]`
+    /// call it: for each run of the CLI this process serves `delegate` as an MCP server on a
+    /// Unix socket of that run, and configures the CLI with `argv` plus the socket's path as
+    /// the server's command — a program that relays its standard input and output to the socket
+    /// (`harness mcp --via SOCKET`). Each call then runs here as a child of the run, like a
+    /// model's. Without it such a delegation is a configuration error when it runs. Set once;
+    /// later calls are ignored.
+    pub fn bridge_mcp(&self, argv: Vec<String>) {
+        let _ = self.shared.mcp_bridge.set(argv);
     }
 
     /// Runs one delegation to its outcome. Never panics on bad input: every failure is in the

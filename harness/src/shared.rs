@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     pub(crate) children: std::sync::OnceLock<Children>,
     /// Shows a child run's events as they happen ([`Runtime::observe_children`](crate::Runtime::observe_children)).
     pub(crate) child_events: std::sync::OnceLock<ChildEvents>,
+    /// Relays an agent CLI's MCP client to the tools this process serves it
+    /// ([`Runtime::bridge_mcp`](crate::Runtime::bridge_mcp)).
+    pub(crate) mcp_bridge: std::sync::OnceLock<Vec<String>>,
     /// Runs a delegation through the Ralph loop: a delegation tree's children run through it
     /// (`tree/family.rs`), so that the loop that calls a child is not a module the child's
     /// runner depends on.

@@ -299,12 +299,25 @@ async fn model_call(
         gen_ai.conversation.id = Empty,
         error.type = Empty,
     );
+    // An agent CLI offered `delegate` reaches it through the MCP server this process serves it.
+    let bridge = session.shared.mcp_bridge.get();
+    let host = TreeHost {
+        session_shared: &session.shared,
+        delegation: &session.delegation,
+        family: &session.family,
+        run: run_id,
+        bridge: bridge.map_or(&[][..], Vec::as_slice),
+    };
+    let hosts = bridge.is_some()
+        && session.delegation.tree().is_some()
+        && session.delegation.delegate().runs_its_own_tools();
     let request = TurnRequest {
         run_id,
         messages: &session.messages,
         attempt,
         turn,
         tools: &session.tool_specs,
+        host: hosts.then_some(&host as &dyn crate::delegate::Host),
     };
     let answer = session
         .delegate
@@ -384,6 +397,66 @@ async fn verify_tool(
         "verify: {}\n(the call was made; its output was: {})",
         outcome.reason, output.content
     )))
+}
+
+/// The tools a run serves its agent CLI over MCP: `delegate`, each call a child of the run
+/// `run`, as [`execute`] runs a model's call.
+struct TreeHost<'a> {
+    session_shared: &'a std::sync::Arc<crate::shared::Shared>,
+    delegation: &'a crate::delegation::Delegation,
+    family: &'a std::sync::Arc<crate::tree::family::Family>,
+    run: &'a str,
+    bridge: &'a [String],
+}
+
+impl std::fmt::Debug for TreeHost<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeHost")
+            .field("run", &self.run)
+            .field("bridge", &self.bridge)
+            .finish_non_exhaustive()
+    }
+}
+
+impl crate::delegate::Host for TreeHost<'_> {
+    fn bridge(&self) -> &[String] {
+        self.bridge
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> crate::delegate::BoxFuture<'a, ToolOutput> {
+        let span = tracing::info_span!(
+            telemetry::SPAN_TOOL,
+            otel.name = format!("{} {name}", telemetry::SPAN_TOOL).as_str(),
+            gen_ai.operation.name = telemetry::SPAN_TOOL,
+            gen_ai.tool.name = name,
+            tool.is_error = Empty,
+        );
+        Box::pin(
+            async move {
+                let output = if name == crate::tools::Tool::Delegate.name() {
+                    crate::tree::family::call(
+                        self.session_shared,
+                        self.delegation,
+                        self.run,
+                        self.family,
+                        &arguments,
+                    )
+                    .await
+                } else {
+                    ToolOutput::error(format!(
+                        "{name}: not a tool this run serves (it serves `delegate`)"
+                    ))
+                };
+                tracing::Span::current().record("tool.is_error", output.is_error);
+                output
+            }
+            .instrument(span),
+        )
+    }
 }
 
 /// True for a call of the `delegate` tool.

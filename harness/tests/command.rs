@@ -47,6 +47,7 @@ async fn run(command: &[&str], workdir: &Path, timeout: Duration) -> Result<Turn
             attempt: 1,
             turn: 0,
             tools: &tools,
+            host: None,
         })
         .await
 }

@@ -102,6 +102,7 @@ async fn turn_with(spec: OpenAiSpec, tools: &[ToolSpec]) -> Result<Turn, Error> 
             attempt: 1,
             turn: 0,
             tools,
+            host: None,
         })
         .await
 }

@@ -32,6 +32,9 @@ const MAX_WAIT_S: u64 = 3600;
 
 /// Serves until the client closes stdin; returns the exit code.
 pub async fn run(args: McpArgs) -> u8 {
+    if let Some(socket) = &args.via {
+        return relay(socket).await;
+    }
     let server = match Server::new(&args) {
         Ok(server) => server,
         Err(e) => {
@@ -62,6 +65,37 @@ pub async fn run(args: McpArgs) -> u8 {
             exit::USAGE
         }
     }
+}
+
+/// `--via SOCKET`: copies standard input to the socket and the socket to standard output until
+/// either side closes — the agent CLI's MCP client on one end, the server its run's process
+/// serves on the other.
+async fn relay(socket: &Path) -> u8 {
+    let stream = match tokio::net::UnixStream::connect(socket).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            eprintln!(
+                "error[config]: harness mcp --via {}: cannot connect: {e} (the run that serves it has ended, or this was started by hand: `--via` is for the agent CLIs harness runs)",
+                socket.display()
+            );
+            return exit::USAGE;
+        }
+    };
+    let (mut from_server, mut to_server) = stream.into_split();
+    let mut stdout = tokio::io::stdout();
+    let up = async {
+        let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut to_server).await;
+    };
+    let down = async {
+        let _ = tokio::io::copy(&mut from_server, &mut stdout).await;
+        let _ = tokio::io::AsyncWriteExt::flush(&mut stdout).await;
+    };
+    // The client closing its end, or the server its own, ends the relay.
+    tokio::select! {
+        () = up => {}
+        () = down => {}
+    }
+    exit::OK
 }
 
 /// The runs started with `wait: false`: whether each has ended, and how to stop them all.

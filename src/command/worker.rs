@@ -32,6 +32,7 @@ pub async fn run(args: WorkerArgs) -> u8 {
         harness_records::seal_of(&run.report, &harness_records::RecordMeta::from(run))
             .map_err(|e| e.message().to_owned())
     }));
+    crate::settings::bridge_mcp(&runtime);
     let name = harness_queue::worker_name();
     eprintln!(
         "worker {name}: running up to {} delegation(s) at once from {} (Ctrl-C to stop)",

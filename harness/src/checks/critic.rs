@@ -237,6 +237,7 @@ impl Critic {
                     attempt,
                     turn,
                     tools: &self.tool_specs,
+                    host: None,
                 })
                 .await
                 .map_err(|e| format!("the reviewer failed: {}", e.message()))?;

@@ -277,6 +277,13 @@ impl DelegateConfig {
         matches!(self, DelegateConfig::Command(_) | DelegateConfig::Agent(_))
     }
 
+    /// Returns true for an agent CLI that calls MCP tools (Claude Code, Codex, Gemini CLI):
+    /// offered `tools: [delegate]`, it reaches `delegate` through the MCP server its run
+    /// serves it ([`Host`](crate::delegate::Host)).
+    pub fn calls_mcp(&self) -> bool {
+        matches!(self, DelegateConfig::Agent(spec) if spec.kind.calls_mcp())
+    }
+
     /// Returns true for a remote model, which can change the workspace only through the
     /// harness's tools: its first request may go out while the workspace's baseline is still
     /// being taken (the tools wait for it).

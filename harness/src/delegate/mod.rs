@@ -94,6 +94,25 @@ pub struct TurnRequest<'a> {
     /// gets it as `HARNESS_PARENT_ID`, so a delegation it makes (`harness mcp`, `harness run`)
     /// is recorded as this run's child.
     pub run_id: &'a str,
+    /// Harness's own tools served to a delegate that runs its own tools, when the delegation
+    /// offers them to it (`tools: [delegate]` for an agent CLI): `None` for every other.
+    pub host: Option<&'a dyn Host>,
+}
+
+/// What serves harness's own tools to a delegate that runs its own tools: an agent CLI offered
+/// `tools: [delegate]` reaches them as an MCP server whose calls run in this process — each
+/// `delegate` call a child delegation of the run, built, bounded, recorded and linked exactly as
+/// a model's call is — through a relay program on a socket only that run's CLI is given.
+pub trait Host: Send + Sync + std::fmt::Debug {
+    /// The program and arguments that relay an MCP client's standard input and output to a Unix
+    /// socket, given as one more argument (`harness mcp --via`).
+    fn bridge(&self) -> &[String];
+    /// Runs one call of the tool `name` with `arguments`; what the delegate reads back.
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, crate::tools::ToolOutput>;
 }
 
 /// A tool call as the delegate asked for it.

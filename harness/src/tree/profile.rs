@@ -73,9 +73,9 @@ pub(crate) fn check_offer(
     delegate: &DelegateConfig,
     profiles: bool,
 ) -> Result<()> {
-    if offers && delegate.runs_its_own_tools() {
+    if offers && delegate.runs_its_own_tools() && !delegate.calls_mcp() {
         return Err(Error::config(format!(
-            "{file}: `tools: [delegate]` is offered to model and scripted delegates, which call harness's tools; a `{}` delegate runs its own tools (give it harness as an MCP server instead: `harness mcp`)",
+            "{file}: `tools: [delegate]` is offered to model and scripted delegates, which call harness's tools, and to the agent CLIs that call MCP tools (claude, codex, gemini); a `{}` delegate runs its own tools and has no way to call it (run `harness run` from it instead)",
             delegate.kind()
         )));
     }

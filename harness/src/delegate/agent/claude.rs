@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{
-    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, host, json_lines, owned,
     prefixed, text,
 };
 use crate::conversation::Usage;
@@ -85,6 +85,36 @@ impl Adapter for Claude {
             Resume::BeforeArgs,
             prompt,
         )
+    }
+
+    fn calls_mcp(&self) -> bool {
+        true
+    }
+
+    /// `--mcp-config` with the server and `--allowedTools` its tools, first (both take several
+    /// values: an option must follow them, never the prompt); `MCP_TOOL_TIMEOUT` its run's limit.
+    fn serve_mcp(
+        &self,
+        args: &mut Vec<String>,
+        served: &host::Served<'_>,
+    ) -> std::io::Result<Vec<(String, String)>> {
+        let config = serde_json::json!({"mcpServers": {host::SERVER: {
+            "type": "stdio", "command": served.command, "args": served.args,
+        }}});
+        let allowed = format!("mcp__{}", host::SERVER);
+        args.splice(
+            0..0,
+            [
+                "--mcp-config".to_owned(),
+                config.to_string(),
+                "--allowedTools".to_owned(),
+                allowed,
+            ],
+        );
+        Ok(vec![(
+            "MCP_TOOL_TIMEOUT".to_owned(),
+            host::millis(served.timeout).to_string(),
+        )])
     }
 
     /// A stream line saying the API refused the key (`"error":"authentication_failed"`, or a

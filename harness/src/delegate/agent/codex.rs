@@ -7,7 +7,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 use super::{
-    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned, text,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, host, json_lines, owned,
+    text,
 };
 
 /// OpenAI's Codex CLI.
@@ -55,6 +56,30 @@ impl Adapter for Codex {
             Resume::AfterArgs,
             prompt,
         )
+    }
+
+    fn calls_mcp(&self) -> bool {
+        true
+    }
+
+    /// `-c mcp_servers.harness_tree={…}` after `exec`: its calls approved (`codex exec` refuses
+    /// a call that asks), and its tool timeout (60 s by default) the run's limit.
+    fn serve_mcp(
+        &self,
+        args: &mut Vec<String>,
+        served: &host::Served<'_>,
+    ) -> std::io::Result<Vec<(String, String)>> {
+        // JSON strings and arrays of strings are TOML's too.
+        let server = format!(
+            "mcp_servers.{}={{command={}, args={}, default_tools_approval_mode=\"approve\", tool_timeout_sec={}}}",
+            host::SERVER,
+            serde_json::json!(served.command),
+            serde_json::json!(served.args),
+            served.timeout.as_secs().max(1),
+        );
+        let at = usize::from(args.first().is_some_and(|a| a == "exec"));
+        args.splice(at..at, ["-c".to_owned(), server]);
+        Ok(Vec::new())
     }
 
     /// A stream line saying the provider refused the key (`401 Unauthorized`, which Codex would

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{
-    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, json_lines, owned,
+    Adapter, CallLog, Config, Invocation, Parsed, Resume, count, guarded, host, json_lines, owned,
     prefixed, text,
 };
 
@@ -72,6 +72,51 @@ impl Adapter for Gemini {
             env.push(("GEMINI_CLI_HOME".to_owned(), private.display().to_string()));
         }
         Ok(env)
+    }
+
+    fn calls_mcp(&self) -> bool {
+        true
+    }
+
+    /// A system settings file of the run (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`: the highest
+    /// scope, so no settings of the user's or the project's can redefine the server): the
+    /// system settings in force, when there are any, with the server added, trusted (its calls
+    /// need no confirmation) and its timeout the run's limit.
+    fn serve_mcp(
+        &self,
+        _: &mut Vec<String>,
+        served: &host::Served<'_>,
+    ) -> std::io::Result<Vec<(String, String)>> {
+        let default = if cfg!(target_os = "macos") {
+            "/Library/Application Support/GeminiCli/settings.json"
+        } else {
+            "/etc/gemini-cli/settings.json"
+        };
+        let system = std::env::var_os("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+            .map_or_else(|| PathBuf::from(default), PathBuf::from);
+        let mut settings = match std::fs::read_to_string(&system) {
+            Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| {
+                std::io::Error::other(format!(
+                    "Gemini CLI's system settings {} are not JSON ({e}): fix them, or unset GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                    system.display()
+                ))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+            Err(e) => return Err(e),
+        };
+        if !settings.is_object() {
+            settings = serde_json::json!({});
+        }
+        if !settings["mcpServers"].is_object() {
+            settings["mcpServers"] = serde_json::json!({});
+        }
+        settings["mcpServers"][host::SERVER] = served.entry();
+        let path = served.dir.join("gemini-system-settings.json");
+        std::fs::write(&path, settings.to_string())?;
+        Ok(vec![(
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
+            path.display().to_string(),
+        )])
     }
 
     fn args(&self, run: &Invocation<'_>) -> Vec<String> {

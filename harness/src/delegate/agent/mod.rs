@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{BoxFuture, Delegate, ObservedCall, Turn, TurnRequest};
+use super::{BoxFuture, Delegate, Host, ObservedCall, Turn, TurnRequest};
 use crate::conversation::{Message, Usage};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -28,6 +28,7 @@ mod aider;
 mod claude;
 mod codex;
 mod gemini;
+mod host;
 
 /// Stdout kept from one run (the stream of a long session can be large); the rest is dropped
 /// and the run is an error, since a cut stream cannot be read to its end.
@@ -82,6 +83,23 @@ trait Adapter: Sync {
     fn fatal(&self, line: &str) -> Option<String> {
         let _ = line;
         None
+    }
+    /// Whether it calls MCP tools ([`Adapter::serve_mcp`]).
+    fn calls_mcp(&self) -> bool {
+        false
+    }
+    /// Tells one run of it to start the MCP server `served`: arguments put into `args` (the
+    /// program's, as [`Adapter::args`] made them) and the variables returned.
+    ///
+    /// # Errors
+    /// What a settings file of the run could not be written for.
+    fn serve_mcp(
+        &self,
+        args: &mut Vec<String>,
+        served: &host::Served<'_>,
+    ) -> std::io::Result<Vec<(String, String)>> {
+        let _ = (args, served);
+        Ok(Vec::new())
     }
     /// Reads one run's stdout.
     ///
@@ -203,6 +221,11 @@ impl AgentKind {
         AgentKind::Gemini,
         AgentKind::Aider,
     ];
+
+    /// Whether it calls MCP tools, so that a run can serve it `delegate`.
+    pub(crate) fn calls_mcp(self) -> bool {
+        self.adapter().calls_mcp()
+    }
 
     /// Its tools that write files, as its output names their calls (lowercase).
     pub(crate) fn write_tools(self) -> &'static [&'static str] {
@@ -436,29 +459,44 @@ impl AgentDelegate {
         Ok((Some(isolation), absent))
     }
 
-    async fn run(&mut self, prompt: &str, attempt: u32, run_id: &str) -> Result<Turn> {
+    async fn run(&mut self, prompt: &str, request: TurnRequest<'_>) -> Result<Turn> {
         let adapter = self.spec.kind.adapter();
         let name = adapter.name();
-        let resume = self.resume(attempt)?;
+        let resume = self.resume(request.attempt)?;
+        let hosting = self.hosting(&request)?;
         let invocation = Invocation {
             spec: &self.spec,
             prompt,
             resume: resume.as_deref(),
             own_dir: self.own_dir.as_ref().map(tempfile::TempDir::path),
         };
-        let mut argv = vec![self.spec.binary.to_string_lossy().into_owned()];
-        argv.extend(adapter.args(&invocation));
-        let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
-        let mut env = adapter.prepare(&invocation, &home).map_err(|e| {
+        let cannot = |e: std::io::Error| {
             Error::new(
                 ErrorKind::Delegate,
                 format!("delegate `{name}`: cannot run it: {e}"),
             )
-        })?;
+        };
+        let mut args = adapter.args(&invocation);
+        let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+        let mut env = adapter.prepare(&invocation, &home).map_err(cannot)?;
+        if let Some((hosting, host)) = &hosting {
+            let served = hosting.served(host.bridge(), self.spec.timeout);
+            env.extend(adapter.serve_mcp(&mut args, &served).map_err(cannot)?);
+        }
+        let mut argv = vec![self.spec.binary.to_string_lossy().into_owned()];
+        argv.extend(args);
         env.extend(self.spec.env.iter().cloned());
         env.extend(super::trace_env());
-        env.extend(super::parent_env(run_id));
-        let (isolation, absent) = self.isolation(&invocation)?;
+        env.extend(super::parent_env(request.run_id));
+        let (mut isolation, absent) = self.isolation(&invocation)?;
+        if let (Some(isolation), Some((hosting, host))) = (&mut isolation, &hosting) {
+            // The socket's directory, read-only (a socket is reached through a read-only
+            // mount, and no other can be put in its place), and the relay the CLI starts.
+            *isolation = std::mem::take(isolation).visible(hosting.dir());
+            if let Some(dir) = host.bridge().first().and_then(|p| Path::new(p).parent()) {
+                *isolation = std::mem::take(isolation).visible(dir);
+            }
+        }
         if self.runs == 0 {
             self.version = self.ask_version(isolation.as_ref()).await;
         }
@@ -476,7 +514,11 @@ impl AgentDelegate {
             stop_on: Some(harness_builtins::StopOn(&fatal)),
         };
         self.runs += 1;
-        let run = harness_builtins::run_program(&argv, &launch).await;
+        let cli = harness_builtins::run_program(&argv, &launch);
+        let (run, served) = match hosting {
+            Some((hosting, host)) => hosting.serve(cli, host, request.tools).await,
+            None => (cli.await, Vec::new()),
+        };
         planted(name, &absent)?;
         let run = run.map_err(|e| {
             Error::new(
@@ -484,9 +526,18 @@ impl AgentDelegate {
                 format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
             )
         })?;
-        let parsed = self.read_run(&run, &invocation)?;
+        let mut parsed = self.read_run(&run, &invocation)?;
         // `read_run` refused an answer that names no session.
         self.session.clone_from(&parsed.session);
+        // What this process ran for it, not what the CLI says it asked of the server; and no
+        // call of the CLI's own log under the name of harness's `delegate`.
+        parsed.observed.retain(|call| !host::reported(call));
+        for call in &mut parsed.observed {
+            if call.name == crate::tools::Tool::Delegate.name() {
+                call.name = format!("{name}:{}", call.name);
+            }
+        }
+        parsed.observed.extend(served);
         Ok(Turn {
             content: Some(parsed.response),
             tool_calls: Vec::new(),
@@ -501,6 +552,40 @@ impl AgentDelegate {
 }
 
 impl AgentDelegate {
+    /// The MCP server of this run, when the delegation offers the CLI harness's tools: a
+    /// socket listening, and the host that runs its calls.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Config`] when `delegate` is offered but this process serves no tools to a
+    /// CLI (a runtime without [`Runtime::bridge_mcp`](crate::Runtime::bridge_mcp)), or the CLI
+    /// calls no MCP tools; [`ErrorKind::Delegate`] when the socket cannot be made.
+    fn hosting<'a>(
+        &self,
+        request: &TurnRequest<'a>,
+    ) -> Result<Option<(host::Hosting, &'a dyn Host)>> {
+        let name = self.spec.kind.name();
+        let offered = request
+            .tools
+            .iter()
+            .any(|t| t.name == crate::tools::Tool::Delegate.name());
+        let host = match (offered, request.host) {
+            (false, _) => return Ok(None),
+            (true, Some(host)) if self.spec.kind.calls_mcp() && !host.bridge().is_empty() => host,
+            (true, _) => {
+                return Err(Error::config(format!(
+                    "delegate `{name}`: the delegation offers it `delegate`, which this process cannot serve it (an agent CLI reaches it over MCP, served by `harness run`, `batch`, `serve` and `worker`: `Runtime::bridge_mcp`)"
+                )));
+            }
+        };
+        let hosting = host::Hosting::open().map_err(|e| {
+            Error::new(
+                ErrorKind::Delegate,
+                format!("delegate `{name}`: cannot make the socket of its MCP server: {e}"),
+            )
+        })?;
+        Ok(Some((hosting, host)))
+    }
+
     /// The session attempt `attempt` resumes: none for the first run, the one recorded for every
     /// later one — never a fresh session as the same delegate.
     fn resume(&self, attempt: u32) -> Result<Option<String>> {
@@ -752,7 +837,7 @@ impl Delegate for AgentDelegate {
                     ),
                 ));
             };
-            self.run(&prompt, request.attempt, request.run_id).await
+            self.run(&prompt, request).await
         })
     }
 }

@@ -1,0 +1,269 @@
+//! The MCP server a run serves its agent CLI when the delegation offers it `delegate` (DESIGN
+//! §9): Claude Code, Codex and Gemini CLI call MCP tools, so for each run of the CLI this
+//! process listens on a Unix socket in a directory of that run, tells the CLI (its flags, or a
+//! settings file of the run) to start a relay (`harness mcp --via SOCKET`) as an MCP server
+//! named [`SERVER`], and answers each `tools/call` by running it here, through the run's
+//! [`Host`] — a child delegation of the run, bounded, recorded and linked as a model's call is.
+//!
+//! What the run records of those calls is what this process did, not what the CLI says it did:
+//! the CLI's own report of a call to [`SERVER`] is dropped from its tool log ([`reported`]) and
+//! each call served is logged as `delegate`, with what it returned; a call the CLI reports under
+//! the name `delegate` but this process never ran (another server's tool of that name) is kept
+//! under a name of its own, so that nothing the CLI prints can list a child of the run.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Map, Value};
+
+use crate::conversation::ToolSpec;
+use crate::delegate::{Host, ObservedCall};
+use crate::tools::ToolOutput;
+
+/// The name the CLI knows the server by: its tools are `mcp__harness_tree__delegate` (Claude
+/// Code), `mcp_harness_tree_delegate` (Gemini CLI), `harness_tree` / `delegate` (Codex). Not
+/// `harness`, which a user's own `harness mcp` is usually called.
+pub(super) const SERVER: &str = "harness_tree";
+
+/// The server as the CLI is told to start it.
+pub(super) struct Served<'a> {
+    /// The relay program.
+    pub(super) command: &'a str,
+    /// Its arguments, the socket's path last.
+    pub(super) args: Vec<String>,
+    /// How long one call may take before the CLI gives up on it: the CLI's own run's limit.
+    pub(super) timeout: Duration,
+    /// A directory of this run of the CLI, for settings written to a file.
+    pub(super) dir: &'a Path,
+}
+
+impl Served<'_> {
+    /// The server's entry in an `mcpServers` map of JSON settings (Claude Code, Gemini CLI).
+    pub(super) fn entry(&self) -> Value {
+        serde_json::json!({
+            "type": "stdio",
+            "command": self.command,
+            "args": self.args,
+            "trust": true,
+            "timeout": millis(self.timeout),
+        })
+    }
+}
+
+/// `duration` in whole milliseconds, saturating.
+pub(super) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One run's server: its directory (removed with it), and the socket listening there.
+pub(super) struct Hosting {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    listener: tokio::net::UnixListener,
+}
+
+/// A call the CLI asked for, to be run by the loop that owns the run's [`Host`].
+struct Asked {
+    name: String,
+    arguments: Map<String, Value>,
+    reply: tokio::sync::oneshot::Sender<ToolOutput>,
+}
+
+impl Hosting {
+    /// Listens on a new socket in a new private directory.
+    ///
+    /// # Errors
+    /// What the directory or the socket could not be made for.
+    pub(super) fn open() -> std::io::Result<Hosting> {
+        // Short: a Unix socket's path holds at most 107 bytes.
+        let dir = tempfile::Builder::new().prefix("harness-mcp-").tempdir()?;
+        let socket = dir.path().join("mcp.sock");
+        let listener = tokio::net::UnixListener::bind(&socket)?;
+        Ok(Hosting {
+            dir,
+            socket,
+            listener,
+        })
+    }
+
+    /// The run's directory: the sandbox shows it, read-only, so that the CLI reaches the socket.
+    pub(super) fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The server as the CLI is told to start it: `bridge` with the socket's path.
+    pub(super) fn served<'a>(&'a self, bridge: &'a [String], timeout: Duration) -> Served<'a> {
+        let (command, args) = bridge.split_first().map_or(("", &[][..]), |(c, a)| (c, a));
+        let mut args = args.to_vec();
+        args.push(self.socket.display().to_string());
+        Served {
+            command,
+            args,
+            timeout,
+            dir: self.dir.path(),
+        }
+    }
+
+    /// Runs `cli` to its end while serving every connection to the socket: each `tools/call`
+    /// runs through `host`, calls side by side. Returns what `cli` returned and the calls that
+    /// returned before it ended, in the order they were asked for, as the tool log records them.
+    /// A call still running when the CLI ends is dropped here (its child, if it started, is the
+    /// family's to finish and record).
+    pub(super) async fn serve<F: Future>(
+        self,
+        cli: F,
+        host: &dyn Host,
+        tools: &[ToolSpec],
+    ) -> (F::Output, Vec<ObservedCall>) {
+        let (asks, mut asked) = tokio::sync::mpsc::channel::<Asked>(64);
+        let handler = Handler {
+            asks,
+            tools: Arc::new(tools.iter().map(tool).collect()),
+        };
+        let mut sessions = Vec::new();
+        let mut running = futures_util::stream::FuturesUnordered::new();
+        let mut log: Vec<(String, Map<String, Value>, Option<ToolOutput>)> = Vec::new();
+        let mut cli = std::pin::pin!(cli);
+        // A socket that stops accepting (out of file descriptors) is not polled again: the
+        // CLI's calls then fail on its side, and the run goes on.
+        let mut accepting = true;
+        let ended = loop {
+            tokio::select! {
+                ended = &mut cli => break ended,
+                accepted = self.listener.accept(), if accepting => match accepted {
+                    Ok((stream, _)) => {
+                        let handler = handler.clone();
+                        sessions.push(tokio::spawn(async move {
+                            if let Ok(session) = handler.serve(stream).await {
+                                let _ = session.waiting().await;
+                            }
+                        }));
+                    }
+                    Err(e) => {
+                        tracing::warn!("the MCP server of an agent CLI's run stopped accepting: {e}");
+                        accepting = false;
+                    }
+                },
+                Some(ask) = asked.recv() => {
+                    let at = log.len();
+                    log.push((ask.name.clone(), ask.arguments.clone(), None));
+                    running.push(async move {
+                        let output = host.call(&ask.name, ask.arguments).await;
+                        (at, output, ask.reply)
+                    });
+                }
+                Some((at, output, reply)) = running.next(), if !running.is_empty() => {
+                    log[at].2 = Some(output.clone());
+                    let _ = reply.send(output);
+                }
+            }
+        };
+        for session in sessions {
+            session.abort();
+        }
+        let calls = log
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, (name, arguments, output))| {
+                let output = output?;
+                Some(ObservedCall {
+                    id: format!("{SERVER}-{}", n + 1),
+                    name,
+                    arguments,
+                    content: output.content,
+                    is_error: output.is_error,
+                })
+            })
+            .collect();
+        (ended, calls)
+    }
+}
+
+/// True when `call` is the CLI's own report of a call to [`SERVER`]: Claude Code's
+/// `mcp__harness_tree__…`, Gemini CLI's `mcp_harness_tree_…`, Codex's `mcp_tool_call` naming the
+/// server.
+pub(super) fn reported(call: &ObservedCall) -> bool {
+    call.name.starts_with(&format!("mcp__{SERVER}__"))
+        || call.name.starts_with(&format!("mcp_{SERVER}_"))
+        || call.arguments.get("server").and_then(Value::as_str) == Some(SERVER)
+}
+
+/// A tool spec as MCP lists it.
+fn tool(spec: &ToolSpec) -> Tool {
+    let schema = match &spec.parameters {
+        Value::Object(map) => map.clone(),
+        _ => JsonObject::new(),
+    };
+    Tool::new(
+        spec.name.clone(),
+        spec.description.clone(),
+        Arc::new(schema),
+    )
+}
+
+/// The MCP side of one connection: lists the run's tools, and hands each call to the loop of
+/// [`Hosting::serve`].
+#[derive(Clone)]
+struct Handler {
+    asks: tokio::sync::mpsc::Sender<Asked>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVER, env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "harness, which runs you, serves `delegate`: hand it a sub-task and it runs as a verified child delegation of your run. Its result carries the child's answer and verdict: build on the answer only when `verified` is true.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server serves `delegate`",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let ask = Asked {
+            name: request.name.to_string(),
+            arguments: request.arguments.unwrap_or_default(),
+            reply,
+        };
+        let gone = || ErrorData::internal_error("the run that served this tool has ended", None);
+        self.asks.send(ask).await.map_err(|_| gone())?;
+        let output = answer.await.map_err(|_| gone())?;
+        let content = vec![ContentBlock::text(output.content)];
+        Ok(if output.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+        .into())
+    }
+}
