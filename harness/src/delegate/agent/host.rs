@@ -34,6 +34,10 @@ use crate::tools::ToolOutput;
 /// `harness`, which a user's own `harness mcp` is usually called.
 pub(super) const SERVER: &str = "harness_tree";
 
+/// Connections served at once: a CLI starts one relay (and may restart it); a process of the
+/// run that opens more gets them closed.
+const MAX_CONNECTIONS: usize = 8;
+
 /// The server as the CLI is told to start it.
 pub(super) struct Served<'a> {
     /// The relay program.
@@ -141,6 +145,12 @@ impl Hosting {
                 ended = &mut cli => break ended,
                 accepted = self.listener.accept(), if accepting => match accepted {
                     Ok((stream, _)) => {
+                        sessions.retain(|s: &tokio::task::JoinHandle<()>| !s.is_finished());
+                        if sessions.len() >= MAX_CONNECTIONS {
+                            // A CLI starts one relay per server: more is not its client.
+                            drop(stream);
+                            continue;
+                        }
                         let handler = handler.clone();
                         sessions.push(tokio::spawn(async move {
                             if let Ok(session) = handler.serve(stream).await {
@@ -265,5 +275,137 @@ impl ServerHandler for Handler {
             CallToolResult::success(content)
         }
         .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    /// A host that answers every call with its arguments, counting the calls.
+    #[derive(Debug, Default)]
+    struct Echo(std::sync::atomic::AtomicUsize);
+
+    impl Host for Echo {
+        fn bridge(&self) -> &[String] {
+            &[]
+        }
+
+        fn call<'a>(
+            &'a self,
+            name: &'a str,
+            arguments: Map<String, Value>,
+        ) -> crate::delegate::BoxFuture<'a, ToolOutput> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move { ToolOutput::ok(format!("{name} {}", Value::Object(arguments))) })
+        }
+    }
+
+    fn delegate_spec() -> ToolSpec {
+        ToolSpec {
+            name: "delegate".to_owned(),
+            description: "Hand a sub-task to a child".to_owned(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    /// An MCP client's session on `socket`, spoken as JSON lines: initialise, then call
+    /// `tool`; the call's response.
+    async fn call(socket: &Path, tool: &str) -> Value {
+        let stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .expect("connect");
+        let (read, mut write) = stream.into_split();
+        let mut lines = tokio::io::BufReader::new(read).lines();
+        let messages = [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": tool, "arguments": {"task": "x"}}}),
+        ];
+        for message in messages {
+            write
+                .write_all(format!("{message}\n").as_bytes())
+                .await
+                .expect("write");
+        }
+        while let Some(line) = lines.next_line().await.expect("read") {
+            let message: Value = serde_json::from_str(&line).expect("JSON");
+            if message["id"] == 2 {
+                return message;
+            }
+        }
+        panic!("the server closed the session before answering the call");
+    }
+
+    #[tokio::test]
+    async fn a_call_runs_through_the_host_and_is_logged_as_harness_ran_it() {
+        let hosting = Hosting::open().expect("a socket");
+        let socket = hosting.socket.clone();
+        let host = Echo::default();
+        let cli = async {
+            let answered = call(&socket, "delegate").await;
+            let refused = call(&socket, "write_file").await;
+            (answered, refused)
+        };
+        let ((answered, refused), log) = hosting.serve(cli, &host, &[delegate_spec()]).await;
+        assert_eq!(
+            answered["result"]["content"][0]["text"],
+            serde_json::json!("delegate {\"task\":\"x\"}"),
+            "{answered}"
+        );
+        assert_eq!(answered["result"]["isError"], serde_json::json!(false));
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("serves `delegate`")),
+            "{refused}"
+        );
+        assert_eq!(host.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert_eq!(log[0].name, "delegate");
+        assert_eq!(log[0].id, "harness_tree-1");
+        assert_eq!(log[0].content, "delegate {\"task\":\"x\"}");
+        // The socket's directory goes with the run.
+        assert!(!socket.exists());
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_limit_are_closed() {
+        let hosting = Hosting::open().expect("a socket");
+        let socket = hosting.socket.clone();
+        let host = Echo::default();
+        let cli = async {
+            let mut held = Vec::new();
+            for _ in 0..MAX_CONNECTIONS {
+                held.push(
+                    tokio::net::UnixStream::connect(&socket)
+                        .await
+                        .expect("connect"),
+                );
+            }
+            // Served only once the loop has accepted those: give it the turn to.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let extra = tokio::net::UnixStream::connect(&socket)
+                .await
+                .expect("connect");
+            let mut read = tokio::io::BufReader::new(extra);
+            let mut line = String::new();
+            let closed = tokio::time::timeout(Duration::from_secs(5), read.read_line(&mut line))
+                .await
+                .expect("closed, not left hanging");
+            drop(held);
+            (closed.expect("read"), line)
+        };
+        let ((read, line), log) = hosting.serve(cli, &host, &[delegate_spec()]).await;
+        assert_eq!(
+            (read, line.as_str()),
+            (0, ""),
+            "the extra connection is closed"
+        );
+        assert!(log.is_empty());
     }
 }
