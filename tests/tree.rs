@@ -1124,3 +1124,46 @@ fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
         "{text}"
     );
 }
+
+/// `examples/fan-out/agent-parent.yaml`, as its header says: an agent CLI parent (a stand-in for
+/// Claude Code) calls `delegate` through the MCP server its run serves; the child runs here,
+/// its file lands in the parent's workspace, the parent's log holds the call as harness ran it,
+/// and the audit's linkage holds. Run as the header says, by a path relative to where harness
+/// starts: the CLI, named by a path relative to the delegation file, is found from the
+/// workspace it runs in.
+#[test]
+fn the_agent_parent_example_delegates_over_the_server_its_run_serves() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    let out = harness([
+        "run",
+        "--json",
+        "--journal",
+        "runs.db",
+        "fan-out/agent-parent.yaml",
+    ])
+    .current_dir(dir.path())
+    .env("HOME", &dir.path().display().to_string())
+    .run();
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["outcome"], json!("passed"), "{report}");
+    assert_eq!(
+        dir.read("fan-out/workspace/north.txt").as_deref(),
+        Some("cold\n")
+    );
+    let children = report["children"].as_array().expect("children");
+    assert_eq!(children.len(), 1, "{report}");
+    let names: Vec<&str> = report["result"]["tool_calls"]
+        .as_array()
+        .expect("tool calls")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["delegate"], "{report}");
+    let child = by_id(&runs(&dir), &children[0]["id"]).clone();
+    assert_eq!(child["parent_id"], report["id"], "{child}");
+    assert_eq!(child["outcome"], json!("passed"), "{child}");
+    assert_linkage_audited(&dir, report["id"].as_str().expect("an id"));
+}

@@ -842,11 +842,13 @@ impl Delegate for AgentDelegate {
     }
 }
 
-/// Whether `path` names a program by path (resolved against the delegation file) rather than a
-/// name looked up on `PATH`.
+/// The program `binary` names: a path (containing `/`) resolved against the delegation file's
+/// directory `base` — absolute, since the CLI runs in the workspace, not where harness was
+/// started — or a name looked up on `PATH`.
 pub(crate) fn binary_path(base: &Path, binary: &str) -> PathBuf {
     if binary.contains('/') {
-        base.join(binary)
+        let path = base.join(binary);
+        std::path::absolute(&path).unwrap_or(path)
     } else {
         PathBuf::from(binary)
     }
