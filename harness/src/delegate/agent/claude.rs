@@ -95,6 +95,7 @@ impl Adapter for Claude {
     /// values: an option must follow them, never the prompt); `MCP_TOOL_TIMEOUT` its run's limit.
     fn serve_mcp(
         &self,
+        _: &Invocation<'_>,
         args: &mut Vec<String>,
         served: &host::Served<'_>,
     ) -> std::io::Result<Vec<(String, String)>> {

@@ -66,6 +66,7 @@ impl Adapter for Codex {
     /// a call that asks), and its tool timeout (60 s by default) the run's limit.
     fn serve_mcp(
         &self,
+        _: &Invocation<'_>,
         args: &mut Vec<String>,
         served: &host::Served<'_>,
     ) -> std::io::Result<Vec<(String, String)>> {

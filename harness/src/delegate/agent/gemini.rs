@@ -84,6 +84,7 @@ impl Adapter for Gemini {
     /// need no confirmation) and its timeout the run's limit.
     fn serve_mcp(
         &self,
+        run: &Invocation<'_>,
         _: &mut Vec<String>,
         served: &host::Served<'_>,
     ) -> std::io::Result<Vec<(String, String)>> {
@@ -92,7 +93,8 @@ impl Adapter for Gemini {
         } else {
             "/etc/gemini-cli/settings.json"
         };
-        let system = std::env::var_os("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+        let system = run
+            .var("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
             .map_or_else(|| PathBuf::from(default), PathBuf::from);
         let mut settings = match std::fs::read_to_string(&system) {
             Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| {

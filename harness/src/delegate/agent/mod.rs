@@ -95,10 +95,11 @@ trait Adapter: Sync {
     /// What a settings file of the run could not be written for.
     fn serve_mcp(
         &self,
+        run: &Invocation<'_>,
         args: &mut Vec<String>,
         served: &host::Served<'_>,
     ) -> std::io::Result<Vec<(String, String)>> {
-        let _ = (args, served);
+        let _ = (run, args, served);
         Ok(Vec::new())
     }
     /// Reads one run's stdout.
@@ -479,13 +480,18 @@ impl AgentDelegate {
         let mut args = adapter.args(&invocation);
         let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
         let mut env = adapter.prepare(&invocation, &home).map_err(cannot)?;
+        env.extend(self.spec.env.iter().cloned());
         if let Some((hosting, host)) = &hosting {
+            // After `delegate.env`: what points the CLI at the server is harness's to set.
             let served = hosting.served(host.bridge(), self.spec.timeout);
-            env.extend(adapter.serve_mcp(&mut args, &served).map_err(cannot)?);
+            env.extend(
+                adapter
+                    .serve_mcp(&invocation, &mut args, &served)
+                    .map_err(cannot)?,
+            );
         }
         let mut argv = vec![self.spec.binary.to_string_lossy().into_owned()];
         argv.extend(args);
-        env.extend(self.spec.env.iter().cloned());
         env.extend(super::trace_env());
         env.extend(super::parent_env(request.run_id));
         let (mut isolation, absent) = self.isolation(&invocation)?;
@@ -516,8 +522,11 @@ impl AgentDelegate {
         self.runs += 1;
         let cli = harness_builtins::run_program(&argv, &launch);
         let (run, served) = match hosting {
-            Some((hosting, host)) => hosting.serve(cli, host, request.tools).await,
-            None => (cli.await, Vec::new()),
+            Some((hosting, host)) => {
+                let (run, served) = hosting.serve(cli, host, request.tools).await;
+                (run, Some(served))
+            }
+            None => (cli.await, None),
         };
         planted(name, &absent)?;
         let run = run.map_err(|e| {
@@ -529,15 +538,17 @@ impl AgentDelegate {
         let mut parsed = self.read_run(&run, &invocation)?;
         // `read_run` refused an answer that names no session.
         self.session.clone_from(&parsed.session);
-        // What this process ran for it, not what the CLI says it asked of the server; and no
-        // call of the CLI's own log under the name of harness's `delegate`.
-        parsed.observed.retain(|call| !host::reported(call));
+        // No call of the CLI's own log under the name of harness's `delegate`; and where this
+        // process served it, what it ran, not what the CLI says it asked of the server.
         for call in &mut parsed.observed {
             if call.name == crate::tools::Tool::Delegate.name() {
                 call.name = format!("{name}:{}", call.name);
             }
         }
-        parsed.observed.extend(served);
+        if let Some(served) = served {
+            parsed.observed.retain(|call| !host::reported(call));
+            parsed.observed.extend(served);
+        }
         Ok(Turn {
             content: Some(parsed.response),
             tool_calls: Vec::new(),
