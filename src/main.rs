@@ -14,7 +14,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     // What a command leaves running after detaching itself comes back to harness, to be killed
     // when the command ends (harness_builtins::run_program).
     harness_builtins::become_subreaper();
@@ -53,6 +56,41 @@ fn main() -> ExitCode {
     // (its delegation cancelled) would hold the exit until its own time budget ran out.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     ExitCode::from(code)
+}
+
+/// Ends on arguments clap refused, as clap would (its message on stderr, exit 2; `--help` and
+/// `--version` on stdout, exit 0) — and, for a command line asking for `--json`, the error
+/// also as JSON on stdout, `{"error": {"kind": "config", "message": …}}`, so that a script that
+/// reads stdout reads why.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let _ = error.print();
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return ExitCode::from(if error.use_stderr() {
+            exit::USAGE
+        } else {
+            exit::OK
+        });
+    }
+    if std::env::args_os().any(|a| a == "--json") {
+        let rendered = error.render().to_string();
+        let message = rendered
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_owned();
+        println!(
+            "{}",
+            serde_json::json!({"error": {"kind": "config", "message": message}})
+        );
+    }
+    ExitCode::from(exit::USAGE)
 }
 
 /// `harness runs list | head`: a reader that closes stdout early ends harness quietly, with the

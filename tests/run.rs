@@ -902,3 +902,31 @@ fn init_writes_a_working_project_and_never_overwrites_unasked() {
         .expect_code(0);
     assert_ne!(dir.read("delegation.yaml").as_deref(), Some("task: mine\n"));
 }
+
+/// Arguments harness refuses exit 2 with clap's reason and usage on stderr; asked for `--json`,
+/// stdout carries the reason as JSON too. `--help` is still help, on stdout, exit 0.
+#[test]
+fn a_refused_argument_with_json_is_a_json_error_on_stdout() {
+    let out = harness(["runs", "list", "--json", "--limt", "5"]).run();
+    out.expect_code(2);
+    let error = &out.json()["error"];
+    assert_eq!(error["kind"], json!("config"), "{out:?}");
+    assert_eq!(
+        error["message"],
+        json!("unexpected argument '--limt' found"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("Usage: harness runs list"), "{out:?}");
+
+    let out = harness(["runs", "list", "--limt", "5"]).run();
+    out.expect_code(2);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        out.stderr.contains("unexpected argument '--limt'"),
+        "{out:?}"
+    );
+
+    let out = harness(["run", "--help"]).run();
+    out.expect_code(0);
+    assert!(out.stdout.contains("Usage: harness run"), "{out:?}");
+}
