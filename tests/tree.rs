@@ -1167,3 +1167,54 @@ fn the_agent_parent_example_delegates_over_the_server_its_run_serves() {
     assert_eq!(child["outcome"], json!("passed"), "{child}");
     assert_linkage_audited(&dir, report["id"].as_str().expect("an id"));
 }
+
+/// The run's `tool.pre` hooks judge an agent CLI's served `delegate` calls as they judge a
+/// model's: a hook that refuses a profile blocks the call before any child runs, and the CLI is
+/// told why.
+#[test]
+fn a_tool_pre_hook_blocks_an_agent_clis_served_delegate_call() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    dir.write(
+        "fan-out/hooks/no-writers.md",
+        "---\nevent: tool.pre\ntools: [delegate]\nscript: |\n  def handle(event, payload):\n      if payload[\"arguments\"].get(\"profile\") == \"writer\":\n          return block(\"writers are not to be delegated to\")\n      return allow()\n---\n# No writers\n",
+    );
+    let file = dir.read("fan-out/agent-parent.yaml").expect("the example");
+    dir.write(
+        "fan-out/agent-parent.yaml",
+        file.replace(
+            "tools: [delegate]\n",
+            "tools: [delegate]\nhooks: [hooks]\nmax_verify_retries: 0\n",
+        ),
+    );
+    let out = harness([
+        "run",
+        "--json",
+        "--journal",
+        "runs.db",
+        "fan-out/agent-parent.yaml",
+    ])
+    .current_dir(dir.path())
+    .env("HOME", &dir.path().display().to_string())
+    .run();
+    out.expect_code(1);
+    let report = out.json();
+    assert_eq!(report["children"], json!([]), "{report}");
+    let result = &report["result"]["tool_results"][0];
+    assert_eq!(result["name"], json!("delegate"), "{report}");
+    assert_eq!(result["is_error"], json!(true), "{result}");
+    assert!(
+        result["content"].as_str().is_some_and(
+            |c| c.contains("blocked by hook no-writers: writers are not to be delegated to")
+        ),
+        "{result}"
+    );
+    assert!(
+        report["result"]["response"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("FAILED: ")),
+        "the CLI was told: {report}"
+    );
+    assert_eq!(runs(&dir).len(), 1, "no child ran");
+}

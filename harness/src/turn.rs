@@ -171,7 +171,7 @@ async fn run_calls(
             futures_util::future::join_all(
                 group
                     .into_iter()
-                    .map(|call| Box::pin(call_tool(session, run, call))),
+                    .map(|call| Box::pin(call_tool(Calls::of(session), run, call))),
             )
             .await
         };
@@ -302,9 +302,13 @@ async fn model_call(
     // An agent CLI offered `delegate` reaches it through the MCP server this process serves it.
     let bridge = session.shared.mcp_bridge.get();
     let host = TreeHost {
-        session_shared: &session.shared,
-        delegation: &session.delegation,
-        family: &session.family,
+        calls: Calls {
+            toolbox: &session.toolbox,
+            policy: session.policy.as_ref(),
+            delegation: &session.delegation,
+            shared: &session.shared,
+            family: &session.family,
+        },
         run: run_id,
         bridge: bridge.map_or(&[][..], Vec::as_slice),
     };
@@ -399,12 +403,10 @@ async fn verify_tool(
     )))
 }
 
-/// The tools a run serves its agent CLI over MCP: `delegate`, each call a child of the run
-/// `run`, as [`execute`] runs a model's call.
+/// The tools a run serves its agent CLI over MCP: `delegate`, each call through `tool.pre`,
+/// the tool and `tool.post` as a model's call is ([`call_tool`]) — a child of the run `run`.
 struct TreeHost<'a> {
-    session_shared: &'a std::sync::Arc<crate::shared::Shared>,
-    delegation: &'a crate::delegation::Delegation,
-    family: &'a std::sync::Arc<crate::tree::family::Family>,
+    calls: Calls<'a>,
     run: &'a str,
     bridge: &'a [String],
 }
@@ -423,39 +425,20 @@ impl crate::delegate::Host for TreeHost<'_> {
         self.bridge
     }
 
-    fn call<'a>(
-        &'a self,
-        name: &'a str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> crate::delegate::BoxFuture<'a, ToolOutput> {
-        let span = tracing::info_span!(
-            telemetry::SPAN_TOOL,
-            otel.name = format!("{} {name}", telemetry::SPAN_TOOL).as_str(),
-            gen_ai.operation.name = telemetry::SPAN_TOOL,
-            gen_ai.tool.name = name,
-            tool.is_error = Empty,
-        );
-        Box::pin(
-            async move {
-                let output = if name == crate::tools::Tool::Delegate.name() {
-                    crate::tree::family::call(
-                        self.session_shared,
-                        self.delegation,
-                        self.run,
-                        self.family,
-                        &arguments,
-                    )
-                    .await
-                } else {
-                    ToolOutput::error(format!(
-                        "{name}: not a tool this run serves (it serves `delegate`)"
-                    ))
-                };
-                tracing::Span::current().record("tool.is_error", output.is_error);
-                output
+    fn call(
+        &self,
+        call: ToolCall,
+    ) -> crate::delegate::BoxFuture<'_, Result<(ToolCall, ToolOutput)>> {
+        Box::pin(async move {
+            if !is_delegate(&call) {
+                let output = ToolOutput::error(format!(
+                    "{}: not a tool this run serves (it serves `delegate`)",
+                    call.name
+                ));
+                return Ok((call, output));
             }
-            .instrument(span),
-        )
+            call_tool(self.calls, self.run, call).await
+        })
     }
 }
 
@@ -464,15 +447,39 @@ fn is_delegate(call: &ToolCall) -> bool {
     call.name == crate::tools::Tool::Delegate.name()
 }
 
+/// What running a tool call needs of the session: all of it but the delegate, which an agent
+/// CLI's turn holds while the calls it makes over MCP are served ([`TreeHost`]).
+#[derive(Clone, Copy)]
+struct Calls<'a> {
+    toolbox: &'a crate::tools::Toolbox,
+    policy: Option<&'a crate::policy::Policy>,
+    delegation: &'a crate::delegation::Delegation,
+    shared: &'a std::sync::Arc<crate::shared::Shared>,
+    family: &'a std::sync::Arc<crate::tree::family::Family>,
+}
+
+impl<'a> Calls<'a> {
+    /// `session`'s, borrowed field by field (so its delegate stays free to lend).
+    fn of(session: &'a Session) -> Self {
+        Calls {
+            toolbox: &session.toolbox,
+            policy: session.policy.as_ref(),
+            delegation: &session.delegation,
+            shared: &session.shared,
+            family: &session.family,
+        }
+    }
+}
+
 /// Runs one call of the run `run` by name: a `delegate` call as a child delegation (when this
 /// delegation offers it), any other with the toolbox.
-async fn execute(session: &Session, run: &str, call: &ToolCall) -> ToolOutput {
+async fn execute(session: Calls<'_>, run: &str, call: &ToolCall) -> ToolOutput {
     if is_delegate(call) && session.delegation.tree().is_some() {
         crate::tree::family::call(
-            &session.shared,
-            &session.delegation,
+            session.shared,
+            session.delegation,
             run,
-            &session.family,
+            session.family,
             &call.arguments,
         )
         .await
@@ -483,7 +490,11 @@ async fn execute(session: &Session, run: &str, call: &ToolCall) -> ToolOutput {
 
 /// Runs one tool call through `tool.pre`, the tool, and `tool.post`. Returns the call as it was
 /// actually made (after any modify) and what the delegate reads.
-async fn call_tool(session: &Session, run: &str, call: ToolCall) -> Result<(ToolCall, ToolOutput)> {
+async fn call_tool(
+    session: Calls<'_>,
+    run: &str,
+    call: ToolCall,
+) -> Result<(ToolCall, ToolOutput)> {
     // Hooks, the tool and the record all see the path as it resolves: relative to the
     // workspace, normalised (`./src/../x` is `x`), a link inside followed.
     let call = session.toolbox.normalise(call);
@@ -496,7 +507,7 @@ async fn call_tool(session: &Session, run: &str, call: ToolCall) -> Result<(Tool
         tool.is_error = Empty,
     );
     let work = async {
-        let Some(policy) = &session.policy else {
+        let Some(policy) = session.policy else {
             let output = execute(session, run, &call).await;
             return Ok((call.clone(), output));
         };

@@ -107,12 +107,16 @@ pub trait Host: Send + Sync + std::fmt::Debug {
     /// The program and arguments that relay an MCP client's standard input and output to a Unix
     /// socket, given as one more argument (`harness mcp --via`).
     fn bridge(&self) -> &[String];
-    /// Runs one call of the tool `name` with `arguments`; what the delegate reads back.
-    fn call<'a>(
-        &'a self,
-        name: &'a str,
-        arguments: Map<String, Value>,
-    ) -> BoxFuture<'a, crate::tools::ToolOutput>;
+    /// Runs one call through the run's `tool.pre` hooks, the tool and `tool.post`: the call as
+    /// it was made (after any hook's modify) and what the delegate reads back.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Hook`](crate::ErrorKind::Hook) when a tool hook is broken: the attempt
+    /// fails closed, as it does for a model's call.
+    fn call(
+        &self,
+        call: harness_hooks::ToolCall,
+    ) -> BoxFuture<'_, Result<(harness_hooks::ToolCall, crate::tools::ToolOutput)>>;
 }
 
 /// A tool call as the delegate asked for it.

@@ -25,6 +25,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Map, Value};
 
+use harness_hooks::ToolCall;
+
 use crate::conversation::ToolSpec;
 use crate::delegate::{Host, ObservedCall};
 use crate::tools::ToolOutput;
@@ -119,7 +121,9 @@ impl Hosting {
 
     /// Runs `cli` to its end while serving every connection to the socket: each `tools/call`
     /// runs through `host`, calls side by side. Returns what `cli` returned and the calls that
-    /// returned before it ended, in the order they were asked for, as the tool log records them.
+    /// returned before it ended, in the order they were asked for, as they were made (after the
+    /// run's `tool.pre` hooks) and as the tool log records them — or the first broken hook's
+    /// error, which fails the attempt as it does a model's (the CLI was told the call failed).
     /// A call still running when the CLI ends is dropped here (its child, if it started, is the
     /// family's to finish and record).
     pub(super) async fn serve<F: Future>(
@@ -127,7 +131,7 @@ impl Hosting {
         cli: F,
         host: &dyn Host,
         tools: &[ToolSpec],
-    ) -> (F::Output, Vec<ObservedCall>) {
+    ) -> (F::Output, crate::error::Result<Vec<ObservedCall>>) {
         let (asks, mut asked) = tokio::sync::mpsc::channel::<Asked>(64);
         let handler = Handler {
             asks,
@@ -135,7 +139,8 @@ impl Hosting {
         };
         let mut sessions = Vec::new();
         let mut running = futures_util::stream::FuturesUnordered::new();
-        let mut log: Vec<(String, Map<String, Value>, Option<ToolOutput>)> = Vec::new();
+        let mut log: Vec<Option<(ToolCall, ToolOutput)>> = Vec::new();
+        let mut broken = None;
         let mut cli = std::pin::pin!(cli);
         // A socket that stops accepting (out of file descriptors) is not polled again: the
         // CLI's calls then fail on its side, and the run goes on.
@@ -165,14 +170,26 @@ impl Hosting {
                 },
                 Some(ask) = asked.recv() => {
                     let at = log.len();
-                    log.push((ask.name.clone(), ask.arguments.clone(), None));
-                    running.push(async move {
-                        let output = host.call(&ask.name, ask.arguments).await;
-                        (at, output, ask.reply)
-                    });
+                    log.push(None);
+                    let call = ToolCall {
+                        id: format!("{SERVER}-{}", at + 1),
+                        name: ask.name,
+                        arguments: ask.arguments,
+                    };
+                    running.push(async move { (at, host.call(call).await, ask.reply) });
                 }
-                Some((at, output, reply)) = running.next(), if !running.is_empty() => {
-                    log[at].2 = Some(output.clone());
+                Some((at, made, reply)) = running.next(), if !running.is_empty() => {
+                    let output = match made {
+                        Ok((call, output)) => {
+                            log[at] = Some((call, output.clone()));
+                            output
+                        }
+                        Err(e) => {
+                            let output = ToolOutput::error(format!("the call could not be judged: {}", e.message()));
+                            broken.get_or_insert(e);
+                            output
+                        }
+                    };
                     let _ = reply.send(output);
                 }
             }
@@ -180,21 +197,21 @@ impl Hosting {
         for session in sessions {
             session.abort();
         }
+        if let Some(e) = broken {
+            return (ended, Err(e));
+        }
         let calls = log
             .into_iter()
-            .enumerate()
-            .filter_map(|(n, (name, arguments, output))| {
-                let output = output?;
-                Some(ObservedCall {
-                    id: format!("{SERVER}-{}", n + 1),
-                    name,
-                    arguments,
-                    content: output.content,
-                    is_error: output.is_error,
-                })
+            .flatten()
+            .map(|(call, output)| ObservedCall {
+                id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+                content: output.content,
+                is_error: output.is_error,
             })
             .collect();
-        (ended, calls)
+        (ended, Ok(calls))
     }
 }
 
@@ -292,13 +309,19 @@ mod tests {
             &[]
         }
 
-        fn call<'a>(
-            &'a self,
-            name: &'a str,
-            arguments: Map<String, Value>,
-        ) -> crate::delegate::BoxFuture<'a, ToolOutput> {
+        fn call(
+            &self,
+            call: ToolCall,
+        ) -> crate::delegate::BoxFuture<'_, crate::error::Result<(ToolCall, ToolOutput)>> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Box::pin(async move { ToolOutput::ok(format!("{name} {}", Value::Object(arguments))) })
+            Box::pin(async move {
+                let output = ToolOutput::ok(format!(
+                    "{} {}",
+                    call.name,
+                    Value::Object(call.arguments.clone())
+                ));
+                Ok((call, output))
+            })
         }
     }
 
@@ -352,6 +375,7 @@ mod tests {
             (answered, refused)
         };
         let ((answered, refused), log) = hosting.serve(cli, &host, &[delegate_spec()]).await;
+        let log = log.expect("no hook is broken");
         assert_eq!(
             answered["result"]["content"][0]["text"],
             serde_json::json!("delegate {\"task\":\"x\"}"),
@@ -401,6 +425,7 @@ mod tests {
             (closed.expect("read"), line)
         };
         let ((read, line), log) = hosting.serve(cli, &host, &[delegate_spec()]).await;
+        let log = log.expect("no hook is broken");
         assert_eq!(
             (read, line.as_str()),
             (0, ""),

@@ -529,6 +529,8 @@ impl AgentDelegate {
             None => (cli.await, None),
         };
         planted(name, &absent)?;
+        // A broken tool hook fails the attempt, as it does a model's call.
+        let served = served.transpose()?;
         let run = run.map_err(|e| {
             Error::new(
                 ErrorKind::Delegate,
