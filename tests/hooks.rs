@@ -839,14 +839,23 @@ fn hooks_check_reports_every_problem_with_file_and_line() {
     out.expect_code(2);
     let report = out.json();
     assert_eq!(report["ok"], json!(false));
+    assert_eq!(report["error"]["kind"], json!("config"), "{out:?}");
     let problems = report["problems"].as_array().expect("problems");
     assert_eq!(problems.len(), bad.len(), "{out:?}");
-    for (file, _, _) in &bad {
-        let count = problems
+    // Each problem typed, for an editor or a CI annotation: the file, the line, the message.
+    for (file, _, line) in &bad {
+        let found: Vec<&Value> = problems
             .iter()
-            .filter(|p| p.as_str().is_some_and(|p| p.contains(file)))
-            .count();
-        assert_eq!(count, 1, "{file}: {out:?}");
+            .filter(|p| p["file"].as_str().is_some_and(|f| f.ends_with(file)))
+            .collect();
+        assert_eq!(found.len(), 1, "{file}: {out:?}");
+        assert_eq!(found[0]["line"], json!(line), "{file}: {out:?}");
+        assert!(
+            found[0]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty() && !m.contains(file)),
+            "{file}: the message alone, without the place: {out:?}"
+        );
     }
 
     // `hooks list` refuses the same directory, the same way.

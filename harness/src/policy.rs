@@ -30,14 +30,18 @@ impl Policy {
     pub fn load(engine: &Engine, sandbox: Arc<Sandbox>, paths: &[PathBuf]) -> Result<Self> {
         HookSet::load(engine, sandbox, paths)
             .map(Policy::new)
-            .map_err(|problems| {
-                let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-                Error::config(format!(
-                    "{} problem(s) in hooks:\n{}",
-                    problems.len(),
-                    list.join("\n")
-                ))
-            })
+            .map_err(|problems| Policy::refused(&problems))
+    }
+
+    /// The configuration error that lists `problems`, one per line: what [`Policy::load`]
+    /// returns for them.
+    pub fn refused(problems: &[harness_hooks::Problem]) -> Error {
+        let list: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
+        Error::config(format!(
+            "{} problem(s) in hooks:\n{}",
+            problems.len(),
+            list.join("\n")
+        ))
     }
 
     /// Returns the hooks, in dispatch order.

@@ -21,14 +21,10 @@ pub async fn run(command: HooksCommand) -> u8 {
     } else {
         args.paths.clone()
     };
-    let loaded = match settings::sandbox(Surface::Hook, &args.sandbox) {
-        Ok(sandbox) => settings::policy(sandbox, paths.clone()).await,
-        Err(e) => Err(e),
-    };
-    let policy = match loaded {
+    let policy = match load(&args.sandbox, paths.clone()).await {
         Ok(policy) => policy,
-        Err(e) => {
-            report_problems(&e, args.json);
+        Err((error, problems)) => {
+            report_problems(&error, &problems, args.json);
             return exit::USAGE;
         }
     };
@@ -109,12 +105,41 @@ pub async fn run(command: HooksCommand) -> u8 {
     exit::OK
 }
 
-fn report_problems(error: &Error, json_output: bool) {
+/// The hooks under `paths`, or why not: the error, with each problem of each hook file when
+/// that is why (none when the sandbox settings themselves are wrong).
+async fn load(
+    sandbox: &crate::args::SandboxArgs,
+    paths: Vec<PathBuf>,
+) -> Result<harness::Policy, (Error, Vec<harness_hooks::Problem>)> {
+    let sandbox = settings::sandbox(Surface::Hook, sandbox).map_err(|e| (e, Vec::new()))?;
+    let loaded = tokio::task::spawn_blocking(move || {
+        harness_hooks::HookSet::load(&harness_hooks::engine(), sandbox, &paths)
+    })
+    .await
+    .map_err(|e| {
+        (
+            Error::config(format!("loading hooks failed: {e}")),
+            Vec::new(),
+        )
+    })?;
+    loaded
+        .map(harness::Policy::new)
+        .map_err(|problems| (harness::Policy::refused(&problems), problems))
+}
+
+/// Says why the hooks did not load: on stderr, or as JSON — each problem as `{file, line,
+/// message}` (`line` null when the file as a whole is wrong), and the error as `{kind,
+/// message}` as every command's JSON gives it.
+fn report_problems(error: &Error, problems: &[harness_hooks::Problem], json_output: bool) {
     if json_output {
-        let problems: Vec<&str> = error.message().lines().skip(1).map(str::trim).collect();
+        let problems: Vec<serde_json::Value> = problems
+            .iter()
+            .map(|p| json!({"file": p.path, "line": p.line, "message": p.message}))
+            .collect();
         println!(
             "{}",
-            json!({"ok": false, "problems": problems, "error": error.message()})
+            json!({"ok": false, "problems": problems,
+                "error": {"kind": error.kind().as_str(), "message": error.message()}})
         );
     } else {
         eprintln!("error[{}]: {}", error.kind().as_str(), error.message());
