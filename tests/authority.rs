@@ -297,11 +297,12 @@ fn an_edited_deleted_or_rebuilt_audit_log_is_detected() {
         let _ = std::fs::remove_file(dir.join("runs.db-wal"));
         let _ = std::fs::remove_file(dir.join("runs.db-shm"));
     };
-    let broken = |expect_seq: Value, expect: &str| {
+    let broken = |expect_seq: Value, kind: &str, expect: &str| {
         let (out, report) = verify(&dir, &[]);
         out.expect_code(1);
         assert_eq!(report["intact"], json!(false));
         assert_eq!(report["broken"]["seq"], expect_seq, "{report}");
+        assert_eq!(report["broken"]["kind"], json!(kind), "{report}");
         let why = report["broken"]["why"].as_str().unwrap_or_default();
         assert!(why.contains(expect), "{why}");
     };
@@ -311,7 +312,7 @@ fn an_edited_deleted_or_rebuilt_audit_log_is_detected() {
         &dir,
         "UPDATE audit_log SET entry = replace(entry, 'alice', 'mallory') WHERE seq = 2",
     );
-    broken(json!(2), "row 2 was edited");
+    broken(json!(2), "row_edited", "row 2 was edited");
     restore();
     // An edited entry whose hash was recomputed to match: the next row no longer follows it.
     {
@@ -335,15 +336,15 @@ fn an_edited_deleted_or_rebuilt_audit_log_is_detected() {
         )
         .expect("tamper");
     }
-    broken(json!(2), "row 2 does not follow row 1");
+    broken(json!(2), "chain_broken", "row 2 does not follow row 1");
     restore();
     // A deleted row.
     sql(&dir, "DELETE FROM audit_log WHERE seq = 2");
-    broken(json!(2), "row 2 is missing");
+    broken(json!(2), "row_missing", "row 2 is missing");
     restore();
     // The overrides table edited behind the log's back.
     sql(&dir, "UPDATE overrides SET user = 'mallory'");
-    broken(json!(1), "does not match audit row 1");
+    broken(json!(1), "override_edited", "does not match audit row 1");
     restore();
     // The last row deleted: the chain still holds, but the anchor taken earlier is gone.
     sql(
@@ -354,6 +355,11 @@ fn an_edited_deleted_or_rebuilt_audit_log_is_detected() {
     out.expect_code(0);
     let (out, report) = verify(&dir, &["--check-anchor", &head]);
     out.expect_code(1);
+    assert_eq!(
+        report["broken"]["kind"],
+        json!("anchor_missing"),
+        "{report}"
+    );
     let why = report["broken"]["why"].as_str().unwrap_or_default();
     assert!(why.contains("rebuilt or cut back"), "{why}");
     restore();

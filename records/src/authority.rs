@@ -163,7 +163,12 @@ pub struct AuditCheck {
 pub struct Broken {
     /// The row (its `seq`), when the problem is at one.
     pub seq: Option<u64>,
-    /// What is wrong.
+    /// What kind of break, for a script: `row_missing`, `row_out_of_order`, `chain_broken` (a
+    /// row's `prev_hash` is not the row before's hash), `row_edited` (its hash does not cover
+    /// its content), `row_moved`, `row_unreadable`, `anchor_missing`, `override_unaudited`,
+    /// `override_missing`, `override_edited`.
+    pub kind: &'static str,
+    /// What is wrong, in words.
     pub why: String,
 }
 
@@ -174,7 +179,7 @@ impl AuditCheck {
             "intact": self.broken.is_none(),
             "rows": self.rows,
             "head": self.head.as_ref().map(|(seq, hash)| json!({"seq": seq, "hash": hash})),
-            "broken": self.broken.as_ref().map(|b| json!({"seq": b.seq, "why": b.why})),
+            "broken": self.broken.as_ref().map(|b| json!({"seq": b.seq, "kind": b.kind, "why": b.why})),
             "suspect": self.suspect.iter().map(|(seq, run, why)| json!({"seq": seq, "run_id": run, "why": why})).collect::<Vec<_>>(),
         })
     }
@@ -601,6 +606,7 @@ impl Journal {
             if let Some(anchor) = anchor {
                 check.broken = Some(Broken {
                     seq: None,
+                    kind: "anchor_missing",
                     why: format!(
                         "the anchor {anchor} is not in the chain: this journal has no audit log"
                     ),
@@ -630,7 +636,7 @@ impl Journal {
             let at = u64::try_from(seq).unwrap_or(0);
             check.rows += 1;
             let why = match row_fault(expected, seq, &entry, &prev_hash, &hash, &previous) {
-                Err(why) => Some(why),
+                Err(fault) => Some(fault),
                 Ok(value) => {
                     if value["action"] == json!("override") {
                         if let Some(why) = value["suspect"].as_str() {
@@ -645,9 +651,10 @@ impl Journal {
                     None
                 }
             };
-            if let Some(why) = why {
+            if let Some((kind, why)) = why {
                 check.broken = Some(Broken {
                     seq: Some(at.min(u64::try_from(expected).unwrap_or(at))),
+                    kind,
                     why,
                 });
                 return Ok(check);
@@ -659,6 +666,7 @@ impl Journal {
         if !anchored {
             check.broken = Some(Broken {
                 seq: None,
+                kind: "anchor_missing",
                 why: format!(
                     "the anchor {} is not in the chain: the log was rebuilt or cut back since it was taken",
                     anchor.unwrap_or_default()
@@ -683,6 +691,7 @@ impl Journal {
         if let Some(id) = unaudited {
             check.broken = Some(Broken {
                 seq: None,
+                kind: "override_unaudited",
                 why: format!(
                     "the override of run {id} has no audit row: it was added behind the log's back"
                 ),
@@ -696,9 +705,12 @@ impl Journal {
     fn unmatched(&self, audited: &[(u64, Value)]) -> Result<Option<Broken>> {
         for (seq, entry) in audited {
             let id = entry["run_id"].as_str().unwrap_or_default();
-            let why = match self.override_of(id)? {
-                None => format!(
-                    "the override of run {id} recorded in audit row {seq} is missing from the overrides table"
+            let (kind, why) = match self.override_of(id)? {
+                None => (
+                    "override_missing",
+                    format!(
+                        "the override of run {id} recorded in audit row {seq} is missing from the overrides table"
+                    ),
                 ),
                 Some(o)
                     if o.audit_seq != *seq
@@ -708,14 +720,18 @@ impl Journal {
                         || entry["reason"] != json!(o.reason)
                         || entry["previous_state"] != json!(o.previous_state) =>
                 {
-                    format!(
-                        "the override of run {id} does not match audit row {seq}: the overrides table was edited"
+                    (
+                        "override_edited",
+                        format!(
+                            "the override of run {id} does not match audit row {seq}: the overrides table was edited"
+                        ),
                     )
                 }
                 Some(_) => continue,
             };
             return Ok(Some(Broken {
                 seq: Some(*seq),
+                kind,
                 why,
             }));
         }
@@ -734,37 +750,47 @@ fn row_fault(
     prev_hash: &str,
     hash: &str,
     previous: &str,
-) -> std::result::Result<Value, String> {
+) -> std::result::Result<Value, (&'static str, String)> {
     if seq > expected {
         let to = if seq > expected + 1 {
             format!(" to {}", seq - 1)
         } else {
             String::new()
         };
-        return Err(format!("row {expected}{to} is missing: deleted"));
+        return Err((
+            "row_missing",
+            format!("row {expected}{to} is missing: deleted"),
+        ));
     }
     if seq < expected {
-        return Err(format!("row {seq} appears twice or out of order"));
+        return Err((
+            "row_out_of_order",
+            format!("row {seq} appears twice or out of order"),
+        ));
     }
     if prev_hash != previous {
-        return Err(format!(
-            "row {seq} does not follow row {}: its prev_hash is not that row's hash (row {} was rewritten, or this one was)",
-            seq - 1,
-            seq - 1
+        return Err((
+            "chain_broken",
+            format!(
+                "row {seq} does not follow row {}: its prev_hash is not that row's hash (row {} was rewritten, or this one was)",
+                seq - 1,
+                seq - 1
+            ),
         ));
     }
     if chain_hash(prev_hash, entry) != hash {
-        return Err(format!(
-            "row {seq} was edited: its hash does not cover its content"
+        return Err((
+            "row_edited",
+            format!("row {seq} was edited: its hash does not cover its content"),
         ));
     }
     match serde_json::from_str::<Value>(entry) {
         Ok(value) if value["seq"] == json!(seq) => Ok(value),
-        Ok(value) => Err(format!(
-            "row {seq} was moved: its entry says seq {}",
-            value["seq"]
+        Ok(value) => Err((
+            "row_moved",
+            format!("row {seq} was moved: its entry says seq {}", value["seq"]),
         )),
-        Err(e) => Err(format!("row {seq} is not JSON: {e}")),
+        Err(e) => Err(("row_unreadable", format!("row {seq} is not JSON: {e}"))),
     }
 }
 

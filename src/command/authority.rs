@@ -195,7 +195,7 @@ async fn verify(args: &AuditVerifyArgs) -> harness_records::Result<u8> {
         println!("{}", check.to_json());
     } else {
         match (&check.broken, &check.head) {
-            (Some(broken), _) => eprintln!("audit log BROKEN: {}", broken.why),
+            (Some(broken), _) => eprintln!("audit log BROKEN ({}): {}", broken.kind, broken.why),
             (None, Some((seq, hash))) => eprintln!(
                 "audit log intact: {} row(s), head row {seq} {hash}",
                 check.rows
