@@ -17,6 +17,9 @@ use starlark::syntax::AstModule;
 pub struct HttpReply {
     /// A network failure instead of a response.
     pub error: Option<String>,
+    /// Its kind, as `http.get` gives it (`timeout`, `connect`, `body`, `redirects`, `request`);
+    /// `connect` when not said.
+    pub error_kind: Option<String>,
     /// The status code.
     pub status: u16,
     /// The body text.

@@ -22,6 +22,7 @@ impl Interceptor for Canned {
     fn http(&self, _: &str, _: &str) -> Option<Result<HttpReply, String>> {
         Some(Ok(HttpReply {
             error: None,
+            error_kind: None,
             status: 201,
             body: r#"{"ok": true}"#.to_owned(),
             headers: Default::default(),

@@ -73,6 +73,7 @@ async fn get_returns_status_body_and_lowercase_headers() {
     assert_eq!(r["body"], json!("hello"));
     assert_eq!(r["url"], json!(url));
     assert_eq!(r["error"], json!(null));
+    assert_eq!(r["error_kind"], json!(null));
     assert_eq!(r["truncated"], json!(false));
     let headers = r["headers"].as_object().expect("headers dict");
     assert_eq!(headers["x-custom"], json!("Yes"), "{r}");
@@ -192,6 +193,7 @@ async fn a_refused_connection_is_status_0_with_an_error() {
         r["error"].as_str().is_some_and(|e| !e.is_empty()),
         "error says what happened: {r}"
     );
+    assert_eq!(r["error_kind"], json!("connect"), "{r}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,6 +212,7 @@ async fn a_server_that_does_not_answer_in_time_is_status_0() {
     assert_eq!(r["status"], json!(0), "{r}");
     assert_eq!(r["ok"], json!(false));
     assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+    assert_eq!(r["error_kind"], json!("timeout"), "{r}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,6 +335,7 @@ async fn a_redirect_loop_ends_as_status_0() {
     .expect("a redirect loop is a value");
     assert_eq!(r["status"], json!(0), "{r}");
     assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+    assert_eq!(r["error_kind"], json!("redirects"), "{r}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -36,11 +36,13 @@ impl Mocks {
             let spec = fields(
                 &format!("http mock {url:?}"),
                 spec,
-                &["status", "body", "headers", "error"],
+                &["status", "body", "headers", "error", "error_kind"],
             )?;
             let error = match spec.get("error") {
                 None | Some(Json::Null) => None,
-                Some(Json::String(e)) if spec.keys().all(|k| k == "error") => Some(e.clone()),
+                Some(Json::String(e)) if spec.keys().all(|k| k == "error" || k == "error_kind") => {
+                    Some(e.clone())
+                }
                 Some(Json::String(_)) => {
                     return Err(format!(
                         "http mock {url:?}: `error` is a network failure; it has no status, body or headers"
@@ -49,6 +51,22 @@ impl Mocks {
                 Some(other) => {
                     return Err(format!(
                         "http mock {url:?}: `error` must be a string, got {other}"
+                    ));
+                }
+            };
+            const KINDS: [&str; 5] = ["timeout", "connect", "body", "redirects", "request"];
+            let error_kind = match spec.get("error_kind") {
+                None | Some(Json::Null) => None,
+                Some(Json::String(kind)) if error.is_none() => {
+                    return Err(format!(
+                        "http mock {url:?}: `error_kind` {kind:?} without `error`; give the failure's words in `error` too"
+                    ));
+                }
+                Some(Json::String(kind)) if KINDS.contains(&kind.as_str()) => Some(kind.clone()),
+                Some(other) => {
+                    return Err(format!(
+                        "http mock {url:?}: `error_kind` is {other}; use one of {}",
+                        KINDS.join(", ")
                     ));
                 }
             };
@@ -86,6 +104,7 @@ impl Mocks {
                 url.clone(),
                 HttpReply {
                     error,
+                    error_kind,
                     status,
                     body,
                     headers,

@@ -32,6 +32,7 @@ fn mocks() -> Mocks {
         Some(&json!({
             "https://api.example.com/a": {"status": 201, "body": "made", "headers": {"X-Id": "7"}},
             "https://api.example.com/down": {"error": "connection refused"},
+            "https://api.example.com/slow": {"error": "timed out", "error_kind": "timeout"},
         })),
         Some(&json!({"no-such-program-anywhere": {"exit_code": 3, "stdout": "out"}})),
     )
@@ -61,14 +62,27 @@ fn mocks_answer_in_the_real_shapes() {
         r#"def run():
     a = http.get("https://api.example.com/a")
     d = http.post("https://api.example.com/down", json = {})
+    s = http.get("https://api.example.com/slow")
     e = exec.run(["no-such-program-anywhere", "x"])
-    return [a["status"], a["ok"], a["body"], a["headers"]["x-id"], d["status"], d["error"], e["exit_code"], e["stdout"]]
+    return [a["status"], a["ok"], a["body"], a["headers"]["x-id"], a["error_kind"], d["status"], d["error"], d["error_kind"], s["error_kind"], e["exit_code"], e["stdout"]]
 "#,
     )
     .expect("mocked");
     assert_eq!(
         out,
-        json!([201, true, "made", "7", 0, "connection refused", 3, "out"])
+        json!([
+            201,
+            true,
+            "made",
+            "7",
+            null,
+            0,
+            "connection refused",
+            "connect",
+            "timeout",
+            3,
+            "out"
+        ])
     );
 }
 
@@ -121,6 +135,16 @@ fn malformed_mocks_are_named() {
             json!({"u": {"error": "x", "status": 500}}),
             json!(null),
             "`error` is a network failure",
+        ),
+        (
+            json!({"u": {"error": "x", "error_kind": "dns"}}),
+            json!(null),
+            "`error_kind` is \"dns\"; use one of timeout, connect, body, redirects, request",
+        ),
+        (
+            json!({"u": {"status": 200, "error_kind": "timeout"}}),
+            json!(null),
+            "`error_kind` \"timeout\" without `error`",
         ),
         (
             json!([]),

@@ -206,13 +206,15 @@ fn local_refusal(error: &reqwest::Error) -> Option<String> {
 }
 
 /// Describes a network failure in one line, with its innermost cause.
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = if error.is_timeout() {
-        "timed out".to_owned()
+fn describe(error: &reqwest::Error) -> Failure {
+    let (kind, mut text) = if error.is_timeout() {
+        ("timeout", "timed out".to_owned())
     } else if error.is_connect() {
-        "connection failed".to_owned()
+        ("connect", "connection failed".to_owned())
+    } else if error.is_body() || error.is_decode() {
+        ("body", "reading the body failed".to_owned())
     } else {
-        "request failed".to_owned()
+        ("request", "request failed".to_owned())
     };
     let mut source = std::error::Error::source(error);
     let mut last = None;
@@ -224,8 +226,12 @@ fn describe(error: &reqwest::Error) -> String {
         text.push_str(": ");
         text.push_str(&cause);
     }
-    text
+    (kind, text)
 }
+
+/// Why a request got no response a script can read: its `error_kind` (`timeout`, `connect`,
+/// `body`, `redirects`, `request`) and its `error` in words.
+type Failure = (&'static str, String);
 
 /// True for headers that carry credentials, which are not sent across origins on a redirect.
 fn is_credential(name: &str) -> bool {
@@ -246,7 +252,7 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
     let mut method = request.method;
     let mut body = request.body;
     let deadline = request.timeout.min(host.remaining());
-    let failure = |url: &Url, error: String| json!({"status": 0, "ok": false, "headers": {}, "body": "", "url": url.as_str(), "error": error, "truncated": false});
+    let failure = |url: &Url, (kind, error): (&str, String)| json!({"status": 0, "ok": false, "headers": {}, "body": "", "url": url.as_str(), "error": error, "error_kind": kind, "truncated": false});
     let intercepted = match &host.sandbox.interceptor {
         // The same checks first: an interceptor only ever narrows what a script reaches.
         Some(interceptor) => {
@@ -258,7 +264,8 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
     if let Some(reply) = intercepted {
         let reply = reply.map_err(|e| anyhow::anyhow!("{func}: {e}"))?;
         if let Some(error) = &reply.error {
-            return Ok(failure(&url, error.clone()));
+            let kind = reply.error_kind.as_deref().unwrap_or("connect");
+            return Ok(failure(&url, (kind, error.clone())));
         }
         return Ok(intercepted_reply(
             &url,
@@ -328,12 +335,13 @@ fn perform(host: &Host, func: &str, request: Request) -> anyhow::Result<serde_js
                 "body": String::from_utf8_lossy(&kept),
                 "url": final_url,
                 "error": null,
+                "error_kind": null,
                 "truncated": truncated,
             }));
         }
         Ok(failure(
             &url,
-            format!("more than {MAX_REDIRECTS} redirects"),
+            ("redirects", format!("more than {MAX_REDIRECTS} redirects")),
         ))
     })?
 }
@@ -363,6 +371,7 @@ fn intercepted_reply(
         "body": body,
         "url": url.as_str(),
         "error": null,
+        "error_kind": null,
         "truncated": truncated,
     })
 }
@@ -393,7 +402,7 @@ async fn read_capped(
     mut response: reqwest::Response,
     left: Duration,
     cap: usize,
-) -> Result<(Vec<u8>, bool), String> {
+) -> Result<(Vec<u8>, bool), Failure> {
     let deadline = tokio::time::Instant::now() + left;
     let mut kept = Vec::new();
     loop {
@@ -408,7 +417,7 @@ async fn read_capped(
             }
             Ok(Ok(None)) => return Ok((kept, false)),
             Ok(Err(e)) => return Err(describe(&e)),
-            Err(_) => return Err("timed out reading the body".to_owned()),
+            Err(_) => return Err(("timeout", "timed out reading the body".to_owned())),
         }
     }
 }
@@ -433,9 +442,10 @@ fn header_pairs(headers: Option<SmallMap<String, String>>) -> Vec<(String, Strin
 
 #[starlark_module]
 pub(crate) fn members(builder: &mut GlobalsBuilder) {
-    /// Sends a GET request and returns `{status, ok, headers, body, url, error, truncated}`.
-    /// A refused connection, DNS failure or timeout is not an error: `status` is 0 and `error`
-    /// says what happened. A host that is not allow-listed (also as a redirect target) is an
+    /// Sends a GET request and returns `{status, ok, headers, body, url, error, error_kind,
+    /// truncated}`. A refused connection, DNS failure or timeout is not an error: `status` is 0,
+    /// `error` says what happened and `error_kind` is `timeout`, `connect`, `body`, `redirects`
+    /// or `request` (null when a response was read). A host that is not allow-listed (also as a redirect target) is an
     /// error. Header names are lowercase; the body is text, capped.
     ///
     /// ```python
