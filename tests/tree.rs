@@ -1218,3 +1218,57 @@ fn a_tool_pre_hook_blocks_an_agent_clis_served_delegate_call() {
     );
     assert_eq!(runs(&dir).len(), 1, "no child ran");
 }
+
+/// A CLI whose run fails after a served call — it prints what is not its stream and exits 3 —
+/// ends the attempt in a `delegate` error, and that error (what the record keeps of the attempt)
+/// names the child the run served it, which is recorded with the run as its parent.
+#[test]
+fn a_cli_run_that_fails_after_a_served_call_names_the_child_in_its_error() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    let failing = dir.write(
+        "fan-out/agent/failing.sh",
+        "#!/bin/sh\npython3 \"$(dirname \"$0\")/claude.py\" \"$@\"\n[ \"$1\" = --version ] && exit 0\necho garbage\nexit 3\n",
+    );
+    let mut mode = std::fs::metadata(&failing)
+        .expect("the script")
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&failing, mode).expect("executable");
+    let file = dir.read("fan-out/agent-parent.yaml").expect("the example");
+    dir.write(
+        "fan-out/agent-parent.yaml",
+        file.replace("agent/claude.py", "agent/failing.sh").replace(
+            "tools: [delegate]\n",
+            "tools: [delegate]\nmax_verify_retries: 0\n",
+        ),
+    );
+    let out = harness([
+        "run",
+        "--json",
+        "--journal",
+        "runs.db",
+        "fan-out/agent-parent.yaml",
+    ])
+    .current_dir(dir.path())
+    .env("HOME", &dir.path().display().to_string())
+    .run();
+    out.expect_code(4);
+    let report = out.json();
+    assert_eq!(report["kind"], json!("delegate"), "{report}");
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("exited with code 3"), "{message}");
+    let all = runs(&dir);
+    let child = all
+        .iter()
+        .find(|r| r["parent_id"] == report["id"])
+        .unwrap_or_else(|| panic!("the served child is recorded: {all:?}"));
+    let id = child["id"].as_str().expect("an id");
+    assert!(
+        message.contains(&format!(
+            "it had harness run 1 child delegation(s) of this run: {id} (passed)"
+        )),
+        "{message}"
+    );
+}

@@ -528,16 +528,19 @@ impl AgentDelegate {
             }
             None => (cli.await, None),
         };
-        planted(name, &absent)?;
         // A broken tool hook fails the attempt, as it does a model's call.
         let served = served.transpose()?;
+        // A run that fails after calls were served still says which children they ran: its
+        // error is what the record keeps of the attempt.
+        let ran = |e: Error| host::naming_children(e, served.as_deref());
+        planted(name, &absent).map_err(ran)?;
         let run = run.map_err(|e| {
             Error::new(
                 ErrorKind::Delegate,
                 format!("delegate `{name}`: cannot start {:?}: {e}", argv[0]),
             )
         })?;
-        let mut parsed = self.read_run(&run, &invocation)?;
+        let mut parsed = self.read_run(&run, &invocation).map_err(ran)?;
         // `read_run` refused an answer that names no session.
         self.session.clone_from(&parsed.session);
         // No call of the CLI's own log under the name of harness's `delegate`; and where this
