@@ -19,6 +19,30 @@ fn fan_out(dir: &TempDir) -> Value {
     out.json()
 }
 
+/// `examples/fan-out` copied into `dir`, its `agent-parent.yaml` (an agent CLI parent) as `edit`
+/// makes it.
+fn agent_parent_example(dir: &TempDir, edit: impl FnOnce(String) -> String) {
+    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
+    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    let file = dir.read("fan-out/agent-parent.yaml").expect("the example");
+    dir.write("fan-out/agent-parent.yaml", edit(file));
+}
+
+/// Runs `fan-out/agent-parent.yaml` in `dir` as its header says — by a path relative to where
+/// harness starts — with a journal there.
+fn run_agent_parent(dir: &TempDir) -> crate::util::Output {
+    harness([
+        "run",
+        "--json",
+        "--journal",
+        "runs.db",
+        "fan-out/agent-parent.yaml",
+    ])
+    .current_dir(dir.path())
+    .env("HOME", &dir.path().display().to_string())
+    .run()
+}
+
 /// `harness audit RUN --journal DIR/runs.db` passes, `delegation_linkage` among its checks:
 /// each child the run's `delegate` calls returned is recorded, from this run, with the seal the
 /// call quoted.
@@ -1134,18 +1158,8 @@ fn a_tree_budget_counts_grandchildren_and_stops_every_member_once_spent() {
 #[test]
 fn the_agent_parent_example_delegates_over_the_server_its_run_serves() {
     let dir = TempDir::new();
-    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
-    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
-    let out = harness([
-        "run",
-        "--json",
-        "--journal",
-        "runs.db",
-        "fan-out/agent-parent.yaml",
-    ])
-    .current_dir(dir.path())
-    .env("HOME", &dir.path().display().to_string())
-    .run();
+    agent_parent_example(&dir, |file| file);
+    let out = run_agent_parent(&dir);
     out.expect_code(0);
     let report = out.json();
     assert_eq!(report["outcome"], json!("passed"), "{report}");
@@ -1174,30 +1188,17 @@ fn the_agent_parent_example_delegates_over_the_server_its_run_serves() {
 #[test]
 fn a_tool_pre_hook_blocks_an_agent_clis_served_delegate_call() {
     let dir = TempDir::new();
-    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
-    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    agent_parent_example(&dir, |file| {
+        file.replace(
+            "tools: [delegate]\n",
+            "tools: [delegate]\nhooks: [hooks]\nmax_verify_retries: 0\n",
+        )
+    });
     dir.write(
         "fan-out/hooks/no-writers.md",
         "---\nevent: tool.pre\ntools: [delegate]\nscript: |\n  def handle(event, payload):\n      if payload[\"arguments\"].get(\"profile\") == \"writer\":\n          return block(\"writers are not to be delegated to\")\n      return allow()\n---\n# No writers\n",
     );
-    let file = dir.read("fan-out/agent-parent.yaml").expect("the example");
-    dir.write(
-        "fan-out/agent-parent.yaml",
-        file.replace(
-            "tools: [delegate]\n",
-            "tools: [delegate]\nhooks: [hooks]\nmax_verify_retries: 0\n",
-        ),
-    );
-    let out = harness([
-        "run",
-        "--json",
-        "--journal",
-        "runs.db",
-        "fan-out/agent-parent.yaml",
-    ])
-    .current_dir(dir.path())
-    .env("HOME", &dir.path().display().to_string())
-    .run();
+    let out = run_agent_parent(&dir);
     out.expect_code(1);
     let report = out.json();
     assert_eq!(report["children"], json!([]), "{report}");
@@ -1225,8 +1226,12 @@ fn a_tool_pre_hook_blocks_an_agent_clis_served_delegate_call() {
 #[test]
 fn a_cli_run_that_fails_after_a_served_call_names_the_child_in_its_error() {
     let dir = TempDir::new();
-    std::fs::create_dir_all(dir.join("fan-out")).expect("the example's directory");
-    copy_tree(&repo_root().join("examples/fan-out"), &dir.join("fan-out"));
+    agent_parent_example(&dir, |file| {
+        file.replace("agent/claude.py", "agent/failing.sh").replace(
+            "tools: [delegate]\n",
+            "tools: [delegate]\nmax_verify_retries: 0\n",
+        )
+    });
     let failing = dir.write(
         "fan-out/agent/failing.sh",
         "#!/bin/sh\npython3 \"$(dirname \"$0\")/claude.py\" \"$@\"\n[ \"$1\" = --version ] && exit 0\necho garbage\nexit 3\n",
@@ -1236,24 +1241,7 @@ fn a_cli_run_that_fails_after_a_served_call_names_the_child_in_its_error() {
         .permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
     std::fs::set_permissions(&failing, mode).expect("executable");
-    let file = dir.read("fan-out/agent-parent.yaml").expect("the example");
-    dir.write(
-        "fan-out/agent-parent.yaml",
-        file.replace("agent/claude.py", "agent/failing.sh").replace(
-            "tools: [delegate]\n",
-            "tools: [delegate]\nmax_verify_retries: 0\n",
-        ),
-    );
-    let out = harness([
-        "run",
-        "--json",
-        "--journal",
-        "runs.db",
-        "fan-out/agent-parent.yaml",
-    ])
-    .current_dir(dir.path())
-    .env("HOME", &dir.path().display().to_string())
-    .run();
+    let out = run_agent_parent(&dir);
     out.expect_code(4);
     let report = out.json();
     assert_eq!(report["kind"], json!("delegate"), "{report}");
