@@ -783,3 +783,57 @@ fn a_delegate_that_records_an_override_in_the_journal_is_gate_tampered() {
         .json();
     assert!(shown["override"]["suspect"].is_string(), "{shown}");
 }
+
+/// The observation cache beside the journal keeps the text of the workspace's files between
+/// baselines: a delegate that could write it could make its own change look like none. Confined,
+/// it can neither read nor write it (it is masked like the journal), and the harness's own tool
+/// refuses it.
+#[test]
+fn a_confined_delegate_can_neither_read_nor_write_the_observation_cache() {
+    if !crate::util::confinement_works() {
+        return;
+    }
+    let dir = TempDir::new();
+    for i in 0..1000 {
+        dir.write(format!("ws/src/f{i:04}.txt"), format!("line {i}\n"));
+    }
+    std::fs::create_dir_all(dir.join("ws/.harness")).expect("journal dir");
+    // Older than the cache's racy window, so the first baseline stores them.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    let journal = dir.join("ws/.harness/runs.db");
+    let cache = dir.join("ws/.harness/runs.db-observe");
+    let calls = json!([
+        {"name": "run_command", "arguments": {"argv": ["sh", "-c",
+            "if wc -c < .harness/runs.db-observe; then echo read; else echo unreadable; fi > seen.txt; if echo forged > .harness/runs.db-observe; then echo written; else echo refused; fi >> seen.txt"]}},
+        {"name": "write_file", "arguments": {"path": ".harness/runs.db-observe", "content": "forged"}},
+    ]);
+    dir.write("agent.star", calls_then(&calls.to_string(), "Done."));
+    dir.write(
+        "delegation.yaml",
+        "task: Anything.\ndelegate: {kind: scripted, script: agent.star}\ntools: [run_command, write_file]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",
+    );
+    let out = harness(["run", "--json", "--journal"])
+        .args([&journal, &dir.join("delegation.yaml")])
+        .run();
+    let report = out.json();
+    assert_ne!(
+        report["error"]["kind"],
+        json!("gate_tampered"),
+        "{report:#}"
+    );
+    let seen = std::fs::read_to_string(dir.join("ws/seen.txt")).expect("seen.txt");
+    assert_eq!(
+        seen.split_whitespace().collect::<Vec<_>>(),
+        ["unreadable", "refused"],
+        "{seen}"
+    );
+    let ran = tool_results(&report, 0);
+    assert_eq!(ran[1]["is_error"], json!(true), "{ran:?}");
+    let bytes = std::fs::read(&cache).expect("the baseline left its cache");
+    assert!(
+        bytes.starts_with(b"HRNSOBS1"),
+        "{:?}",
+        &bytes[..16.min(bytes.len())]
+    );
+    assert!(!bytes.windows(6).any(|w| w == b"forged"));
+}

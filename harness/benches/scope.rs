@@ -11,6 +11,9 @@
 //!   be kept) and no `allow` (every small file may be: 16 MiB of contents are read and kept, the
 //!   smallest files first).
 //!
+//! The last configuration is the default one with the observation cache a journal keeps beside
+//! it: the text of unchanged files is taken from the cache instead of read.
+//!
 //! `BENCH_SCOPE_DIR=PATH` generates the tree there once and reuses it (for a profiler).
 //!
 //! Memory: the bytes a snapshot holds (what its drop gives back, by a counting global
@@ -177,12 +180,19 @@ fn main() {
     // `git status` is timed in every round, next to the walks, so the machine's noise falls on
     // both alike.
     let mut git_status = Vec::new();
-    let mut measure = |allow: Vec<String>| {
+    let mut measure = |allow: Vec<String>, cache: Option<&Path>| {
         let spec = ScopeSpec {
             allow,
             ..ScopeSpec::default()
         };
-        let scope = Scope::compile(&spec, root, "bench").expect("compiles");
+        let scope = Scope::compile(&spec, root, "bench")
+            .expect("compiles")
+            .with_cache(cache.map(Path::to_path_buf));
+        if cache.is_some() {
+            // The delegation before this one left the cache.
+            scope.snapshot(&|_| false, &std::sync::Arc::default());
+        }
+        let mut cached = 0;
         let mut snapshots = Vec::new();
         let mut walks = Vec::new();
         let mut diffs = Vec::new();
@@ -200,6 +210,7 @@ fn main() {
             scope.keep_contents(&mut snapshot, &|_| false);
             snapshots.push(t.elapsed());
             entries = snapshot.entries();
+            cached = snapshot.cached();
             if round == 0 {
                 // What a snapshot holds: the bytes its drop gives back.
                 let spare = scope.snapshot(&|_| false, &std::sync::Arc::default());
@@ -231,13 +242,19 @@ fn main() {
             median(diffs),
             bytes,
             entries,
+            cached,
         )
     };
     // `allow` decides which files' contents may be kept: none, a tenth of the tree, all of it.
-    let (stat_snap, stat_walk, stat_diff, stat_bytes, entries) =
-        measure(vec!["nothing/**".to_owned()]);
-    let (src_snap, src_walk, src_diff, src_bytes, _) = measure(vec!["src/**".to_owned()]);
-    let (kept_snap, kept_walk, kept_diff, kept_bytes, _) = measure(Vec::new());
+    let (stat_snap, stat_walk, stat_diff, stat_bytes, entries, _) =
+        measure(vec!["nothing/**".to_owned()], None);
+    let (src_snap, src_walk, src_diff, src_bytes, _, _) = measure(vec!["src/**".to_owned()], None);
+    let (kept_snap, kept_walk, kept_diff, kept_bytes, _, _) = measure(Vec::new(), None);
+    // The same with the observation cache a journal keeps beside it (`runs.db-observe`).
+    let state = tempfile::tempdir().expect("temp dir");
+    let cache = harness::scope::cache::path_of(&state.path().join("runs.db"));
+    let (cache_snap, cache_walk, cache_diff, cache_bytes, _, cached) =
+        measure(Vec::new(), Some(&cache));
 
     let git = median(git_status);
     println!("workspace: {entries} entries (files and directories), {files} files");
@@ -264,6 +281,13 @@ fn main() {
             kept_diff,
             kept_bytes,
         ),
+        (
+            "no allow, the cache beside",
+            cache_snap,
+            cache_walk,
+            cache_diff,
+            cache_bytes,
+        ),
     ] {
         println!(
             "scope, {name:29} snapshot {} (walk {}), diff {}, snapshot+diff {} = {:.2}x git status, \
@@ -279,4 +303,8 @@ fn main() {
             bytes as f64 / (1 << 20) as f64
         );
     }
+    println!(
+        "with the cache: the text of {cached} files taken from it ({} KiB on disk)",
+        std::fs::metadata(&cache).map_or(0, |m| m.len() / 1024)
+    );
 }

@@ -359,7 +359,7 @@ impl Delegation {
         // them: no program of a delegation reads it (nor SQLite's files beside it).
         for journal in self.journals(root) {
             let journal = std::path::absolute(&journal).unwrap_or(journal);
-            for suffix in ["", "-wal", "-shm", "-journal"] {
+            for suffix in ["", "-wal", "-shm", "-journal", crate::scope::cache::SUFFIX] {
                 let mut name = journal.clone().into_os_string();
                 name.push(suffix);
                 isolation = isolation.masked(Path::new(&name));
@@ -545,6 +545,27 @@ impl Delegation {
         let mut journals: Vec<PathBuf> = self.journal.iter().cloned().collect();
         journals.push(root.join(".harness").join("runs.db"));
         journals
+    }
+
+    /// The observation cache of the workspace at `root` ([`crate::scope::cache`]): the
+    /// journal's companion, when this delegation is recorded in a journal the delegate cannot
+    /// write — outside the workspace, or in its protected `.harness/` — and works in the
+    /// workspace itself (a child's isolated copy is gone when the child is).
+    pub(crate) fn observe_cache(&self, root: &Path) -> Option<PathBuf> {
+        if self.home.is_some() {
+            return None;
+        }
+        // The journal may not be written yet: its directory is resolved.
+        let journal = self.journal.as_deref()?;
+        let journal = std::path::absolute(journal)
+            .ok()?
+            .parent()?
+            .canonicalize()
+            .ok()?
+            .join(journal.file_name()?);
+        let root = root.canonicalize().ok()?;
+        (!journal.starts_with(&root) || journal.starts_with(root.join(".harness")))
+            .then(|| crate::scope::cache::path_of(&journal))
     }
 
     /// Returns true when the delegate can change files by other means than the harness's

@@ -17,7 +17,7 @@ use crate::delegate::BoxFuture;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::RunEvent;
 use crate::integrity::{GateInputs, always_protected};
-use crate::scope::{OnViolation, Scope, ScopeSpec, Snapshot, Stamp};
+use crate::scope::{OnViolation, Scope, Snapshot, Stamp};
 use crate::verdict::{Finding, Source};
 
 /// The baseline and what judges a diff against it, as a pipeline stage.
@@ -240,25 +240,28 @@ fn too_large(label: &str) -> Error {
 }
 
 impl ObserveStage {
-    /// Starts taking the baseline of `workspace`, before attempt 0 (see [`Baseline`]), stopped
-    /// when it takes longer than `limit` (the delegation's `limits.timeout_s`). `scope` is the
-    /// delegation's, if any; `gate` its gate inputs; `file` names where they were written.
+    /// Starts taking the baseline of `workspace` for `delegation`, before attempt 0 (see
+    /// [`Baseline`]), stopped when it takes longer than the delegation's `limits.timeout_s`,
+    /// its kept text taken from and left in the delegation's observation cache; `gate` are its
+    /// gate inputs.
     ///
-    /// A delegate that `can_write` nothing (`false`) leaves no changes to find: no walk is taken.
+    /// A delegate that can change nothing leaves no changes to find: no walk is taken.
     ///
     /// # Errors
     /// [`ErrorKind::Config`] for a scope that does not compile.
     pub(crate) fn from_spec(
-        scope: Option<&ScopeSpec>,
+        delegation: &crate::delegation::Delegation,
         gate: GateInputs,
         workspace: &harness_builtins::Workspace,
-        file: &str,
-        limit: Option<Duration>,
-        can_write: bool,
         after: Option<crate::checks::runner::Collection>,
     ) -> Result<Self> {
+        let scope = delegation.scope();
+        let file = delegation.source().display().to_string();
+        let (limit, can_write) = (delegation.timeout(), delegation.changes_files());
         let spec = scope.cloned().unwrap_or_default();
-        let compiled = Arc::new(Scope::compile(&spec, workspace.root(), file)?);
+        let compiled = Scope::compile(&spec, workspace.root(), &file)?
+            .with_cache(delegation.observe_cache(workspace.root()));
+        let compiled = Arc::new(compiled);
         let gate = Arc::new(gate);
         let protected = Arc::clone(&gate);
         let baseline = can_write.then(|| {
@@ -554,14 +557,10 @@ pub(crate) fn stage(
         ));
         return Ok(None);
     }
-    let file = delegation.source().display().to_string();
     let stage = ObserveStage::from_spec(
-        delegation.scope(),
+        delegation,
         (*m.gate).clone(),
         m.workspace,
-        &file,
-        delegation.timeout(),
-        delegation.changes_files(),
         m.collection.clone(),
     )?;
     m.observed = true;

@@ -720,7 +720,7 @@ fn journals(parent: &Delegation) -> Vec<PathBuf> {
                 .map(Path::to_path_buf)
         })
         .flat_map(|rel| {
-            ["", "-wal", "-shm", "-journal"].map(|suffix| {
+            ["", "-wal", "-shm", "-journal", crate::scope::cache::SUFFIX].map(|suffix| {
                 let mut name = rel.as_os_str().to_owned();
                 name.push(suffix);
                 PathBuf::from(name)

@@ -25,6 +25,8 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
+pub mod cache;
+
 /// Files larger than this are never kept for diffs.
 const MAX_KEPT_FILE: u64 = 256 * 1024;
 /// All kept contents together, at most.
@@ -123,6 +125,8 @@ pub struct Scope {
     allow: GlobSet,
     deny: GlobSet,
     ignore: Arc<ignore::gitignore::Gitignore>,
+    /// Where the kept text is cached between baselines ([`cache`]), if anywhere.
+    cache: Option<PathBuf>,
 }
 
 /// Compiles the globs written at `key` (`scope.allow`, `protect`) of the file `at`.
@@ -163,7 +167,16 @@ impl Scope {
             ignore: Arc::new(ignore),
             root: root.to_path_buf(),
             spec: spec.clone(),
+            cache: None,
         })
+    }
+
+    /// The same, keeping the text of unchanged files between baselines in the observation
+    /// cache at `file` ([`cache`]; [`cache::path_of`] the journal).
+    #[must_use]
+    pub fn with_cache(mut self, file: Option<PathBuf>) -> Self {
+        self.cache = file;
+        self
     }
 
     /// Why the delegate may not change `path`, or `None` when it may.
@@ -201,6 +214,8 @@ impl Scope {
     /// It may run while the delegate works: a file is kept only when its `lstat` after the read
     /// is still the baseline's — any write moves the status-change time — so what is kept is
     /// the baseline's text or nothing (the diff then reports the file without its lines).
+    /// With an observation cache ([`Scope::with_cache`]) and at least a thousand files to keep,
+    /// the text of a file whose `lstat` is the one cached is taken from the cache, not read.
     pub fn keep_contents(&self, snapshot: &mut Snapshot, first: &dyn Fn(&str) -> bool) {
         let mut candidates: Vec<(bool, u64, &str)> = snapshot
             .files
@@ -222,7 +237,63 @@ impl Scope {
             budget -= size;
             kept.push(path.to_owned());
         }
-        // Read on as many threads as the walk used: thousands of small reads.
+        // What the cache holds for exactly the `lstat` the walk found is not read again.
+        let read_at = std::time::SystemTime::now();
+        let mut cached = self
+            .cache
+            .as_deref()
+            .filter(|_| kept.len() >= cache::FROM_FILES)
+            .map(|file| {
+                let loaded = cache::Loaded::read(file, &self.root, &mut snapshot.warnings);
+                (file, loaded)
+            });
+        if let Some((_, loaded)) = &mut cached {
+            kept.retain(|path| {
+                let Some(entry) = snapshot.files.get_mut(path.as_str()) else {
+                    return true;
+                };
+                match loaded.take(path, entry) {
+                    Some(text) => {
+                        entry.content = Some(text);
+                        snapshot.cached += 1;
+                        false
+                    }
+                    None => true,
+                }
+            });
+        }
+        self.read_kept(snapshot, &kept);
+        if let Some((file, loaded)) = cached {
+            // Written again only when it no longer says what the files do: something it held
+            // changed or went, or a file read now is old enough to be stored.
+            let stale = !loaded.found
+                || loaded.left() > 0
+                || kept.iter().any(|path| {
+                    snapshot
+                        .files
+                        .get(path.as_str())
+                        .is_some_and(|e| e.content.is_some() && cache::settled(e, read_at))
+                });
+            if stale {
+                let entries = snapshot
+                    .files
+                    .iter()
+                    .filter(|(_, e)| e.content.is_some() && cache::settled(e, read_at))
+                    .map(|(path, e)| (&**path, e));
+                if let Err(e) = cache::write(file, &self.root, entries) {
+                    snapshot.warnings.push(format!(
+                        "scope: the observation cache {} could not be written: {e}",
+                        file.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Reads the text of the `kept` files into `snapshot`, on as many threads as the walk used
+    /// (thousands of small reads): a file is kept only when its `lstat` after the read is
+    /// still the walk's.
+    fn read_kept(&self, snapshot: &mut Snapshot, kept: &[String]) {
         let chunk = kept.len().div_ceil(threads()).max(1);
         let files = &snapshot.files;
         let read: Vec<(String, Option<Vec<u8>>)> = std::thread::scope(|scope| {
@@ -366,7 +437,11 @@ impl Scope {
         if dropped > 0 {
             warnings.push(format!("scope: {dropped} more entries could not be read"));
         }
-        Snapshot { files, warnings }
+        Snapshot {
+            files,
+            warnings,
+            cached: 0,
+        }
     }
 }
 
@@ -383,6 +458,8 @@ pub struct Snapshot {
     files: Files,
     /// What could not be read, reported and skipped.
     pub warnings: Vec<String>,
+    /// How many files' text came from the observation cache instead of the files.
+    cached: usize,
 }
 
 impl Snapshot {
@@ -394,6 +471,11 @@ impl Snapshot {
     /// The paths recorded, in no order.
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(|p| &**p)
+    }
+
+    /// How many files' kept text came from the observation cache ([`cache`]), not read again.
+    pub fn cached(&self) -> usize {
+        self.cached
     }
 
     /// The bytes kept of `path` at the snapshot, if they were kept.
@@ -807,5 +889,128 @@ mod tests {
         let diff = scope.diff(&before);
         assert_eq!(changes(&diff), (vec![], vec!["a.txt"], vec![]));
         assert!(diff.violations.is_empty());
+    }
+
+    /// A workspace of `n` small files under `src/`, old enough for the cache to store them.
+    fn settled_workspace(n: usize) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for i in 0..n {
+            write(
+                dir.path(),
+                &format!("src/f{i:04}.txt"),
+                &format!("line {i}\n"),
+            );
+        }
+        std::thread::sleep(cache::RACY + std::time::Duration::from_millis(50));
+        dir
+    }
+
+    #[test]
+    fn unchanged_files_text_comes_from_the_cache_and_a_changed_or_young_file_is_read_again() {
+        let ws = settled_workspace(cache::FROM_FILES);
+        let root = ws.path();
+        let state = tempfile::tempdir().expect("journal dir");
+        let file = cache::path_of(&state.path().join("runs.db"));
+        let scope = scope(root, &[], &[]).with_cache(Some(file.clone()));
+
+        let first = scope.snapshot(&|_| false, &Arc::default());
+        assert_eq!(first.cached(), 0, "nothing cached yet");
+        assert!(file.is_file(), "the baseline leaves its cache");
+        assert!(first.warnings.is_empty(), "{:?}", first.warnings);
+
+        // One file changes between delegations: its text is read again, the rest is not.
+        write(root, "src/f0007.txt", "changed between runs\n");
+        let second = scope.snapshot(&|_| false, &Arc::default());
+        assert_eq!(second.cached(), cache::FROM_FILES - 1);
+        assert_eq!(
+            second.kept("src/f0007.txt"),
+            Some(&b"changed between runs\n"[..])
+        );
+        assert_eq!(second.kept("src/f0001.txt"), Some(&b"line 1\n"[..]));
+
+        // The cached text is the baseline the diff shows lines against.
+        write(root, "src/f0001.txt", "line one, edited\n");
+        let diff = scope.diff(&second);
+        assert_eq!(changes(&diff), (vec![], vec!["src/f0001.txt"], vec![]));
+        let text = diff.diff.join("");
+        assert!(
+            text.contains("-line 1\n") && text.contains("+line one, edited"),
+            "{text}"
+        );
+
+        // Written less than the racy window ago, neither file was stored: both are read again
+        // (a second write in the same clock tick could leave `lstat` as it was).
+        let third = scope.snapshot(&|_| false, &Arc::default());
+        assert_eq!(third.cached(), cache::FROM_FILES - 2);
+        assert_eq!(
+            third.kept("src/f0001.txt"),
+            Some(&b"line one, edited\n"[..])
+        );
+
+        // A small workspace reads its files directly and leaves no cache.
+        let small = tempfile::tempdir().expect("temp dir");
+        write(small.path(), "a.txt", "a\n");
+        let other = cache::path_of(&state.path().join("other.db"));
+        let snapshot = scope_with_cache(small.path(), &other).snapshot(&|_| false, &Arc::default());
+        assert_eq!(snapshot.kept("a.txt"), Some(&b"a\n"[..]));
+        assert!(!other.exists());
+    }
+
+    fn scope_with_cache(root: &Path, file: &Path) -> Scope {
+        scope(root, &[], &[]).with_cache(Some(file.to_path_buf()))
+    }
+
+    #[test]
+    fn a_damaged_cache_or_another_workspaces_is_not_used_and_is_written_again() {
+        let ws = settled_workspace(cache::FROM_FILES);
+        let root = ws.path();
+        let state = tempfile::tempdir().expect("journal dir");
+        let file = cache::path_of(&state.path().join("runs.db"));
+        let scope = scope_with_cache(root, &file);
+        scope.snapshot(&|_| false, &Arc::default());
+
+        // One byte of the stored text changed (a bad disk, or a hand): never trusted.
+        let mut bytes = std::fs::read(&file).expect("the cache");
+        let at = bytes.len() - 3;
+        bytes[at] ^= 0x20;
+        std::fs::write(&file, &bytes).expect("damage");
+        let snapshot = scope.snapshot(&|_| false, &Arc::default());
+        assert_eq!(snapshot.cached(), 0);
+        assert!(
+            snapshot
+                .warnings
+                .iter()
+                .any(|w| w.contains("damaged") && w.contains("checksum")),
+            "{:?}",
+            snapshot.warnings
+        );
+        assert_eq!(snapshot.kept("src/f0999.txt"), Some(&b"line 999\n"[..]));
+        // Written again from the files, and trusted from then on.
+        let snapshot = scope.snapshot(&|_| false, &Arc::default());
+        assert_eq!(snapshot.cached(), cache::FROM_FILES);
+        assert!(snapshot.warnings.is_empty(), "{:?}", snapshot.warnings);
+
+        // Not a cache at all: the same.
+        std::fs::write(&file, "not a cache").expect("overwrite");
+        let snapshot = scope.snapshot(&|_| false, &Arc::default());
+        assert_eq!(snapshot.cached(), 0);
+        assert!(
+            snapshot.warnings.iter().any(|w| w.contains("damaged")),
+            "{:?}",
+            snapshot.warnings
+        );
+
+        // Another workspace with the same files (and the same journal) never takes this one's.
+        let copy = tempfile::tempdir().expect("temp dir");
+        for i in 0..cache::FROM_FILES {
+            write(
+                copy.path(),
+                &format!("src/f{i:04}.txt"),
+                &format!("line {i}\n"),
+            );
+        }
+        let snapshot = scope_with_cache(copy.path(), &file).snapshot(&|_| false, &Arc::default());
+        assert_eq!(snapshot.cached(), 0);
+        assert!(snapshot.warnings.is_empty(), "{:?}", snapshot.warnings);
     }
 }
