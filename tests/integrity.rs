@@ -806,11 +806,12 @@ fn a_confined_delegate_can_neither_read_nor_write_the_observation_cache() {
         {"name": "run_command", "arguments": {"argv": ["sh", "-c",
             "if wc -c < .harness/runs.db-observe; then echo read; else echo unreadable; fi > seen.txt; if echo forged > .harness/runs.db-observe; then echo written; else echo refused; fi >> seen.txt"]}},
         {"name": "write_file", "arguments": {"path": ".harness/runs.db-observe", "content": "forged"}},
+        {"name": "read_file", "arguments": {"path": ".harness/runs.db-observe"}},
     ]);
     dir.write("agent.star", calls_then(&calls.to_string(), "Done."));
     dir.write(
         "delegation.yaml",
-        "task: Anything.\ndelegate: {kind: scripted, script: agent.star}\ntools: [run_command, write_file]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",
+        "task: Anything.\ndelegate: {kind: scripted, script: agent.star}\ntools: [run_command, write_file, read_file]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",
     );
     let out = harness(["run", "--json", "--journal"])
         .args([&journal, &dir.join("delegation.yaml")])
@@ -829,6 +830,13 @@ fn a_confined_delegate_can_neither_read_nor_write_the_observation_cache() {
     );
     let ran = tool_results(&report, 0);
     assert_eq!(ran[1]["is_error"], json!(true), "{ran:?}");
+    assert_eq!(ran[2]["is_error"], json!(true), "{ran:?}");
+    assert!(
+        ran[2]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("run journal")),
+        "{ran:?}"
+    );
     let bytes = std::fs::read(&cache).expect("the baseline left its cache");
     assert!(
         bytes.starts_with(b"HRNSOBS1"),

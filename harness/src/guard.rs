@@ -223,7 +223,9 @@ impl PolicyGuard {
         Some((listed, error))
     }
 
-    fn is_journal(&self, path: &Path) -> bool {
+    /// Whether `path` is a journal or one of its companions (SQLite's files, the observation
+    /// cache): the operator's, never a delegate's to read or write.
+    pub(crate) fn is_journal(&self, path: &Path) -> bool {
         let text = path.as_os_str().to_string_lossy();
         // The database and its -wal, -shm and -journal companions.
         self.journals

@@ -421,6 +421,12 @@ impl Toolbox {
     fn read_file(&self, args: &Map<String, Value>) -> Result<ToolOutput, String> {
         let path = string_arg(args, "path")?;
         let full = self.resolve(path)?;
+        if self.guard.is_journal(&full) {
+            // Every run's record (a holdout's output among them) and the observation cache.
+            return Err(format!(
+                "refused: {path:?} is the run journal (or a file of it), which is the operator's; delegates may not read it"
+            ));
+        }
         // Read by the path checked, with no link followed on the way (a swap since the check
         // cannot make it read outside).
         let rel = self.workspace.relative(&full);
