@@ -79,6 +79,10 @@ def write_batch(path, count, url, hooks, workdir, verify=True, hook=True):
 # GNU time forks from a ~1 MB process and reports the child's own peak.
 GNU_TIME = "/usr/bin/time"
 
+# What users run: without a backtrace asked for (with RUST_BACKTRACE set, every error value
+# built walks the stack, which costs CPU and pages in the binary's unwind tables).
+MEASURED_ENV = {k: v for k, v in os.environ.items() if k not in ("RUST_BACKTRACE", "RUST_LIB_BACKTRACE")}
+
 
 def measure(argv, stdout_path, stderr_path):
     """Runs argv; returns wall seconds, CPU seconds (user + sys), peak RSS KiB and exit code."""
@@ -88,7 +92,7 @@ def measure(argv, stdout_path, stderr_path):
         argv = [GNU_TIME, "-f", "%M", "-o", rss_file, *argv]
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=out, stderr=err)
+        process = subprocess.Popen(argv, stdout=out, stderr=err, env=MEASURED_ENV)
         # The rusage of the child and everything it waited for (GNU time's share is ~1 ms).
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started

@@ -37,6 +37,8 @@ done
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 
 cd "$root"
+# What users run: no backtrace asked for (with one, every error value built walks the stack).
+unset RUST_BACKTRACE RUST_LIB_BACKTRACE
 if [[ $build == 1 ]]; then
     cargo build --release -p harness-cli -p harness-bench
 fi

@@ -259,8 +259,11 @@ impl ObserveStage {
         let file = delegation.source().display().to_string();
         let (limit, can_write) = (delegation.timeout(), delegation.changes_files());
         let spec = scope.cloned().unwrap_or_default();
-        let compiled = Scope::compile(&spec, workspace.root(), &file)?
-            .with_cache(delegation.observe_cache(workspace.root()));
+        // Only a baseline reads or writes the cache (resolving its place costs system calls).
+        let cache = can_write
+            .then(|| delegation.observe_cache(workspace.root()))
+            .flatten();
+        let compiled = Scope::compile(&spec, workspace.root(), &file)?.with_cache(cache);
         let compiled = Arc::new(compiled);
         let gate = Arc::new(gate);
         let protected = Arc::clone(&gate);
