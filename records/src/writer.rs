@@ -69,8 +69,8 @@ enum Item {
     Record(Report, RecordMeta, Option<Done>),
 }
 
-/// The writers of this process, by their journal's path (as [`key`] makes it), each with its
-/// number.
+/// The writers of this process, by their journal's path (as [`key`] makes it, and as given), each
+/// with its number.
 static WRITERS: Mutex<Option<Registry>> = Mutex::new(None);
 
 /// Each writer's sender and number, by journal.
@@ -181,11 +181,16 @@ impl JournalWriter {
                 ))
             })?;
         let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        WRITERS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_or_insert_with(HashMap::new)
-            .insert(key(path), (number, sender.clone()));
+        {
+            let mut writers = WRITERS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let writers = writers.get_or_insert_with(HashMap::new);
+            // Also as given: the runs recorded here name it so, and find it without resolving
+            // it again (a system call per part of the path, twice per run).
+            writers.insert(path.to_path_buf(), (number, sender.clone()));
+            writers.insert(key(path), (number, sender.clone()));
+        }
         Ok(JournalWriter {
             path: path.to_path_buf(),
             number,
@@ -219,7 +224,7 @@ impl JournalWriter {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
-            .and_then(|w| w.get(&key(journal)))
+            .and_then(|w| w.get(journal).or_else(|| w.get(&key(journal))))
             .map(|(_, sender)| sender.clone());
         sender.is_some_and(|sender| sender.send(item).is_ok())
     }
@@ -289,9 +294,10 @@ impl JournalWriter {
             .as_mut()
         {
             // Another writer of the same journal may have taken the place since.
-            let mine = key(&self.path);
-            if writers.get(&mine).is_some_and(|(n, _)| *n == self.number) {
-                writers.remove(&mine);
+            for mine in [key(&self.path), self.path.clone()] {
+                if writers.get(&mine).is_some_and(|(n, _)| *n == self.number) {
+                    writers.remove(&mine);
+                }
             }
         }
         drop(self.sender);
