@@ -172,10 +172,14 @@ impl From<&harness::CarriedRun> for RecordMeta {
 const RUNNING_IN: &str = "running in process ";
 
 fn running_mark(unconfined: bool) -> String {
-    let pid = std::process::id();
+    // This process's pid and start never change: read once, not once a run.
+    static OURS: std::sync::OnceLock<(u32, u64)> = std::sync::OnceLock::new();
+    let (pid, start) = *OURS.get_or_init(|| {
+        let pid = std::process::id();
+        (pid, process_start(pid).unwrap_or(0))
+    });
     format!(
-        "{RUNNING_IN}{pid} started at {}{}",
-        process_start(pid).unwrap_or(0),
+        "{RUNNING_IN}{pid} started at {start}{}",
         if unconfined { UNCONFINED } else { "" }
     )
 }
