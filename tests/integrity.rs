@@ -845,3 +845,33 @@ fn a_confined_delegate_can_neither_read_nor_write_the_observation_cache() {
     );
     assert!(!bytes.windows(6).any(|w| w == b"forged"));
 }
+
+/// A journal the delegate can write (inside the workspace, outside its protected `.harness/`)
+/// gets no observation cache beside it: the delegate could write one to hide a change.
+#[test]
+fn no_observation_cache_is_kept_beside_a_journal_the_delegate_could_write() {
+    let dir = TempDir::new();
+    for i in 0..1000 {
+        dir.write(format!("ws/src/f{i:04}.txt"), format!("line {i}\n"));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    dir.write("agent.star", calls_then("[]", "Done."));
+    dir.write(
+        "delegation.yaml",
+        "task: Anything.\ndelegate: {kind: scripted, script: agent.star}\ntools: [write_file]\nclaims: off\nmax_verify_retries: 0\nworkdir: ws\n",
+    );
+    for journal in [dir.join("ws/runs.db"), dir.join("state/runs.db")] {
+        std::fs::create_dir_all(journal.parent().expect("a parent")).expect("mkdir");
+        harness(["run", "--json", "--journal"])
+            .args([&journal, &dir.join("delegation.yaml")])
+            .run();
+        let cache = journal.with_file_name("runs.db-observe");
+        // Outside the workspace, the baseline leaves its cache; inside, never.
+        assert_eq!(
+            cache.exists(),
+            journal.starts_with(dir.join("state")),
+            "{}",
+            cache.display()
+        );
+    }
+}
