@@ -32,6 +32,7 @@ while [[ $# -gt 0 ]]; do
 done
 bin=${CARGO_TARGET_DIR:-$root/target}/release
 if [[ $check == 1 ]]; then
+    command -v nm >/dev/null || { echo "bench/hot.order: not checked (nm, from binutils, is not installed)"; exit 0; }
     nm --defined-only "$bin/harness" | python3 -c '
 import sys
 order = [line.strip() for line in open(sys.argv[1]) if line.strip()]
