@@ -50,15 +50,9 @@ server_pid=
 cleanup() { if [[ -n $server_pid ]]; then kill "$server_pid" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 
-"$bin/fake-openai" 0 --lifetime 3600 >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-url=
-for _ in $(seq 1 100); do
-    url=$(head -n 1 "$work/server.out" 2>/dev/null || true)
-    [[ -n $url ]] && break
-    sleep 0.1
-done
-[[ -n $url ]] || { echo "fake-openai did not report its address" >&2; exit 1; }
+# shellcheck source=bench/fake-server.sh
+. "$root/bench/fake-server.sh"
+start_fake_openai "$bin" "$work"
 
 n=${BENCH_DELEGATIONS:-2000}
 if [[ -n $check ]]; then

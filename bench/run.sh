@@ -59,17 +59,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The server exits by itself after an hour even if this script is killed before its trap runs.
-"$bin/fake-openai" 0 --lifetime 3600 >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-url=
-for _ in $(seq 1 100); do
-    url=$(head -n 1 "$work/server.out" 2>/dev/null || true)
-    [[ -n $url ]] && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.err" >&2; exit 1; }
-    sleep 0.1
-done
-[[ -n $url ]] || { echo "fake-openai did not report its address" >&2; exit 1; }
+# shellcheck source=bench/fake-server.sh
+. "$root/bench/fake-server.sh"
+start_fake_openai "$bin" "$work"
 
 journal_flag=()
 if "$bin/harness" batch --help | grep -q -- '--journal'; then

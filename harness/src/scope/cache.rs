@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use super::Entry;
+use super::{Entry, Stamp};
 
 /// What the file begins with: the format and its version.
 const MAGIC: &[u8; 8] = b"HRNSOBS1";
@@ -48,11 +48,7 @@ pub const SUFFIX: &str = "-observe";
 #[derive(Serialize, Deserialize)]
 struct Stored {
     path: String,
-    size: u64,
-    modified: (i64, i64),
-    changed: (i64, i64),
-    inode: u64,
-    mode: u32,
+    stamp: Stamp,
     text: Bytes,
 }
 
@@ -94,7 +90,7 @@ impl<'de> Deserialize<'de> for Bytes {
 /// The cache as loaded: path → entry, taken from as the baseline finds each file unchanged.
 #[derive(Default)]
 pub(super) struct Loaded {
-    entries: std::collections::HashMap<String, Stored, foldhash::quality::RandomState>,
+    entries: std::collections::HashMap<String, (Stamp, Box<[u8]>), foldhash::quality::RandomState>,
     /// True when a cache for this workspace was read.
     pub(super) found: bool,
 }
@@ -118,14 +114,8 @@ impl Loaded {
 
     /// The kept text of `path` when the cache holds it for exactly this `lstat`.
     pub(super) fn take(&mut self, path: &str, now: &Entry) -> Option<Box<[u8]>> {
-        let stored = self.entries.remove(path)?;
-        let same = stored.size == now.size
-            && stored.modified == now.modified
-            && stored.changed == now.changed
-            && stored.inode == now.inode
-            && stored.mode == now.mode
-            && stored.text.0.len() as u64 == now.size;
-        same.then_some(stored.text.0)
+        let (stamp, text) = self.entries.remove(path)?;
+        (stamp == now.stamp() && text.len() as u64 == now.size).then_some(text)
     }
 
     /// Entries left untaken: files gone, changed, or no longer kept.
@@ -158,7 +148,7 @@ fn read(file: &Path, root: &Path) -> Result<Option<Loaded>, String> {
         entries: contents
             .entries
             .into_iter()
-            .map(|e| (e.path.clone(), e))
+            .map(|e| (e.path, (e.stamp, e.text.0)))
             .collect(),
         found: true,
     }))
@@ -193,11 +183,7 @@ pub(super) fn write<'a>(
         .filter_map(|(path, entry)| {
             Some(Stored {
                 path: path.to_owned(),
-                size: entry.size,
-                modified: entry.modified,
-                changed: entry.changed,
-                inode: entry.inode,
-                mode: entry.mode,
+                stamp: entry.stamp(),
                 text: Bytes(entry.content.clone()?),
             })
         })

@@ -529,12 +529,19 @@ impl Entry {
         self.mode & libc_type_mask() == libc_regular()
     }
 
+    /// What `lstat` said of it (the entry keeps the fields flat: an index fits in the padding).
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            len: self.size,
+            mtime: self.modified,
+            ctime: self.changed,
+            ino: self.inode,
+            mode: self.mode,
+        }
+    }
+
     fn same_stat(&self, other: &Entry) -> bool {
-        self.size == other.size
-            && self.modified == other.modified
-            && self.changed == other.changed
-            && self.inode == other.inode
-            && self.mode == other.mode
+        self.stamp() == other.stamp()
     }
 }
 
@@ -732,7 +739,7 @@ impl ignore::ParallelVisitor for Visitor<'_> {
 /// What `lstat` says of a file or link: enough to tell it changed without reading it (any
 /// write moves its status-change time, which no user can set back). The gate re-check stamps
 /// protected files with it; a child's isolated copy stamps what it copied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Stamp {
     len: u64,
     mtime: (i64, i64),
